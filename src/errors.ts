@@ -45,7 +45,11 @@ export class SvcError extends Error {
   /** Seconds, for rate_limit_exceeded. */
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: ErrorCode, message: string, options: { details?: unknown; retryAfterSeconds?: number } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { details?: unknown; retryAfterSeconds?: number } = {},
+  ) {
     super(message);
     this.name = "SvcError";
     this.code = code;

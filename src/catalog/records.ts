@@ -1,0 +1,124 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { SvcError } from "../errors.ts";
+import { formatIssues, type SchemaRegistry } from "../contracts/schemas.ts";
+
+export interface Dependency {
+  modId: string;
+  versionRange: string;
+  optional?: boolean;
+}
+export interface Entrypoint {
+  path: string;
+  kind: "native" | "pak" | "script" | "asset";
+}
+export interface Author {
+  name: string;
+  github?: string;
+  url?: string;
+}
+export interface Links {
+  homepage?: string;
+  source?: string;
+  issues?: string;
+}
+
+/** records/mods/{modId}/{version}.json: the source of truth for one published version. */
+export interface ReleaseRecord {
+  schema: "svc.release-record.v1";
+  modId: string;
+  version: string;
+  name: string;
+  summary: string;
+  description: string;
+  authors: Author[];
+  tags: string[];
+  links: Links;
+  targetGameBuild: string;
+  releaseNotes: string;
+  fileName: string;
+  packageUrl: string;
+  sha256: string;
+  packageSizeBytes: number;
+  dependencies: Dependency[];
+  entrypoints: Entrypoint[];
+  modConfig?: unknown;
+  publishedAt: string;
+  status: "published" | "superseded" | "hidden";
+  statusBeforeHidden?: "published" | "superseded";
+  source: {
+    kind: "import" | "upload" | "pull_request";
+    submissionId?: string;
+    pullRequestUrl?: string;
+    validationReportSha256?: string;
+  };
+  updatedAt: string;
+}
+
+/** What sync keeps about the manager and framework releases (records/manager.json, records/framework.json). */
+export interface TrackedRelease {
+  version: string | null;
+  tag?: string;
+  releaseUrl?: string;
+  publishedAt?: string;
+  fileName?: string;
+  assetName?: string;
+  url?: string;
+  permalinkUrl?: string;
+  sha256?: string;
+  sizeBytes?: number;
+}
+
+export const RECORD_PATHS = {
+  modsDir: "mods",
+  release: (modId: string, version: string) => `mods/${modId}/${version}.json`,
+  manager: "manager.json",
+  framework: "framework.json",
+  gameBuilds: "game-builds.json",
+  postPublishSmoke: "smoke/post-publish.json",
+} as const;
+
+function readJson(path: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch (error) {
+    throw new SvcError("invalid_payload", `${path} is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+/** Loads and schema-checks every release record; a broken record stops the build with its path. */
+export function loadReleaseRecords(recordsDir: string, registry: SchemaRegistry): ReleaseRecord[] {
+  const modsDir = join(recordsDir, RECORD_PATHS.modsDir);
+  if (!existsSync(modsDir)) return [];
+  const records: ReleaseRecord[] = [];
+  for (const modId of readdirSync(modsDir).sort()) {
+    for (const file of readdirSync(join(modsDir, modId)).sort()) {
+      if (!file.endsWith(".json")) continue;
+      const path = join(modsDir, modId, file);
+      const result = registry.validate<ReleaseRecord>("release-record", readJson(path));
+      if (!result.ok) {
+        throw new SvcError(
+          "invalid_payload",
+          `${path} is not a valid release record:\n${formatIssues(result.issues)}`,
+          {
+            details: result.issues,
+          },
+        );
+      }
+      const record = result.value;
+      if (record.modId !== modId || `${record.version}.json` !== file) {
+        throw new SvcError(
+          "invalid_payload",
+          `${path} holds ${record.modId}@${record.version}; its path must match`,
+        );
+      }
+      records.push(record);
+    }
+  }
+  return records;
+}
+
+export function loadOptionalJson<T>(recordsDir: string, relativePath: string): T | null {
+  const path = join(recordsDir, relativePath);
+  return existsSync(path) ? (readJson(path) as T) : null;
+}

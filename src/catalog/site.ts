@@ -1,0 +1,253 @@
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import type { GameBuildEntry, PortalConfig } from "../config/portal-config.ts";
+import { SvcError } from "../errors.ts";
+import { buildBackendContract } from "../contracts/backend-contract.ts";
+import {
+  buildCatalog,
+  buildModDetail,
+  buildModsIndex,
+  buildModVersions,
+  visibleMods,
+} from "../contracts/catalog.ts";
+import {
+  buildFrameworkRelease,
+  buildGameBuildMatrix,
+  buildManagerRelease,
+  buildRuntimeProfile,
+  supportedBuilds,
+} from "../contracts/distribution.ts";
+import { ENDPOINTS, type EndpointDefinition } from "../contracts/endpoints.ts";
+import {
+  type BackendSmokeSummary,
+  buildReadinessDocument,
+  computeReadiness,
+  type SmokeSummary,
+} from "../contracts/readiness.ts";
+import {
+  formatIssues,
+  publishedSchemaText,
+  type SchemaName,
+  schemaFiles,
+  schemaRegistry,
+} from "../contracts/schemas.ts";
+import { SITE_PATHS } from "../contracts/urls.ts";
+import { buildValidationContract } from "../contracts/validation-contract.ts";
+import { buildWorkflowDocument } from "../contracts/workflow.ts";
+import { commitFiles, type CommitResult } from "./atomic-files.ts";
+import {
+  loadOptionalJson,
+  loadReleaseRecords,
+  RECORD_PATHS,
+  type ReleaseRecord,
+  type TrackedRelease,
+} from "./records.ts";
+
+/** Everything a build reads: operator configuration and the records. Nothing else feeds site/api/v1. */
+export interface SiteInputs {
+  config: PortalConfig;
+  records: ReleaseRecord[];
+  manager: TrackedRelease | null;
+  framework: TrackedRelease | null;
+  gameBuilds: GameBuildEntry[];
+  postPublishSmoke: SmokeSummary | null;
+  backendSmoke: BackendSmokeSummary | null;
+  endpoints: readonly EndpointDefinition[];
+}
+
+export interface ProjectPaths {
+  root: string;
+  configPath: string;
+  recordsDir: string;
+  siteDir: string;
+}
+
+export function projectPaths(root: string, overrides: Partial<ProjectPaths> = {}): ProjectPaths {
+  return {
+    root,
+    configPath: overrides.configPath ?? join(root, "portal.config.json"),
+    recordsDir: overrides.recordsDir ?? join(root, "records"),
+    siteDir: overrides.siteDir ?? join(root, "site"),
+  };
+}
+
+export function loadSiteInputs(config: PortalConfig, recordsDir: string): SiteInputs {
+  const registry = schemaRegistry(config.baseUrl);
+  const synced = loadOptionalJson<{ builds: GameBuildEntry[] }>(recordsDir, RECORD_PATHS.gameBuilds);
+  const smoke = loadOptionalJson<SmokeSummary>(recordsDir, RECORD_PATHS.postPublishSmoke);
+  if (smoke) {
+    const result = registry.validate("post-publish-smoke", smoke);
+    if (!result.ok)
+      throw new SvcError(
+        "invalid_payload",
+        `records/${RECORD_PATHS.postPublishSmoke}: ${formatIssues(result.issues)}`,
+      );
+  }
+  return {
+    config,
+    records: loadReleaseRecords(recordsDir, registry),
+    manager: loadOptionalJson<TrackedRelease>(recordsDir, RECORD_PATHS.manager),
+    framework: loadOptionalJson<TrackedRelease>(recordsDir, RECORD_PATHS.framework),
+    gameBuilds: synced?.builds ?? config.gameBuilds,
+    postPublishSmoke: smoke,
+    backendSmoke: null,
+    endpoints: ENDPOINTS,
+  };
+}
+
+/** Placeholder swapped for a real timestamp only in documents whose content changed. */
+const PENDING_TIMESTAMP = "1970-01-01T00:00:00.000Z";
+
+interface GeneratedDocument {
+  path: string;
+  schema: SchemaName;
+  document: Record<string, unknown> & { generatedAt?: string };
+}
+
+/** Builds every document (unvalidated, timestamps pending). Paths are relative to the site root. */
+export function generateDocuments(inputs: SiteInputs): GeneratedDocument[] {
+  const { config } = inputs;
+  const at = PENDING_TIMESTAMP;
+  const supported = supportedBuilds(inputs.gameBuilds);
+  const mods = visibleMods(inputs.records);
+  const readinessInputs = {
+    config,
+    endpoints: inputs.endpoints,
+    postPublishSmoke: inputs.postPublishSmoke,
+    backendSmoke: inputs.backendSmoke,
+    backendVerifiedRelease:
+      Boolean(inputs.postPublishSmoke?.passed) && inputs.records.some((r) => r.source.kind !== "import"),
+  };
+  const readiness = computeReadiness(readinessInputs);
+  const frameworkVersion = inputs.framework?.version ?? null;
+  const docs: GeneratedDocument[] = [
+    {
+      path: SITE_PATHS.catalog,
+      schema: "catalog",
+      document: { ...buildCatalog(config, mods, supported, at) },
+    },
+    {
+      path: SITE_PATHS.readiness,
+      schema: "readiness",
+      document: buildReadinessDocument(readinessInputs, readiness, at),
+    },
+    { path: SITE_PATHS.runtime, schema: "runtime", document: buildRuntimeProfile(config, at) },
+    {
+      path: SITE_PATHS.framework,
+      schema: "framework",
+      document: buildFrameworkRelease(config, inputs.framework, at),
+    },
+    {
+      path: SITE_PATHS.gameBuilds,
+      schema: "game-builds",
+      document: buildGameBuildMatrix(config, inputs.gameBuilds, frameworkVersion, at),
+    },
+    { path: SITE_PATHS.modsIndex, schema: "mods-index", document: { ...buildModsIndex(config, mods, at) } },
+    {
+      path: SITE_PATHS.manager,
+      schema: "manager",
+      document: buildManagerRelease(config, inputs.manager, at),
+    },
+    { path: SITE_PATHS.workflow, schema: "workflow", document: buildWorkflowDocument(config, readiness, at) },
+    {
+      path: SITE_PATHS.backendContract,
+      schema: "backend-contract",
+      document: buildBackendContract(config, inputs.endpoints, readiness, at),
+    },
+    {
+      path: SITE_PATHS.validationContract,
+      schema: "game-publishing-validation",
+      document: { ...buildValidationContract(config, supported, frameworkVersion, at) },
+    },
+  ];
+  for (const view of mods) {
+    docs.push({
+      path: SITE_PATHS.modDetail(view.modId),
+      schema: "mod-detail",
+      document: { ...buildModDetail(config, view, at) },
+    });
+    docs.push({
+      path: SITE_PATHS.modVersions(view.modId),
+      schema: "mod-versions",
+      document: { ...buildModVersions(view, at) },
+    });
+  }
+  return docs;
+}
+
+export function serializeDocument(document: unknown): string {
+  return `${JSON.stringify(document, null, 2)}\n`;
+}
+
+/**
+ * The exact bytes of every file under site/api/v1. A document whose content (all but generatedAt)
+ * equals what is already on disk keeps its old bytes, so a rebuild with no input change changes no byte.
+ */
+export function renderSite(
+  inputs: SiteInputs,
+  siteDir: string,
+  now: () => Date = () => new Date(),
+): Map<string, string> {
+  const registry = schemaRegistry(inputs.config.baseUrl);
+  const files = new Map<string, string>();
+  const stamp = now().toISOString();
+  const failures: string[] = [];
+  for (const { path, schema, document } of generateDocuments(inputs)) {
+    const pending = serializeDocument(document);
+    const existingPath = join(siteDir, path);
+    let text: string | undefined;
+    if (existsSync(existingPath)) {
+      const existing = readFileSync(existingPath, "utf8");
+      try {
+        const parsed = JSON.parse(existing) as { generatedAt?: unknown };
+        if (
+          typeof parsed.generatedAt === "string" &&
+          serializeDocument({ ...parsed, generatedAt: PENDING_TIMESTAMP }) === pending
+        ) {
+          text = serializeDocument({ ...document, generatedAt: parsed.generatedAt });
+        }
+      } catch {
+        // An unparseable file is simply replaced.
+      }
+    }
+    text ??= serializeDocument({ ...document, generatedAt: stamp });
+    const result = registry.validate(schema, JSON.parse(text));
+    if (!result.ok) failures.push(`${path} (${schema}):\n${formatIssues(result.issues)}`);
+    files.set(path, text);
+  }
+  if (failures.length > 0) {
+    throw new SvcError(
+      "invalid_payload",
+      `generated documents fail their schemas; nothing was written:\n${failures.join("\n")}`,
+      {
+        details: failures,
+      },
+    );
+  }
+  for (const file of schemaFiles())
+    files.set(file.publicPath, publishedSchemaText(file, inputs.config.baseUrl));
+  return files;
+}
+
+/** Every file currently under site/api/v1 (relative to the site root). */
+export function listGeneratedFiles(siteDir: string): string[] {
+  const base = join(siteDir, "api", "v1");
+  if (!existsSync(base)) return [];
+  const out: string[] = [];
+  const walk = (dir: string, rel: string) => {
+    for (const name of readdirSync(dir).sort()) {
+      const full = join(dir, name);
+      const relPath = `${rel}/${name}`;
+      if (statSync(full).isDirectory()) walk(full, relPath);
+      else out.push(relPath);
+    }
+  };
+  walk(base, "api/v1");
+  return out;
+}
+
+/** Writes site/api/v1 as one transaction: every file or none; stale files are removed in the same commit. */
+export function writeSite(siteDir: string, files: Map<string, string>): CommitResult {
+  const stale = listGeneratedFiles(siteDir).filter((path) => !files.has(path));
+  return commitFiles(siteDir, { write: files, delete: stale });
+}

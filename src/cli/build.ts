@@ -1,0 +1,27 @@
+import { loadSiteInputs, renderSite, writeSite } from "../catalog/site.ts";
+import { type CliIo, EXIT_OK } from "./io.ts";
+import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
+
+const HELP = `usage: svc build [--root DIR] [--config FILE] [--records DIR] [--site DIR]
+
+Regenerates every file under site/api/v1 from portal.config.json and records/, validates each
+against its schema, and writes them as one transaction (all files or none). A rebuild with no
+input change changes no byte.
+`;
+
+export async function run(args: string[], io: CliIo): Promise<number> {
+  const { values } = parseFlags(args, PROJECT_OPTIONS);
+  if (values.help) {
+    io.stdout.write(HELP);
+    return EXIT_OK;
+  }
+  const { paths, config } = openProject(values, io);
+  const files = renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir);
+  const result = writeSite(paths.siteDir, files);
+  io.stdout.write(
+    `svc build: ${files.size} files, ${result.written.length} written, ${result.deleted.length} removed, ${result.unchanged} unchanged\n`,
+  );
+  for (const path of result.written) io.stdout.write(`  wrote   site/${path}\n`);
+  for (const path of result.deleted) io.stdout.write(`  removed site/${path}\n`);
+  return EXIT_OK;
+}

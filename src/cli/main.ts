@@ -1,0 +1,56 @@
+import { isSvcError } from "../errors.ts";
+import { type CliIo, type CommandRun, EXIT_USAGE } from "./io.ts";
+
+/** One line per command; each module is loaded only when its command runs. */
+const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run: CommandRun }> }> = {
+  serve: { summary: "run the local portal (static site, API, worker)", load: () => import("./serve.ts") },
+  build: {
+    summary: "regenerate site/api/v1 from portal.config.json and records/",
+    load: () => import("./build.ts"),
+  },
+  check: {
+    summary: "fail on drift from `svc build` or on a broken contract rule",
+    load: () => import("./check.ts"),
+  },
+  validate: {
+    summary: "run every validation check on a package and its sidecar",
+    load: () => import("./validate.ts"),
+  },
+};
+
+function usage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  return `usage: svc <command> [options]\n\ncommands:\n${lines.join("\n")}\n\nRun \`svc <command> --help\` for its options.\n`;
+}
+
+export async function main(argv: string[], io: CliIo = defaultIo()): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === "--help" || name === "-h" || name === "help") {
+    io.stdout.write(usage());
+    return name ? 0 : EXIT_USAGE;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    io.stderr.write(`svc: unknown command '${name}'\n\n${usage()}`);
+    return EXIT_USAGE;
+  }
+  try {
+    const module = await command.load();
+    return await module.run(rest, io);
+  } catch (error) {
+    if (isSvcError(error)) {
+      io.stderr.write(`svc ${name}: ${error.code}: ${error.message}\n`);
+      if (error.details !== undefined) io.stderr.write(`${JSON.stringify(error.details, null, 2)}\n`);
+    } else {
+      io.stderr.write(
+        `svc ${name}: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
+    }
+    return EXIT_USAGE;
+  }
+}
+
+function defaultIo(): CliIo {
+  return { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd(), env: process.env };
+}

@@ -1,0 +1,32 @@
+import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
+import { resolve } from "node:path";
+import { loadPortalConfig, type PortalConfig } from "../config/portal-config.ts";
+import { type ProjectPaths, projectPaths } from "../catalog/site.ts";
+import type { CliIo } from "./io.ts";
+
+export const PROJECT_OPTIONS = {
+  root: { type: "string" },
+  config: { type: "string" },
+  records: { type: "string" },
+  site: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/** Resolves the project folders from flags (all relative to the working directory) and loads the configuration. */
+export function openProject(
+  values: { root?: string; config?: string; records?: string; site?: string },
+  io: CliIo,
+) {
+  const root = resolve(io.cwd, values.root ?? ".");
+  const paths: ProjectPaths = projectPaths(root, {
+    ...(values.config ? { configPath: resolve(io.cwd, values.config) } : {}),
+    ...(values.records ? { recordsDir: resolve(io.cwd, values.records) } : {}),
+    ...(values.site ? { siteDir: resolve(io.cwd, values.site) } : {}),
+  });
+  const config: PortalConfig = loadPortalConfig(paths.configPath);
+  return { paths, config };
+}
+
+export function parseFlags<T extends ParseArgsOptionsConfig>(args: string[], options: T) {
+  return parseArgs({ args, options, allowPositionals: false, strict: true });
+}

@@ -1,0 +1,357 @@
+import type { RateLimitBucket, Role } from "../config/portal-config.ts";
+
+export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
+
+export interface EndpointDefinition {
+  id: string;
+  method: HttpMethod;
+  /** Contract path with {param} placeholders. */
+  path: string;
+  authRequired: boolean;
+  roles: Role[];
+  /**
+   * implemented once a handler exists in src/http; a test keeps this flag and the handler table in
+   * step, so the backend contract document never claims a route the code does not serve.
+   */
+  status: "planned" | "implemented";
+  summary: string;
+  contentType?: string;
+  requiredFields?: string[];
+  metadataSchema?: "svc.mod-release-submission.v1";
+  allowedDecisions?: Array<"approve" | "reject" | "request_changes" | "hide" | "unhide">;
+  allowedRoles?: Role[];
+  /** Which rate-limit bucket the route draws from (contract "Errors"). */
+  rateLimit?: { scope: "ip" | "account"; bucket: RateLimitBucket };
+  /** Cookie-authenticated writes require the x-svc-csrf header. */
+  csrf?: boolean;
+  /** How the caller authenticates: a session cookie, or an API key on the download lane. */
+  authScheme?: "session" | "api_key";
+  /** Error codes beyond the common ones (invalid_payload, unauthenticated, forbidden, csrf_failed). */
+  errors?: string[];
+}
+
+const ALL_ROLES: Role[] = ["player", "modder", "moderator", "admin"];
+
+export const ENDPOINTS: readonly EndpointDefinition[] = [
+  {
+    id: "backend_health",
+    method: "GET",
+    path: "/api/v1/backend/health",
+    authRequired: false,
+    roles: [],
+    status: "implemented",
+    summary: "Returns process health and whether live uploads are enabled.",
+  },
+  {
+    id: "create_account",
+    method: "POST",
+    path: "/api/v1/accounts",
+    authRequired: false,
+    roles: [],
+    status: "planned",
+    summary:
+      "Creates a free player or modder account and starts email verification through the configured verification email webhook.",
+    contentType: "application/json",
+    requiredFields: ["email", "displayName"],
+    rateLimit: { scope: "ip", bucket: "accountCreation" },
+    errors: ["email_delivery_unavailable", "rate_limit_exceeded", "conflict"],
+  },
+  {
+    id: "verify_account",
+    method: "POST",
+    path: "/api/v1/accounts/{accountId}/verify-email",
+    authRequired: false,
+    roles: [],
+    status: "planned",
+    summary: "Verifies the email address with a one-time verification token.",
+    contentType: "application/json",
+    requiredFields: ["token"],
+    rateLimit: { scope: "ip", bucket: "emailVerification" },
+    errors: ["token_invalid", "rate_limit_exceeded"],
+  },
+  {
+    id: "request_magic_link",
+    method: "POST",
+    path: "/api/v1/auth/magic-link/request",
+    authRequired: false,
+    roles: [],
+    status: "planned",
+    summary:
+      "Requests a one-time magic-link email for a verified account; the response does not reveal whether the email exists.",
+    contentType: "application/json",
+    requiredFields: ["email"],
+    rateLimit: { scope: "ip", bucket: "magicLinkRequest" },
+    errors: ["email_delivery_unavailable", "rate_limit_exceeded"],
+  },
+  {
+    id: "confirm_magic_link",
+    method: "POST",
+    path: "/api/v1/auth/magic-link/confirm",
+    authRequired: false,
+    roles: [],
+    status: "planned",
+    summary: "Exchanges a one-time magic-link token for an authenticated session cookie and a CSRF token.",
+    contentType: "application/json",
+    requiredFields: ["token"],
+    rateLimit: { scope: "ip", bucket: "sessionCreation" },
+    errors: ["token_invalid", "rate_limit_exceeded"],
+  },
+  {
+    id: "list_accounts",
+    method: "GET",
+    path: "/api/v1/accounts",
+    authRequired: true,
+    roles: ["admin"],
+    status: "planned",
+    summary: "Lists accounts for role review and moderation staffing.",
+    authScheme: "session",
+  },
+  {
+    id: "update_account_roles",
+    method: "PUT",
+    path: "/api/v1/accounts/{accountId}/roles",
+    authRequired: true,
+    roles: ["admin"],
+    status: "planned",
+    summary:
+      "Assigns or removes roles. CSRF protected; privileged roles require a verified account; the last admin cannot be removed; audit-logged.",
+    contentType: "application/json",
+    requiredFields: ["roles"],
+    allowedRoles: ALL_ROLES,
+    rateLimit: { scope: "account", bucket: "authenticatedMutation" },
+    csrf: true,
+    authScheme: "session",
+    errors: ["last_admin", "not_found", "rate_limit_exceeded"],
+  },
+  {
+    id: "current_session",
+    method: "GET",
+    path: "/api/v1/auth/session",
+    authRequired: true,
+    roles: ALL_ROLES,
+    status: "planned",
+    summary: "Returns account id, role set, display name and CSRF token.",
+    authScheme: "session",
+  },
+  {
+    id: "delete_session",
+    method: "DELETE",
+    path: "/api/v1/auth/session",
+    authRequired: true,
+    roles: ALL_ROLES,
+    status: "planned",
+    summary: "Ends the current session.",
+    rateLimit: { scope: "account", bucket: "authenticatedMutation" },
+    csrf: true,
+    authScheme: "session",
+  },
+  {
+    id: "create_api_key",
+    method: "POST",
+    path: "/api/v1/auth/api-keys",
+    authRequired: true,
+    roles: ALL_ROLES,
+    status: "planned",
+    summary:
+      "Creates an account-scoped API key for manager fast downloads. The plaintext key is returned once only.",
+    contentType: "application/json",
+    rateLimit: { scope: "account", bucket: "apiKeyLifecycle" },
+    csrf: true,
+    authScheme: "session",
+  },
+  {
+    id: "list_api_keys",
+    method: "GET",
+    path: "/api/v1/auth/api-keys",
+    authRequired: true,
+    roles: ALL_ROLES,
+    status: "planned",
+    summary: "Lists non-secret metadata of the current account's keys.",
+    rateLimit: { scope: "account", bucket: "apiKeyLifecycle" },
+    authScheme: "session",
+  },
+  {
+    id: "revoke_api_key",
+    method: "DELETE",
+    path: "/api/v1/auth/api-keys/{apiKeyId}",
+    authRequired: true,
+    roles: ALL_ROLES,
+    status: "planned",
+    summary: "Revokes one key; later fast-download use of that secret is rejected.",
+    rateLimit: { scope: "account", bucket: "apiKeyLifecycle" },
+    csrf: true,
+    authScheme: "session",
+    errors: ["not_found"],
+  },
+  {
+    id: "api_key_mod_download",
+    method: "GET",
+    path: "/api/v1/downloads/mods/{modId}/{version}/{fileName}",
+    authRequired: true,
+    roles: ALL_ROLES,
+    status: "planned",
+    summary:
+      "Serves a published, download-enabled mod ZIP through the API-key fast-download lane; the immutable artifact hash is preserved.",
+    authScheme: "api_key",
+    errors: ["invalid_api_key", "not_found", "range_not_satisfiable"],
+  },
+  {
+    id: "create_upload",
+    method: "POST",
+    path: "/api/v1/uploads",
+    authRequired: true,
+    roles: ["modder", "admin"],
+    status: "planned",
+    summary:
+      "multipart/form-data with parts package (application/zip or application/x-zip-compressed, at most maxPackageBytes) and metadata (svc.mod-release-submission.v1). Creates an immutable staged submission.",
+    contentType: "multipart/form-data",
+    requiredFields: ["package", "metadata"],
+    metadataSchema: "svc.mod-release-submission.v1",
+    rateLimit: { scope: "account", bucket: "uploadCreation" },
+    csrf: true,
+    authScheme: "session",
+    errors: ["uploads_disabled", "rate_limit_exceeded", "payload_too_large", "unsupported_media_type"],
+  },
+  {
+    id: "upload_status",
+    method: "GET",
+    path: "/api/v1/uploads/{submissionId}",
+    authRequired: true,
+    roles: ["modder", "moderator", "admin"],
+    status: "planned",
+    summary:
+      "Returns an object matching svc.upload-submission.v1: validation state, validation logs, review state, artifact hash, publication links.",
+    authScheme: "session",
+    errors: ["not_found"],
+  },
+  {
+    id: "cancel_upload",
+    method: "POST",
+    path: "/api/v1/uploads/{submissionId}/cancel",
+    authRequired: true,
+    roles: ["modder", "admin"],
+    status: "planned",
+    summary: "Cancels a draft, uploaded or failed submission that is not approved.",
+    rateLimit: { scope: "account", bucket: "authenticatedMutation" },
+    csrf: true,
+    authScheme: "session",
+    errors: ["not_found", "illegal_transition"],
+  },
+  {
+    id: "moderation_queue",
+    method: "GET",
+    path: "/api/v1/moderation/releases",
+    authRequired: true,
+    roles: ["moderator", "admin"],
+    status: "planned",
+    summary: "Lists pending, failed, approved, hidden and superseded submissions.",
+    authScheme: "session",
+  },
+  {
+    id: "moderation_decision",
+    method: "POST",
+    path: "/api/v1/moderation/releases/{submissionId}/decision",
+    authRequired: true,
+    roles: ["moderator", "admin"],
+    status: "planned",
+    summary: "Records a decision with reviewer notes and transitions the release.",
+    contentType: "application/json",
+    requiredFields: ["decision", "notes"],
+    allowedDecisions: ["approve", "reject", "request_changes", "hide", "unhide"],
+    rateLimit: { scope: "account", bucket: "authenticatedMutation" },
+    csrf: true,
+    authScheme: "session",
+    errors: ["not_found", "illegal_transition", "forbidden"],
+  },
+  {
+    id: "publish_catalog",
+    method: "POST",
+    path: "/api/v1/catalog/publish",
+    authRequired: true,
+    roles: ["admin"],
+    status: "planned",
+    summary:
+      "Atomically publishes approved releases into immutable downloads plus catalog, detail and versions JSON.",
+    rateLimit: { scope: "account", bucket: "authenticatedMutation" },
+    csrf: true,
+    authScheme: "session",
+    errors: ["artifact_exists", "version_exists"],
+  },
+  {
+    id: "audit_events",
+    method: "GET",
+    path: "/api/v1/audit/events",
+    authRequired: true,
+    roles: ["admin"],
+    status: "planned",
+    summary:
+      "Reads immutable audit events for account, upload, validation, moderation and publication actions.",
+    authScheme: "session",
+  },
+];
+
+export function endpointById(id: string): EndpointDefinition {
+  const endpoint = ENDPOINTS.find((e) => e.id === id);
+  if (!endpoint) throw new Error(`unknown endpoint ${id}`);
+  return endpoint;
+}
+
+export interface RouteMatch {
+  endpoint: EndpointDefinition;
+  params: Record<string, string>;
+}
+
+const compiled = ENDPOINTS.map((endpoint) => {
+  const names: string[] = [];
+  const source = endpoint.path
+    .split("/")
+    .map((segment) => {
+      const m = /^\{(\w+)\}$/.exec(segment);
+      if (!m) return segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      names.push(m[1]!);
+      return "([^/]+)";
+    })
+    .join("/");
+  return { endpoint, names, pattern: new RegExp(`^${source}$`) };
+});
+
+/**
+ * Matches a decoded-once pathname against the table. Parameters are percent-decoded once; a
+ * parameter that decodes to something with a slash, a NUL or a dot-segment never matches.
+ */
+export function matchEndpoint(
+  method: string,
+  pathname: string,
+): RouteMatch | { methodNotAllowed: string[] } | null {
+  const allowed: string[] = [];
+  for (const { endpoint, names, pattern } of compiled) {
+    const m = pattern.exec(pathname);
+    if (!m) continue;
+    const params: Record<string, string> = {};
+    let valid = true;
+    names.forEach((name, i) => {
+      let value: string;
+      try {
+        value = decodeURIComponent(m[i + 1]!);
+      } catch {
+        valid = false;
+        return;
+      }
+      if (
+        value.includes("/") ||
+        value.includes("\\") ||
+        value.includes("\0") ||
+        value === "." ||
+        value === ".."
+      ) {
+        valid = false;
+      }
+      params[name] = value;
+    });
+    if (!valid) continue;
+    if (endpoint.method === method || (method === "HEAD" && endpoint.method === "GET"))
+      return { endpoint, params };
+    allowed.push(endpoint.method);
+  }
+  return allowed.length > 0 ? { methodNotAllowed: [...new Set(allowed)] } : null;
+}

@@ -1,0 +1,67 @@
+/** Every public URL of a portal, derived from its baseUrl so no document spells one by hand. */
+export function portalUrls(baseUrl: string) {
+  const api = `${baseUrl}/api/v1`;
+  return {
+    base: baseUrl,
+    catalog: `${api}/catalog.json`,
+    readiness: `${api}/readiness.json`,
+    runtime: `${api}/runtime/latest.json`,
+    framework: `${api}/framework/latest.json`,
+    gameBuilds: `${api}/game-builds/latest.json`,
+    modsIndex: `${api}/mods/index.json`,
+    manager: `${api}/manager/latest.json`,
+    workflow: `${api}/publishing/workflow.json`,
+    backendContract: `${api}/publishing/backend-contract.json`,
+    backendContractSchema: `${api}/publishing/backend-contract.schema.json`,
+    validationContract: `${api}/publishing/game-publishing-validation.v1.json`,
+    validationContractSchema: `${api}/publishing/game-publishing-validation.schema.json`,
+    uploadSubmissionSchema: `${api}/publishing/upload-submission.schema.json`,
+    sidecarSchema: `${api}/publishing/mod-release-submission.schema.json`,
+    manifestSchema: `${api}/schemas/mod-manifest.schema.json`,
+    modDetail: (modId: string) => `${api}/mods/${modId}/index.json`,
+    modVersions: (modId: string) => `${api}/mods/${modId}/versions.json`,
+    modPage: (modId: string) => `${baseUrl}/mods/${modId}/`,
+    artifact: (modId: string, version: string, fileName: string) =>
+      `${baseUrl}/downloads/mods/${modId}/${version}/${fileName}`,
+  };
+}
+
+export type PortalUrls = ReturnType<typeof portalUrls>;
+
+/** Site-relative paths of the generated documents (below site/). */
+export const SITE_PATHS = {
+  catalog: "api/v1/catalog.json",
+  readiness: "api/v1/readiness.json",
+  runtime: "api/v1/runtime/latest.json",
+  framework: "api/v1/framework/latest.json",
+  gameBuilds: "api/v1/game-builds/latest.json",
+  modsIndex: "api/v1/mods/index.json",
+  manager: "api/v1/manager/latest.json",
+  workflow: "api/v1/publishing/workflow.json",
+  backendContract: "api/v1/publishing/backend-contract.json",
+  validationContract: "api/v1/publishing/game-publishing-validation.v1.json",
+  modDetail: (modId: string) => `api/v1/mods/${modId}/index.json`,
+  modVersions: (modId: string) => `api/v1/mods/${modId}/versions.json`,
+  artifact: (modId: string, version: string, fileName: string) =>
+    `downloads/mods/${modId}/${version}/${fileName}`,
+} as const;
+
+/** Extensionless aliases the contract lists; the local server and vercel.json rewrites serve them. */
+export const EXTENSIONLESS_ROUTES: ReadonlyArray<{
+  pattern: RegExp;
+  target: (m: RegExpExecArray) => string;
+}> = [
+  { pattern: /^\/api\/v1\/catalog$/, target: () => "/api/v1/catalog.json" },
+  { pattern: /^\/api\/v1\/readiness$/, target: () => "/api/v1/readiness.json" },
+  { pattern: /^\/api\/v1\/mods$/, target: () => "/api/v1/mods/index.json" },
+  { pattern: /^\/api\/v1\/mods\/([a-z0-9-]+)$/, target: (m) => `/api/v1/mods/${m[1]}/index.json` },
+  {
+    pattern: /^\/api\/v1\/mods\/([a-z0-9-]+)\/versions$/,
+    target: (m) => `/api/v1/mods/${m[1]}/versions.json`,
+  },
+  { pattern: /^\/api\/v1\/publishing\/workflow$/, target: () => "/api/v1/publishing/workflow.json" },
+  {
+    pattern: /^\/api\/v1\/publishing\/backend-contract$/,
+    target: () => "/api/v1/publishing/backend-contract.json",
+  },
+];

@@ -1,0 +1,170 @@
+import type { PortalConfig } from "../config/portal-config.ts";
+import { CHECKS, REQUIRED_PACKAGE_CHECK_IDS } from "./checks.ts";
+import { portalUrls } from "./urls.ts";
+
+export const MANIFEST_FILE_NAME = "svc-mod.json";
+
+/** The upload inspection policy: the runner reads every cap, extension and signature from here. */
+export interface ValidationContract {
+  schema: "svc.game-publishing-validation.v1";
+  generatedAt: string;
+  game: { name: string; storeAppId: string };
+  framework: { version: string | null; runtimeTag: string };
+  supportedGameBuilds: string[];
+  gameBuildCompatibilityUrl: string;
+  sidecarSchemaUrl: string;
+  manifestSchemaUrl: string;
+  manifestFileName: typeof MANIFEST_FILE_NAME;
+  checks: Array<{ id: string; required: boolean; scope: "package" | "workflow"; description: string }>;
+  requiredChecks: string[];
+  package: {
+    acceptedContentTypes: Array<"application/zip" | "application/x-zip-compressed">;
+    maxPackageBytes: number;
+    maxEntries: number;
+    maxNameBytes: number;
+    maxPathDepth: number;
+    maxEntryUncompressedBytes: number;
+    maxTotalUncompressedBytes: number;
+    maxCompressionRatio: number;
+    compressionRatioMinBytes: number;
+    allowedCompressionMethods: Array<0 | 8>;
+    maxNestedArchiveDepth: number;
+  };
+  content: {
+    allowedExtensions: string[];
+    nativeBinaryExtensions: string[];
+    nativeBinaryDirectory: "Binaries/Win64";
+    forbiddenExtensions: string[];
+    scriptExtensions: string[];
+    configExtensions: string[];
+  };
+  signatures: {
+    package: string[];
+    byExtension: Record<string, string[]>;
+    forbiddenAnywhere: string[];
+  };
+}
+
+const MIB = 1024 * 1024;
+
+export function buildValidationContract(
+  config: PortalConfig,
+  supportedGameBuilds: string[],
+  frameworkVersion: string | null,
+  generatedAt: string,
+): ValidationContract {
+  const urls = portalUrls(config.baseUrl);
+  return {
+    schema: "svc.game-publishing-validation.v1",
+    generatedAt,
+    game: { name: config.game.name, storeAppId: config.game.storeAppId },
+    framework: { version: frameworkVersion, runtimeTag: config.runtime.tag },
+    supportedGameBuilds,
+    gameBuildCompatibilityUrl: urls.gameBuilds,
+    sidecarSchemaUrl: urls.sidecarSchema,
+    manifestSchemaUrl: urls.manifestSchema,
+    manifestFileName: MANIFEST_FILE_NAME,
+    checks: CHECKS.map((c) => ({ ...c })),
+    requiredChecks: [...REQUIRED_PACKAGE_CHECK_IDS],
+    package: {
+      acceptedContentTypes: ["application/zip", "application/x-zip-compressed"],
+      maxPackageBytes: config.limits.maxPackageBytes,
+      maxEntries: 25_000,
+      maxNameBytes: 240,
+      maxPathDepth: 12,
+      maxEntryUncompressedBytes: 512 * MIB,
+      maxTotalUncompressedBytes: 1024 * MIB,
+      maxCompressionRatio: 200,
+      compressionRatioMinBytes: 1 * MIB,
+      allowedCompressionMethods: [0, 8],
+      maxNestedArchiveDepth: 0,
+    },
+    content: {
+      allowedExtensions: [
+        ".pak",
+        ".utoc",
+        ".ucas",
+        ".sig",
+        ".uasset",
+        ".uexp",
+        ".ubulk",
+        ".umap",
+        ".locres",
+        ".dll",
+        ".pdb",
+        ".exe",
+        ".lua",
+        ".json",
+        ".ini",
+        ".toml",
+        ".cfg",
+        ".txt",
+        ".md",
+        ".csv",
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".dds",
+        ".tga",
+        ".wav",
+        ".ogg",
+        ".ttf",
+        ".otf",
+      ],
+      nativeBinaryExtensions: [".dll", ".exe"],
+      nativeBinaryDirectory: "Binaries/Win64",
+      forbiddenExtensions: [
+        ".bat",
+        ".cmd",
+        ".ps1",
+        ".psm1",
+        ".vbs",
+        ".vbe",
+        ".js",
+        ".jse",
+        ".wsf",
+        ".wsh",
+        ".hta",
+        ".lnk",
+        ".scr",
+        ".com",
+        ".pif",
+        ".cpl",
+        ".msi",
+        ".msp",
+        ".reg",
+        ".sh",
+        ".jar",
+        ".sys",
+        ".drv",
+        ".ocx",
+        ".zip",
+        ".7z",
+        ".rar",
+        ".gz",
+        ".tar",
+        ".cab",
+        ".iso",
+      ],
+      scriptExtensions: [".lua"],
+      configExtensions: [".json", ".ini", ".toml", ".cfg"],
+    },
+    signatures: {
+      package: ["zip"],
+      byExtension: {
+        ".dll": ["pe"],
+        ".exe": ["pe"],
+        ".png": ["png"],
+        ".jpg": ["jpeg"],
+        ".jpeg": ["jpeg"],
+        ".dds": ["dds"],
+        ".wav": ["riff"],
+        ".ogg": ["ogg"],
+        ".ttf": ["truetype"],
+        ".otf": ["opentype"],
+        ".pdb": ["msf"],
+      },
+      forbiddenAnywhere: ["elf", "macho", "zip", "gzip", "7z", "rar", "cab", "msi"],
+    },
+  };
+}
