@@ -23,6 +23,7 @@ export const ERROR_STATUS = {
   range_not_satisfiable: 416,
   rate_limit_exceeded: 429,
   internal_error: 500,
+  not_implemented: 501,
   email_delivery_unavailable: 503,
   uploads_disabled: 503,
   scanner_unavailable: 503,

@@ -1,4 +1,4 @@
-import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { loadPortalConfig, type PortalConfig } from "../config/portal-config.ts";
 import { type ProjectPaths, projectPaths } from "../catalog/site.ts";
@@ -27,6 +27,6 @@ export function openProject(
   return { paths, config };
 }
 
-export function parseFlags<T extends ParseArgsOptionsConfig>(args: string[], options: T) {
+export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(args: string[], options: T) {
   return parseArgs({ args, options, allowPositionals: false, strict: true });
 }
