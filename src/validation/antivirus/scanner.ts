@@ -1,0 +1,44 @@
+/**
+ * The antivirus port (DESIGN decision 9). Only an explicit `clean` answer lets a package pass;
+ * `error` covers an unreachable scanner, a timeout, a size limit and any answer we do not
+ * understand, and fails the check closed.
+ */
+export type ScanStatus = "clean" | "infected" | "error";
+
+export interface ScanResult {
+  status: ScanStatus;
+  /** The signature name, for `infected`. */
+  signature?: string;
+  /** What went wrong, for `error`; `timeout` and `unreachable` are prefixed so callers can tell. */
+  message?: string;
+  errorKind?: "unreachable" | "timeout" | "scanner";
+}
+
+export interface ScanItem {
+  /** A label for logs only; never used as a path. */
+  name: string;
+  bytes: Uint8Array;
+}
+
+export interface AntivirusScanner {
+  /** Short description for logs, e.g. `clamd unix:/run/clamav/clamd.ctl`. */
+  readonly description: string;
+  scan(name: string, bytes: Uint8Array): Promise<ScanResult>;
+  /** Optional batched form for scanners with a high per-call cost (clamscan loads its database per run). */
+  scanBatch?(items: ScanItem[]): Promise<ScanResult[]>;
+}
+
+/** Interpret one ClamAV result line (clamd reply or clamscan output), without its `name: ` prefix. */
+export function parseClamResult(line: string): ScanResult {
+  const text = line.replace(/\0/g, "").trim();
+  if (text === "OK") return { status: "clean" };
+  const found = /^(.*) FOUND$/.exec(text);
+  if (found) return { status: "infected", signature: found[1]!.trim() || "unknown" };
+  const error = /^(.*) ERROR$/.exec(text);
+  if (error) return { status: "error", errorKind: "scanner", message: error[1]!.trim() };
+  return {
+    status: "error",
+    errorKind: "scanner",
+    message: `unexpected scanner answer: ${JSON.stringify(text.slice(0, 200))}`,
+  };
+}

@@ -1,0 +1,177 @@
+import type { ZipCaps, ZipEntry, ZipFinding } from "./reader.ts";
+import { isSpecialFile, isSymlink } from "./reader.ts";
+
+/**
+ * Name safety: an archive name must be usable as the same relative path on Windows, macOS and Linux,
+ * inside the install folder, and mean exactly one file. Names are analysed, never used as paths.
+ */
+
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+// Bidirectional overrides/isolates and invisible characters that disguise a name's real extension.
+const BIDI_OR_INVISIBLE = /[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/;
+const WINDOWS_FORBIDDEN = /[<>"|?*]/;
+const RESERVED = new Set([
+  "CON",
+  "PRN",
+  "AUX",
+  "NUL",
+  "CONIN$",
+  "CONOUT$",
+  ...Array.from({ length: 9 }, (_, i) => `COM${i + 1}`),
+  ...Array.from({ length: 9 }, (_, i) => `LPT${i + 1}`),
+  // Windows also reserves the superscript digits.
+  "COM¹",
+  "COM²",
+  "COM³",
+  "LPT¹",
+  "LPT²",
+  "LPT³",
+]);
+
+export function isReservedDeviceName(segment: string): boolean {
+  const base = segment
+    .split(".")[0]!
+    .replace(/[ .]+$/, "")
+    .toUpperCase();
+  return RESERVED.has(base);
+}
+
+/** Problems with one name on its own. */
+export function analyzeName(
+  entry: ZipEntry,
+  caps: Pick<ZipCaps, "maxNameBytes" | "maxPathDepth">,
+): ZipFinding[] {
+  const found: ZipFinding[] = [];
+  const name = entry.name;
+  const label = entry.nameDecoded
+    ? JSON.stringify(name)
+    : `<undecodable name ${entry.rawName.toString("hex")}>`;
+  const add = (code: ZipFinding["code"], why: string) =>
+    found.push({ code, entry: name, message: `${label}: ${why}` });
+
+  if (!entry.nameDecoded) {
+    add(
+      "non_utf8_name",
+      entry.utf8Flag
+        ? "name is flagged UTF-8 but is not valid UTF-8"
+        : "name has non-ASCII bytes without the UTF-8 flag",
+    );
+  }
+  if (entry.unicodePathName !== null && entry.unicodePathName !== name) {
+    add("name_field_mismatch", `its Unicode Path extra field says ${JSON.stringify(entry.unicodePathName)}`);
+  }
+  if (entry.rawName.length > caps.maxNameBytes) {
+    add("name_too_long", `name is ${entry.rawName.length} bytes; the cap is ${caps.maxNameBytes}`);
+  }
+  if (name.length === 0) {
+    add("empty_path_segment", "name is empty");
+    return found;
+  }
+  if (name.includes("\u0000")) add("control_character_in_name", "name contains NUL");
+  else if (CONTROL.test(name)) add("control_character_in_name", "name contains a control character");
+  if (BIDI_OR_INVISIBLE.test(name))
+    add("bidi_character_in_name", "name contains a bidi override or invisible character");
+  if (name.includes("\\")) add("backslash_in_name", "name contains a backslash");
+  if (/^[/\\]{2}/.test(name)) add("absolute_path", "name is a UNC path");
+  else if (/^[/\\]/.test(name)) add("absolute_path", "name is an absolute path");
+  else if (/^[A-Za-z]:/.test(name)) add("absolute_path", "name starts with a drive letter");
+  if (name.includes(":")) add("colon_in_name", "name contains ':' (drive or NTFS stream syntax)");
+  if (WINDOWS_FORBIDDEN.test(name)) add("forbidden_character_in_name", 'name contains one of < > " | ? *');
+
+  // Backslashes are separators to Windows extractors, so traversal is judged on both.
+  const segments = name.split(/[/\\]/);
+  if (segments.length > 1 && segments[segments.length - 1] === "" && entry.isDirectory) segments.pop();
+  const startsAbsolute = /^[/\\]/.test(name);
+  const seen = new Set<string>();
+  segments.forEach((segment, i) => {
+    const report = (code: ZipFinding["code"], why: string) => {
+      if (seen.has(code)) return;
+      seen.add(code);
+      add(code, why);
+    };
+    if (segment === "") {
+      if (!(startsAbsolute && i <= 1)) report("empty_path_segment", "name has an empty segment");
+    } else if (segment === ".") {
+      report("dot_path_segment", "name has a '.' segment");
+    } else if (segment === "..") {
+      report("path_traversal", "name has a '..' segment");
+    } else {
+      if (/[. ]$/.test(segment))
+        report("trailing_dot_or_space", `segment ${JSON.stringify(segment)} ends with a dot or space`);
+      if (isReservedDeviceName(segment)) {
+        report("reserved_device_name", `segment ${JSON.stringify(segment)} is a Windows device name`);
+      }
+    }
+  });
+  if (segments.length > caps.maxPathDepth) {
+    add("path_too_deep", `path is ${segments.length} levels deep; the cap is ${caps.maxPathDepth}`);
+  }
+  if (isSymlink(entry)) add("symlink_entry", "entry is a symbolic link");
+  else if (isSpecialFile(entry)) add("symlink_entry", "entry is a special file (device, FIFO or socket)");
+  return found;
+}
+
+function foldCase(name: string): string {
+  return name.normalize("NFC").toLowerCase();
+}
+
+/** Problems between names: duplicates and names that collide on some file system. */
+export function analyzeCollisions(entries: ZipEntry[]): ZipFinding[] {
+  const found: ZipFinding[] = [];
+  const exact = new Map<string, string>();
+  const nfc = new Map<string, string>();
+  const folded = new Map<string, string>();
+  const files = new Map<string, string>();
+  const dirs = new Map<string, string>();
+  for (const entry of entries) {
+    const raw = entry.rawName.toString("hex");
+    const name = entry.name;
+    const bare = name.replace(/\/+$/, "");
+    const shown = JSON.stringify(name);
+    const prior = exact.get(raw);
+    if (prior !== undefined) {
+      found.push({ code: "duplicate_entry_name", entry: name, message: `${shown}: appears more than once` });
+      continue;
+    }
+    exact.set(raw, name);
+    const n = bare.normalize("NFC");
+    const nfcTwin = nfc.get(n);
+    if (nfcTwin !== undefined && nfcTwin !== bare) {
+      found.push({
+        code: "unicode_normalization_collision",
+        entry: name,
+        message: `${shown}: same name as ${JSON.stringify(nfcTwin)} after Unicode NFC normalization`,
+      });
+      continue;
+    }
+    nfc.set(n, bare);
+    const f = foldCase(bare);
+    const caseTwin = folded.get(f);
+    if (caseTwin !== undefined && caseTwin !== bare) {
+      found.push({
+        code: "case_insensitive_collision",
+        entry: name,
+        message: `${shown}: differs from ${JSON.stringify(caseTwin)} only by letter case`,
+      });
+      continue;
+    }
+    folded.set(f, bare);
+    if (entry.isDirectory) dirs.set(f, bare);
+    else files.set(f, bare);
+    const parts = f.split("/");
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join("/");
+      if (!dirs.has(dir)) dirs.set(dir, bare.split("/").slice(0, i).join("/"));
+    }
+  }
+  for (const [key, file] of files) {
+    if (dirs.has(key)) {
+      found.push({
+        code: "file_directory_collision",
+        entry: file,
+        message: `${JSON.stringify(file)}: is a file and also a folder of other entries`,
+      });
+    }
+  }
+  return found;
+}

@@ -1,0 +1,657 @@
+import * as zlib from "node:zlib";
+import type { ReasonCode } from "../reasons.ts";
+import { crc32 } from "./crc32.ts";
+
+/**
+ * A minimal ZIP reader for untrusted packages (DESIGN decision 8). It parses the central directory
+ * first, applies every cap before a byte is inflated, compares each local header with its central
+ * record and accounts for every byte of the file: a valid package is exactly
+ * [local entries back to back][central directory][end record]. Anything else is reported.
+ * It never writes to disk; names are returned raw and decoded, never used as paths.
+ */
+
+export interface ZipCaps {
+  maxEntries: number;
+  maxNameBytes: number;
+  maxPathDepth: number;
+  maxEntryUncompressedBytes: number;
+  maxTotalUncompressedBytes: number;
+  maxCompressionRatio: number;
+  /** Entries smaller than this are exempt from the per-entry ratio cap (tiny files compress absurdly well). */
+  compressionRatioMinBytes: number;
+}
+
+export interface ZipEntry {
+  index: number;
+  rawName: Buffer;
+  /** Decoded name (UTF-8, or ASCII without the flag); null when it could not be decoded safely. */
+  name: string;
+  nameDecoded: boolean;
+  utf8Flag: boolean;
+  flags: number;
+  method: number;
+  crc32: number;
+  compressedSize: number;
+  uncompressedSize: number;
+  localHeaderOffset: number;
+  /** First byte of the entry's compressed data (after the local header). */
+  dataOffset: number;
+  /** One past the entry's last byte, including any data descriptor. */
+  endOffset: number;
+  versionMadeBy: number;
+  externalAttributes: number;
+  /** Unix st_mode when the entry was made on Unix, else null. */
+  unixMode: number | null;
+  isDirectory: boolean;
+  /** Name from an Info-ZIP Unicode Path extra field (0x7075), when present. */
+  unicodePathName: string | null;
+}
+
+export interface ZipFinding {
+  code: ReasonCode;
+  message: string;
+  entry?: string;
+}
+
+export interface ZipStructure {
+  entries: ZipEntry[];
+  findings: ZipFinding[];
+  /**
+   * True when the archive's layout or caps make inflating it unsafe or meaningless: content checks
+   * are then blocked. Name problems alone do not set it (names are never used as paths).
+   */
+  unsafeToInflate: boolean;
+  centralDirectoryOffset: number;
+  centralDirectorySize: number;
+  totalCompressedBytes: number;
+  totalUncompressedBytes: number;
+}
+
+const SIG_LOCAL = 0x04034b50;
+const SIG_CENTRAL = 0x02014b50;
+const SIG_EOCD = 0x06054b50;
+const SIG_ZIP64_EOCD = 0x06064b50;
+const SIG_ZIP64_LOCATOR = 0x07064b50;
+const SIG_DESCRIPTOR = 0x08074b50;
+const EOCD_SIZE = 22;
+const CENTRAL_SIZE = 46;
+const LOCAL_SIZE = 30;
+const MAX_COMMENT = 0xffff;
+
+export const FLAG_ENCRYPTED = 0x0001;
+export const FLAG_DATA_DESCRIPTOR = 0x0008;
+export const FLAG_STRONG_ENCRYPTION = 0x0040;
+export const FLAG_UTF8 = 0x0800;
+export const FLAG_MASKED_HEADERS = 0x2000;
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+const S_IFMT = 0o170000;
+const S_IFREG = 0o100000;
+const S_IFDIR = 0o040000;
+
+/** Structural findings that make the layout untrustworthy. */
+const LAYOUT_CODES = new Set<ReasonCode>([
+  "not_a_zip",
+  "eocd_missing",
+  "eocd_invalid",
+  "zip64_unsupported",
+  "central_directory_invalid",
+  "local_header_invalid",
+  "local_header_mismatch",
+  "data_before_first_entry",
+  "data_between_entries",
+  "data_after_central_directory",
+  "overlapping_entries",
+  "declared_size_mismatch",
+  "encrypted_entry",
+  "unsupported_compression_method",
+  "too_many_entries",
+  "entry_too_large",
+  "total_uncompressed_too_large",
+  "compression_ratio_exceeded",
+]);
+
+function emptyStructure(findings: ZipFinding[]): ZipStructure {
+  return {
+    entries: [],
+    findings,
+    unsafeToInflate: true,
+    centralDirectoryOffset: 0,
+    centralDirectorySize: 0,
+    totalCompressedBytes: 0,
+    totalUncompressedBytes: 0,
+  };
+}
+
+function indexOfSignature(bytes: Buffer, start: number, end: number, sig: number): number {
+  for (let i = start; i + 4 <= end; i++) if (bytes.readUInt32LE(i) === sig) return i;
+  return -1;
+}
+
+/** Find the one end record that ends exactly at the end of the file. */
+function locateEndRecord(bytes: Buffer, findings: ZipFinding[]): number {
+  const len = bytes.length;
+  const lowest = Math.max(0, len - EOCD_SIZE - MAX_COMMENT);
+  let candidate = -1;
+  for (let i = len - EOCD_SIZE; i >= lowest; i--) {
+    if (bytes.readUInt32LE(i) !== SIG_EOCD) continue;
+    const commentLength = bytes.readUInt16LE(i + 20);
+    if (i + EOCD_SIZE + commentLength === len) {
+      candidate = i;
+      break;
+    }
+    if (candidate === -1) candidate = -2 - i; // remember a record that does not end the file
+  }
+  if (candidate >= 0) {
+    // A second end record in reach (typically inside the comment) means two tools could read two
+    // different archives from the same bytes.
+    if (indexOfSignature(bytes, lowest, candidate, SIG_EOCD) !== -1) {
+      findings.push({
+        code: "eocd_invalid",
+        message: "the file holds more than one end-of-central-directory record",
+      });
+      return -1;
+    }
+    const comment = bytes.subarray(candidate + EOCD_SIZE);
+    for (const sig of [SIG_EOCD, SIG_ZIP64_EOCD, SIG_ZIP64_LOCATOR, SIG_CENTRAL, SIG_LOCAL]) {
+      if (indexOfSignature(comment, 0, comment.length, sig) !== -1) {
+        findings.push({
+          code: "eocd_invalid",
+          message:
+            "the archive comment contains ZIP record signatures; different tools would read different archives",
+        });
+        return -1;
+      }
+    }
+    return candidate;
+  }
+  if (candidate < -1) {
+    const at = -2 - candidate;
+    const declared = bytes.readUInt16LE(at + 20);
+    const actual = len - at - EOCD_SIZE;
+    findings.push(
+      declared < actual
+        ? {
+            code: "data_after_central_directory",
+            message: `${actual - declared} byte(s) follow the end-of-central-directory record`,
+          }
+        : {
+            code: "eocd_missing",
+            message: `the end-of-central-directory record is truncated (comment declares ${declared} bytes, ${actual} present)`,
+          },
+    );
+    return -1;
+  }
+  findings.push({
+    code: "eocd_missing",
+    message: "no end-of-central-directory record: the file is truncated or not a ZIP",
+  });
+  return -1;
+}
+
+export function readZipStructure(bytes: Buffer, caps: ZipCaps): ZipStructure {
+  const findings: ZipFinding[] = [];
+  const len = bytes.length;
+  const head = len >= 4 ? bytes.readUInt32LE(0) : -1;
+  if (head !== SIG_LOCAL && head !== SIG_EOCD && indexOfSignature(bytes, 0, len, SIG_EOCD) === -1) {
+    findings.push({
+      code: "not_a_zip",
+      message: "the package does not start with a ZIP signature and has no ZIP end record",
+    });
+    return emptyStructure(findings);
+  }
+  if (len < EOCD_SIZE) {
+    findings.push({
+      code: "eocd_missing",
+      message: `the file is only ${len} bytes; a ZIP end record alone needs 22`,
+    });
+    return emptyStructure(findings);
+  }
+  const eocd = locateEndRecord(bytes, findings);
+  if (eocd < 0) return emptyStructure(findings);
+
+  const diskNumber = bytes.readUInt16LE(eocd + 4);
+  const cdDisk = bytes.readUInt16LE(eocd + 6);
+  const entriesOnDisk = bytes.readUInt16LE(eocd + 8);
+  const totalEntries = bytes.readUInt16LE(eocd + 10);
+  const cdSize = bytes.readUInt32LE(eocd + 12);
+  const cdOffset = bytes.readUInt32LE(eocd + 16);
+
+  if (
+    totalEntries === 0xffff ||
+    entriesOnDisk === 0xffff ||
+    cdSize === 0xffffffff ||
+    cdOffset === 0xffffffff ||
+    (eocd >= 20 && bytes.readUInt32LE(eocd - 20) === SIG_ZIP64_LOCATOR)
+  ) {
+    findings.push({ code: "zip64_unsupported", message: "the archive uses ZIP64 end records" });
+    return emptyStructure(findings);
+  }
+  if (diskNumber !== 0 || cdDisk !== 0 || entriesOnDisk !== totalEntries) {
+    findings.push({
+      code: "eocd_invalid",
+      message: "the end record describes a multi-disk (spanned) archive",
+    });
+    return emptyStructure(findings);
+  }
+  if (cdOffset + cdSize > eocd) {
+    findings.push({
+      code: "eocd_invalid",
+      message: `the end record places the central directory at ${cdOffset}+${cdSize}, past the end record at ${eocd}`,
+    });
+    return emptyStructure(findings);
+  }
+  if (totalEntries > caps.maxEntries) {
+    findings.push({
+      code: "too_many_entries",
+      message: `the archive declares ${totalEntries} entries; the policy allows at most ${caps.maxEntries}`,
+    });
+    return emptyStructure(findings);
+  }
+  if (cdOffset + cdSize < eocd) {
+    findings.push({
+      code: "data_after_central_directory",
+      message: `${eocd - cdOffset - cdSize} byte(s) sit between the central directory and the end record`,
+    });
+  }
+
+  const entries: ZipEntry[] = [];
+  const cdEnd = cdOffset + cdSize;
+  let p = cdOffset;
+  let totalCompressed = 0;
+  let totalUncompressed = 0;
+  for (let index = 0; index < totalEntries; index++) {
+    if (p + CENTRAL_SIZE > cdEnd || bytes.readUInt32LE(p) !== SIG_CENTRAL) {
+      findings.push({
+        code: p + CENTRAL_SIZE > cdEnd ? "eocd_invalid" : "central_directory_invalid",
+        message: `central directory record ${index + 1} of ${totalEntries} is missing at offset ${p}`,
+      });
+      return { ...emptyStructure(findings), entries };
+    }
+    const versionMadeBy = bytes.readUInt16LE(p + 4);
+    const flags = bytes.readUInt16LE(p + 8);
+    const method = bytes.readUInt16LE(p + 10);
+    const crc = bytes.readUInt32LE(p + 16);
+    const compressedSize = bytes.readUInt32LE(p + 20);
+    const uncompressedSize = bytes.readUInt32LE(p + 24);
+    const nameLength = bytes.readUInt16LE(p + 28);
+    const extraLength = bytes.readUInt16LE(p + 30);
+    const commentLength = bytes.readUInt16LE(p + 32);
+    const diskStart = bytes.readUInt16LE(p + 34);
+    const externalAttributes = bytes.readUInt32LE(p + 38);
+    const localHeaderOffset = bytes.readUInt32LE(p + 42);
+    const recordEnd = p + CENTRAL_SIZE + nameLength + extraLength + commentLength;
+    if (recordEnd > cdEnd) {
+      findings.push({
+        code: "central_directory_invalid",
+        message: `central directory record ${index + 1} runs past the end of the directory`,
+      });
+      return { ...emptyStructure(findings), entries };
+    }
+    const rawName = Buffer.from(bytes.subarray(p + CENTRAL_SIZE, p + CENTRAL_SIZE + nameLength));
+    const extra = bytes.subarray(p + CENTRAL_SIZE + nameLength, p + CENTRAL_SIZE + nameLength + extraLength);
+    p = recordEnd;
+
+    const utf8Flag = (flags & FLAG_UTF8) !== 0;
+    let name: string;
+    let nameDecoded = true;
+    try {
+      if (!utf8Flag && rawName.some((b) => b >= 0x80)) throw new Error("non-ASCII without UTF-8 flag");
+      name = utf8.decode(rawName);
+    } catch {
+      nameDecoded = false;
+      name = rawName.toString("latin1");
+    }
+    const label = nameDecoded ? name : `<undecodable name ${rawName.toString("hex")}>`;
+
+    const platform = versionMadeBy >> 8;
+    const unixMode = platform === 3 || platform === 19 ? (externalAttributes >>> 16) & 0xffff : null;
+    const isDirectory = name.endsWith("/") || (unixMode !== null && (unixMode & S_IFMT) === S_IFDIR);
+
+    let unicodePathName: string | null = null;
+    let zip64Extra = false;
+    for (let e = 0; e + 4 <= extra.length; ) {
+      const id = extra.readUInt16LE(e);
+      const size = extra.readUInt16LE(e + 2);
+      if (id === 0x0001) zip64Extra = true;
+      if (id === 0x7075 && size >= 5 && e + 4 + size <= extra.length) {
+        try {
+          unicodePathName = utf8.decode(extra.subarray(e + 9, e + 4 + size));
+        } catch {
+          unicodePathName = "\uFFFD";
+        }
+      }
+      e += 4 + size;
+    }
+
+    if (
+      zip64Extra ||
+      compressedSize === 0xffffffff ||
+      uncompressedSize === 0xffffffff ||
+      localHeaderOffset === 0xffffffff
+    ) {
+      findings.push({
+        code: "zip64_unsupported",
+        entry: label,
+        message: `${label}: entry uses ZIP64 sizes or offsets`,
+      });
+    }
+    if (diskStart !== 0) {
+      findings.push({
+        code: "eocd_invalid",
+        entry: label,
+        message: `${label}: entry starts on disk ${diskStart}`,
+      });
+    }
+    if (flags & (FLAG_ENCRYPTED | FLAG_STRONG_ENCRYPTION | FLAG_MASKED_HEADERS)) {
+      findings.push({ code: "encrypted_entry", entry: label, message: `${label}: entry is encrypted` });
+    }
+    if (method !== 0 && method !== 8) {
+      findings.push({
+        code: "unsupported_compression_method",
+        entry: label,
+        message: `${label}: compression method ${method} (only 0 stored and 8 deflate are accepted)`,
+      });
+    }
+    if (method === 0 && compressedSize !== uncompressedSize) {
+      findings.push({
+        code: "declared_size_mismatch",
+        entry: label,
+        message: `${label}: stored entry declares ${compressedSize} compressed but ${uncompressedSize} uncompressed bytes`,
+      });
+    }
+    if (isDirectory && uncompressedSize !== 0) {
+      findings.push({
+        code: "declared_size_mismatch",
+        entry: label,
+        message: `${label}: a folder entry carries data`,
+      });
+    }
+    if (uncompressedSize > caps.maxEntryUncompressedBytes) {
+      findings.push({
+        code: "entry_too_large",
+        entry: label,
+        message: `${label}: declares ${uncompressedSize} bytes uncompressed; the cap is ${caps.maxEntryUncompressedBytes}`,
+      });
+    }
+    if (
+      uncompressedSize >= caps.compressionRatioMinBytes &&
+      uncompressedSize > caps.maxCompressionRatio * Math.max(compressedSize, 1)
+    ) {
+      findings.push({
+        code: "compression_ratio_exceeded",
+        entry: label,
+        message: `${label}: compression ratio ${(uncompressedSize / Math.max(compressedSize, 1)).toFixed(0)}:1 exceeds ${caps.maxCompressionRatio}:1`,
+      });
+    }
+    totalCompressed += compressedSize;
+    totalUncompressed += uncompressedSize;
+
+    entries.push({
+      index,
+      rawName,
+      name,
+      nameDecoded,
+      utf8Flag,
+      flags,
+      method,
+      crc32: crc,
+      compressedSize,
+      uncompressedSize,
+      localHeaderOffset,
+      dataOffset: -1,
+      endOffset: -1,
+      versionMadeBy,
+      externalAttributes,
+      unixMode,
+      isDirectory,
+      unicodePathName,
+    });
+  }
+  if (p !== cdEnd) {
+    findings.push({
+      code: "eocd_invalid",
+      message: `the end record declares ${totalEntries} entries in ${cdSize} bytes, but those entries end ${cdEnd - p} byte(s) early`,
+    });
+  }
+  if (totalUncompressed > caps.maxTotalUncompressedBytes) {
+    findings.push({
+      code: "total_uncompressed_too_large",
+      message: `entries declare ${totalUncompressed} bytes uncompressed in total; the cap is ${caps.maxTotalUncompressedBytes}`,
+    });
+  }
+  if (
+    totalUncompressed >= caps.compressionRatioMinBytes &&
+    totalUncompressed > caps.maxCompressionRatio * Math.max(totalCompressed, 1)
+  ) {
+    findings.push({
+      code: "compression_ratio_exceeded",
+      message: `the archive's overall compression ratio ${(totalUncompressed / Math.max(totalCompressed, 1)).toFixed(0)}:1 exceeds ${caps.maxCompressionRatio}:1`,
+    });
+  }
+
+  checkLocalHeaders(bytes, entries, cdOffset, findings);
+
+  return {
+    entries,
+    findings,
+    unsafeToInflate: findings.some((f) => LAYOUT_CODES.has(f.code)),
+    centralDirectoryOffset: cdOffset,
+    centralDirectorySize: cdSize,
+    totalCompressedBytes: totalCompressed,
+    totalUncompressedBytes: totalUncompressed,
+  };
+}
+
+function checkLocalHeaders(
+  bytes: Buffer,
+  entries: ZipEntry[],
+  cdOffset: number,
+  findings: ZipFinding[],
+): void {
+  for (const entry of entries) {
+    const label = entry.nameDecoded ? entry.name : `<entry ${entry.index + 1}>`;
+    const o = entry.localHeaderOffset;
+    if (o + LOCAL_SIZE > cdOffset || bytes.readUInt32LE(o) !== SIG_LOCAL) {
+      findings.push({
+        code: "local_header_invalid",
+        entry: label,
+        message: `${label}: no local file header at offset ${o}`,
+      });
+      continue;
+    }
+    const flags = bytes.readUInt16LE(o + 6);
+    const method = bytes.readUInt16LE(o + 8);
+    const crc = bytes.readUInt32LE(o + 14);
+    const csize = bytes.readUInt32LE(o + 18);
+    const usize = bytes.readUInt32LE(o + 22);
+    const nameLength = bytes.readUInt16LE(o + 26);
+    const extraLength = bytes.readUInt16LE(o + 28);
+    const dataOffset = o + LOCAL_SIZE + nameLength + extraLength;
+    if (dataOffset + entry.compressedSize > cdOffset) {
+      findings.push({
+        code: "local_header_invalid",
+        entry: label,
+        message: `${label}: the entry's data runs into the central directory`,
+      });
+      continue;
+    }
+    const localExtra = bytes.subarray(o + LOCAL_SIZE + nameLength, dataOffset);
+    for (let e = 0; e + 4 <= localExtra.length; e += 4 + localExtra.readUInt16LE(e + 2)) {
+      if (localExtra.readUInt16LE(e) === 0x0001) {
+        findings.push({
+          code: "zip64_unsupported",
+          entry: label,
+          message: `${label}: local header carries ZIP64 sizes`,
+        });
+        break;
+      }
+    }
+    const localName = bytes.subarray(o + LOCAL_SIZE, o + LOCAL_SIZE + nameLength);
+    const differences: string[] = [];
+    if (!localName.equals(entry.rawName)) differences.push("name");
+    if (method !== entry.method) differences.push("compression method");
+    // Encryption, descriptor and UTF-8 bits must agree; other bits (deflate level hints) may not.
+    const significant =
+      FLAG_ENCRYPTED | FLAG_DATA_DESCRIPTOR | FLAG_STRONG_ENCRYPTION | FLAG_UTF8 | FLAG_MASKED_HEADERS;
+    if ((flags & significant) !== (entry.flags & significant)) differences.push("flags");
+    const usesDescriptor = (entry.flags & FLAG_DATA_DESCRIPTOR) !== 0;
+    const zeroedByDescriptor = usesDescriptor && crc === 0 && csize === 0 && usize === 0;
+    if (!zeroedByDescriptor) {
+      if (crc !== entry.crc32) differences.push("CRC-32");
+      if (csize !== entry.compressedSize) differences.push("compressed size");
+      if (usize !== entry.uncompressedSize) differences.push("uncompressed size");
+    }
+    let end = dataOffset + entry.compressedSize;
+    if (usesDescriptor) {
+      // Optional signature, then CRC and the two 32-bit sizes.
+      let d = end;
+      if (d + 4 <= cdOffset && bytes.readUInt32LE(d) === SIG_DESCRIPTOR) d += 4;
+      if (d + 12 > cdOffset) {
+        differences.push("data descriptor (missing)");
+      } else {
+        if (
+          bytes.readUInt32LE(d) !== entry.crc32 ||
+          bytes.readUInt32LE(d + 4) !== entry.compressedSize ||
+          bytes.readUInt32LE(d + 8) !== entry.uncompressedSize
+        ) {
+          differences.push("data descriptor");
+        }
+        end = d + 12;
+      }
+    }
+    if (differences.length > 0) {
+      findings.push({
+        code: "local_header_mismatch",
+        entry: label,
+        message: `${label}: local header disagrees with the central directory on ${differences.join(", ")}`,
+      });
+    }
+    entry.dataOffset = dataOffset;
+    entry.endOffset = end;
+  }
+  checkLayout(entries, cdOffset, findings);
+}
+
+/** Every byte before the central directory must belong to exactly one entry, in order. */
+function checkLayout(entries: ZipEntry[], cdOffset: number, findings: ZipFinding[]): void {
+  const placed = entries
+    .filter((e) => e.dataOffset >= 0)
+    .sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
+  if (placed.length !== entries.length) return; // already reported as local_header_invalid
+  let cursor = 0;
+  for (const entry of placed) {
+    const label = entry.nameDecoded ? entry.name : `<entry ${entry.index + 1}>`;
+    if (entry.localHeaderOffset < cursor) {
+      findings.push({
+        code: "overlapping_entries",
+        entry: label,
+        message: `${label}: its bytes at ${entry.localHeaderOffset} overlap the previous entry (ends at ${cursor})`,
+      });
+    } else if (entry.localHeaderOffset > cursor) {
+      findings.push(
+        cursor === 0
+          ? {
+              code: "data_before_first_entry",
+              message: `${entry.localHeaderOffset} byte(s) precede the first entry`,
+            }
+          : {
+              code: "data_between_entries",
+              entry: label,
+              message: `${entry.localHeaderOffset - cursor} unaccounted byte(s) before ${label}`,
+            },
+      );
+    }
+    cursor = Math.max(cursor, entry.endOffset);
+  }
+  if (cursor < cdOffset) {
+    findings.push(
+      placed.length === 0
+        ? {
+            code: "data_before_first_entry",
+            message: `${cdOffset} byte(s) precede the central directory of an empty archive`,
+          }
+        : {
+            code: "data_between_entries",
+            message: `${cdOffset - cursor} unaccounted byte(s) before the central directory`,
+          },
+    );
+  }
+}
+
+export type InflateResult =
+  | { ok: true; data: Buffer }
+  | { ok: false; code: "declared_size_mismatch" | "corrupt_entry_data" | "crc_mismatch"; message: string };
+
+/**
+ * Inflate one entry whose structure passed readZipStructure. The output cap is the declared size
+ * plus one byte, so a lying size is caught without ever allocating more than the cap allows.
+ */
+export function inflateEntry(bytes: Buffer, entry: ZipEntry): InflateResult {
+  const compressed = bytes.subarray(entry.dataOffset, entry.dataOffset + entry.compressedSize);
+  let data: Buffer;
+  if (entry.method === 0) {
+    data = compressed;
+  } else {
+    try {
+      const result = zlib.inflateRawSync(compressed, {
+        maxOutputLength: entry.uncompressedSize + 1,
+        info: true,
+      }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+      data = result.buffer;
+      if (result.engine.bytesWritten !== compressed.length) {
+        return {
+          ok: false,
+          code: "declared_size_mismatch",
+          message: `${entry.name}: ${compressed.length - result.engine.bytesWritten} byte(s) hide after the end of the deflate stream`,
+        };
+      }
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (code === "ERR_BUFFER_TOO_LARGE") {
+        return {
+          ok: false,
+          code: "declared_size_mismatch",
+          message: `${entry.name}: inflates to more than its declared ${entry.uncompressedSize} bytes`,
+        };
+      }
+      return {
+        ok: false,
+        code: "corrupt_entry_data",
+        message: `${entry.name}: deflate data is corrupt (${(error as Error).message})`,
+      };
+    }
+  }
+  if (data.length !== entry.uncompressedSize) {
+    return {
+      ok: false,
+      code: "declared_size_mismatch",
+      message: `${entry.name}: inflates to ${data.length} bytes, not its declared ${entry.uncompressedSize}`,
+    };
+  }
+  const actual = crc32(data);
+  if (actual !== entry.crc32) {
+    return {
+      ok: false,
+      code: "crc_mismatch",
+      message: `${entry.name}: CRC-32 is ${hex(actual)}, the header says ${hex(entry.crc32)}`,
+    };
+  }
+  return { ok: true, data };
+}
+
+function hex(n: number): string {
+  return n.toString(16).padStart(8, "0");
+}
+
+/** Unix st_mode type bits of an entry, when known: only regular files and folders are acceptable. */
+export function isSpecialFile(entry: ZipEntry): boolean {
+  if (entry.unixMode === null) return false;
+  const type = entry.unixMode & S_IFMT;
+  return type !== 0 && type !== S_IFREG && type !== S_IFDIR;
+}
+
+export function isSymlink(entry: ZipEntry): boolean {
+  return entry.unixMode !== null && (entry.unixMode & S_IFMT) === 0o120000;
+}
