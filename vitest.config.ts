@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     // The store and browser suites start real servers; two workers fit this 2-core machine.
     maxWorkers: 2,
+    reporters: ["default", "./test/lib/summary-reporter.ts"],
   },
 });
