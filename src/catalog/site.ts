@@ -104,8 +104,17 @@ interface GeneratedDocument {
   document: Record<string, unknown> & { generatedAt?: string };
 }
 
+export interface RenderOptions {
+  /**
+   * Incremental publication: render the per-mod files (detail, versions) of these mods only; every
+   * other mod's files are left as they are on disk. The indexes and global documents are always
+   * rendered. Omitted: every file.
+   */
+  onlyMods?: ReadonlySet<string>;
+}
+
 /** Builds every document (unvalidated, timestamps pending). Paths are relative to the site root. */
-export function generateDocuments(inputs: SiteInputs): GeneratedDocument[] {
+export function generateDocuments(inputs: SiteInputs, options: RenderOptions = {}): GeneratedDocument[] {
   const { config } = inputs;
   const at = PENDING_TIMESTAMP;
   const supported = supportedBuilds(inputs.gameBuilds);
@@ -161,6 +170,7 @@ export function generateDocuments(inputs: SiteInputs): GeneratedDocument[] {
     },
   ];
   for (const view of mods) {
+    if (options.onlyMods && !options.onlyMods.has(view.modId)) continue;
     docs.push({
       path: SITE_PATHS.modDetail(view.modId),
       schema: "mod-detail",
@@ -187,12 +197,13 @@ export function renderSite(
   inputs: SiteInputs,
   siteDir: string,
   now: () => Date = () => new Date(),
+  options: RenderOptions = {},
 ): Map<string, string> {
   const registry = schemaRegistry(inputs.config.baseUrl);
   const files = new Map<string, string>();
   const stamp = now().toISOString();
   const failures: string[] = [];
-  for (const { path, schema, document } of generateDocuments(inputs)) {
+  for (const { path, schema, document } of generateDocuments(inputs, options)) {
     const pending = serializeDocument(document);
     const existingPath = join(siteDir, path);
     let text: string | undefined;

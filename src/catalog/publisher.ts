@@ -1,0 +1,471 @@
+import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import semver from "semver";
+import type { PortalConfig } from "../config/portal-config.ts";
+import { formatIssues, schemaRegistry } from "../contracts/schemas.ts";
+import { SITE_PATHS } from "../contracts/urls.ts";
+import { SvcError } from "../errors.ts";
+import {
+  type ArtifactStore,
+  artifactExistsError,
+  type PromotedArtifact,
+  sha256Hex,
+} from "./artifact-store.ts";
+import {
+  type CommitOptions,
+  commitFiles,
+  FileExistsError,
+  LockTimeoutError,
+  recoverTransactions,
+  stagingDir,
+  withTreeLock,
+} from "./atomic-files.ts";
+import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
+import { RECORD_PATHS, type ReleaseRecord } from "./records.ts";
+import {
+  listGeneratedFiles,
+  loadSiteInputs,
+  type SiteInputs,
+  renderSite,
+  serializeDocument,
+} from "./site.ts";
+
+/** The sidecar (svc.mod-release-submission.v1) as the schema allows it. */
+export interface ReleaseSubmission {
+  schema: "svc.mod-release-submission.v1";
+  modId: string;
+  name: string;
+  version: string;
+  targetGameBuild: string;
+  summary: string;
+  description?: string;
+  releaseNotes: string;
+  package: { fileName: string; sha256: string; sizeBytes: number; url?: string };
+  dependencies: ReleaseRecord["dependencies"];
+  entrypoints: ReleaseRecord["entrypoints"];
+  modConfig?: unknown;
+  authors: ReleaseRecord["authors"];
+  tags?: string[];
+  links?: ReleaseRecord["links"];
+  license?: string;
+}
+
+/** One check as the validation runner reports it (the upload-submission checkResult shape). */
+export interface ValidationCheckResult {
+  id: string;
+  required: boolean;
+  status: "pending" | "running" | "passed" | "failed" | "skipped";
+  reasonCode: string | null;
+  log: string[];
+}
+
+export interface ValidationReport {
+  passed: boolean;
+  checks: ValidationCheckResult[];
+}
+
+/** What the publisher hands the validation runner: the exact bytes it will promote. */
+export interface ValidationRequest {
+  packageBytes: Uint8Array;
+  /** The sidecar as received (the runner's sidecar_schema check judges it). */
+  sidecar: unknown;
+  config: PortalConfig;
+  /** Every release record, hidden ones included (semantic_version refuses any reuse). */
+  records: readonly ReleaseRecord[];
+  /** The artifact URL the release would get (semantic_version: never reuse an immutable URL). */
+  artifactUrl: string;
+}
+
+export type PackageValidator = (request: ValidationRequest) => Promise<ValidationReport>;
+
+export interface PublisherOptions {
+  /** The project root: every path of a publication transaction is relative to it. */
+  root: string;
+  recordsDir: string;
+  siteDir: string;
+  config: PortalConfig;
+  store: ArtifactStore;
+  validate: PackageValidator;
+  now?: () => Date;
+  /** How long to wait for another publisher (default 60 s). */
+  lockTimeoutMs?: number;
+  /** Test hooks of the transaction (SimulatedCrash, injected failures). */
+  commit?: CommitOptions;
+  /**
+   * incremental (default): render only the affected mod's files plus the indexes and global documents;
+   * full: re-render every mod (what `svc build` does).
+   */
+  render?: "incremental" | "full";
+}
+
+export interface ReleaseSource {
+  kind: ReleaseRecord["source"]["kind"];
+  submissionId?: string;
+  pullRequestUrl?: string;
+}
+
+export interface PublishRequest {
+  packageBytes: Uint8Array;
+  sidecar: unknown;
+  source: ReleaseSource;
+}
+
+export interface PublicationResult {
+  record: ReleaseRecord;
+  /** Other records whose status changed (superseded, or published again on unhide). */
+  changed: ReleaseRecord[];
+  artifact: { url: string; sha256: string; sizeBytes: number } | null;
+  /** Root-relative paths written, created and deleted by the one transaction. */
+  written: string[];
+  deleted: string[];
+  report: ValidationReport | null;
+}
+
+const SIDECAR_SCHEMA = "svc.mod-release-submission.v1";
+
+function recordText(record: ReleaseRecord): string {
+  return `${JSON.stringify(record, null, 2)}\n`;
+}
+
+function rel(root: string, path: string): string {
+  const r = relative(root, path);
+  if (r.startsWith(".."))
+    throw new SvcError("config_invalid", `${path} must be inside the project root ${root}`);
+  return r.split("\\").join("/");
+}
+
+/** Parses and schema-checks a sidecar; the error lists every issue. */
+export function parseSubmission(value: unknown, config: PortalConfig): ReleaseSubmission {
+  const result = schemaRegistry(config.baseUrl).validate<ReleaseSubmission>("mod-release-submission", value);
+  if (!result.ok) {
+    throw new SvcError(
+      "invalid_payload",
+      `the sidecar is not a valid ${SIDECAR_SCHEMA} document:\n${formatIssues(result.issues)}`,
+      { details: result.issues },
+    );
+  }
+  return result.value;
+}
+
+function versionExists(record: ReleaseRecord): SvcError {
+  return new SvcError(
+    "version_exists",
+    `${record.modId}@${record.version} already exists (status ${record.status}, published ${record.publishedAt}); versions are immutable — publish a new version instead`,
+    { details: { modId: record.modId, version: record.version, status: record.status } },
+  );
+}
+
+function failedChecks(report: ValidationReport): ValidationCheckResult[] {
+  return report.checks.filter((c) => c.status === "failed" || (c.required && c.status !== "passed"));
+}
+
+/**
+ * Status rules, one mod at a time: the newest visible version is `published`, every other visible
+ * version is `superseded` (still listed and downloadable); hidden versions keep statusBeforeHidden.
+ * Publishing an older version (a backport) therefore lists it as superseded at once.
+ */
+function settleStatuses(records: ReleaseRecord[], modId: string, at: string): ReleaseRecord[] {
+  const visible = records
+    .filter((r) => r.modId === modId && r.status !== "hidden")
+    .sort((a, b) => semver.rcompare(a.version, b.version));
+  const changed: ReleaseRecord[] = [];
+  visible.forEach((record, i) => {
+    const status = i === 0 ? "published" : "superseded";
+    if (record.status !== status) {
+      const next = { ...record, status, updatedAt: at } as ReleaseRecord;
+      records[records.indexOf(record)] = next;
+      changed.push(next);
+    }
+  });
+  return changed;
+}
+
+/** A path->text view of the site for the contract rules: rendered files first, the committed tree behind them. */
+class SiteOverlay extends Map<string, string> {
+  constructor(
+    private readonly siteDir: string,
+    private readonly deleted: ReadonlySet<string>,
+  ) {
+    super();
+  }
+  override get(path: string): string | undefined {
+    const own = super.get(path);
+    if (own !== undefined || this.deleted.has(path)) return own;
+    const full = join(this.siteDir, path);
+    return existsSync(full) ? readFileSync(full, "utf8") : undefined;
+  }
+}
+
+interface Plan {
+  records: ReleaseRecord[];
+  /** Records whose files change. */
+  touched: ReleaseRecord[];
+  affectedMods: Set<string>;
+}
+
+/**
+ * One publication transaction over the project root: release records, site JSON (rendered and
+ * checked against contract rules 1-6 before anything is written) and create-only artifact files.
+ */
+function commitPlan(
+  options: PublisherOptions,
+  inputs: SiteInputs,
+  plan: Plan,
+  artifact: PromotedArtifact | null,
+): { written: string[]; deleted: string[] } {
+  const now = options.now ?? (() => new Date());
+  const root = options.root;
+  const siteRel = rel(root, options.siteDir);
+  const recordsRel = rel(root, options.recordsDir);
+  const next: SiteInputs = { ...inputs, records: plan.records };
+  const full = options.render === "full";
+  const rendered = renderSite(next, options.siteDir, now, full ? {} : { onlyMods: plan.affectedMods });
+  const staleCandidates = full
+    ? listGeneratedFiles(options.siteDir)
+    : [...plan.affectedMods].flatMap((m) => [SITE_PATHS.modDetail(m), SITE_PATHS.modVersions(m)]);
+  const stale = staleCandidates.filter((p) => !rendered.has(p) && existsSync(join(options.siteDir, p)));
+  const overlay = new SiteOverlay(options.siteDir, new Set(stale));
+  for (const [path, text] of rendered) overlay.set(path, text);
+  const failures: RuleFailure[] = checkContractRules(overlay);
+  if (failures.length > 0) {
+    throw new SvcError(
+      "invalid_payload",
+      `the publication would break contract rules; nothing was written:\n${failures.map((f) => `  ${f.rule}: ${f.message}`).join("\n")}`,
+      { details: failures },
+    );
+  }
+  const write = new Map<string, string>();
+  for (const record of plan.touched) {
+    write.set(`${recordsRel}/${RECORD_PATHS.release(record.modId, record.version)}`, recordText(record));
+  }
+  for (const [path, text] of rendered) write.set(`${siteRel}/${path}`, text);
+  const create = new Map(artifact?.files ?? []);
+  const commit = commitFiles(
+    root,
+    { write, delete: stale.map((p) => `${siteRel}/${p}`), create },
+    {
+      ...options.commit,
+      beforeCommit: () => {
+        // The public file must be the very inode that was hashed; anything else rolls back.
+        for (const [path, { stagedFile }] of create) {
+          const placed = statSync(join(root, path));
+          const staged = statSync(stagedFile);
+          if (placed.ino !== staged.ino || placed.size !== artifact!.sizeBytes) {
+            throw new SvcError("internal_error", `${path} is not the artifact that was hashed`);
+          }
+        }
+        options.commit?.beforeCommit?.();
+      },
+    },
+  );
+  return {
+    written: [...commit.written.filter((p) => !create.has(p)), ...[...create.keys()]],
+    deleted: commit.deleted,
+  };
+}
+
+async function locked<T>(options: PublisherOptions, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await withTreeLock(
+      options.root,
+      async () => {
+        recoverTransactions(options.root);
+        // Staging left by a publisher that died is garbage: only the lock holder stages.
+        rmSync(stagingDir(options.root), { recursive: true, force: true });
+        try {
+          return await fn();
+        } finally {
+          rmSync(stagingDir(options.root), { recursive: true, force: true });
+        }
+      },
+      { timeoutMs: options.lockTimeoutMs ?? 60_000 },
+    );
+  } catch (error) {
+    if (error instanceof LockTimeoutError) throw new SvcError("conflict", error.message);
+    throw error;
+  }
+}
+
+/**
+ * Publishes one release: validates the exact bytes, promotes them into the artifact store, measures
+ * sha256 and size from the stored artifact, writes the release record, supersedes the previous newest
+ * version, regenerates the affected site files, checks contract rules 1-6, and commits all of it as
+ * one transaction. Any failure leaves every previously published file byte-identical.
+ */
+export async function publishRelease(
+  options: PublisherOptions,
+  request: PublishRequest,
+): Promise<PublicationResult> {
+  const now = options.now ?? (() => new Date());
+  const sidecar = parseSubmission(request.sidecar, options.config);
+  const key = { modId: sidecar.modId, version: sidecar.version, fileName: sidecar.package.fileName };
+  const bytes = request.packageBytes;
+  const sha256 = sha256Hex(bytes);
+  if (sha256 !== sidecar.package.sha256 || bytes.length !== sidecar.package.sizeBytes) {
+    throw new SvcError(
+      "invalid_payload",
+      `the package does not match its sidecar: sidecar says sha256 ${sidecar.package.sha256}, ${sidecar.package.sizeBytes} bytes; the package is sha256 ${sha256}, ${bytes.length} bytes`,
+      { details: { expected: sidecar.package, actual: { sha256, sizeBytes: bytes.length } } },
+    );
+  }
+  const artifactUrl = options.store.urlFor(key);
+  const before = loadSiteInputs(options.config, options.recordsDir);
+  const existing = before.records.find((r) => r.modId === key.modId && r.version === key.version);
+  if (existing) throw versionExists(existing);
+  // Validation (antivirus included) runs before the lock: publishers wait only for each other's commits.
+  const report = await options.validate({
+    packageBytes: bytes,
+    sidecar: request.sidecar,
+    config: options.config,
+    records: before.records,
+    artifactUrl,
+  });
+  if (!report.passed || failedChecks(report).length > 0) {
+    const failed = failedChecks(report);
+    throw new SvcError(
+      "invalid_payload",
+      `validation failed; nothing was published: ${failed.map((c) => `${c.id}${c.reasonCode ? ` (${c.reasonCode})` : ""}`).join(", ") || "report not passed"}`,
+      { details: report },
+    );
+  }
+  return locked(options, async () => {
+    // Re-read under the lock: another publisher may have committed since validation.
+    const inputs = loadSiteInputs(options.config, options.recordsDir);
+    const taken = inputs.records.find((r) => r.modId === key.modId && r.version === key.version);
+    if (taken) throw versionExists(taken);
+    if (await options.store.exists(key))
+      throw artifactExistsError(key, artifactUrl, options.store.description);
+    const artifact = await options.store.promote(key, bytes);
+    let committed = false;
+    try {
+      if (artifact.sha256 !== sha256 || artifact.sizeBytes !== bytes.length) {
+        throw new SvcError(
+          "internal_error",
+          `the stored artifact differs from the validated bytes (stored sha256 ${artifact.sha256}, ${artifact.sizeBytes} bytes)`,
+        );
+      }
+      const at = now().toISOString();
+      const record: ReleaseRecord = {
+        schema: "svc.release-record.v1",
+        modId: sidecar.modId,
+        version: sidecar.version,
+        name: sidecar.name,
+        summary: sidecar.summary,
+        description: sidecar.description ?? "",
+        authors: sidecar.authors,
+        tags: sidecar.tags ?? [],
+        links: sidecar.links ?? {},
+        targetGameBuild: sidecar.targetGameBuild,
+        releaseNotes: sidecar.releaseNotes,
+        fileName: key.fileName,
+        packageUrl: artifact.url,
+        sha256: artifact.sha256,
+        packageSizeBytes: artifact.sizeBytes,
+        dependencies: sidecar.dependencies,
+        entrypoints: sidecar.entrypoints,
+        ...(sidecar.modConfig !== undefined ? { modConfig: sidecar.modConfig } : {}),
+        publishedAt: at,
+        status: "published",
+        source: {
+          kind: request.source.kind,
+          ...(request.source.submissionId ? { submissionId: request.source.submissionId } : {}),
+          ...(request.source.pullRequestUrl ? { pullRequestUrl: request.source.pullRequestUrl } : {}),
+          validationReportSha256: sha256Hex(Buffer.from(serializeDocument(report))),
+        },
+        updatedAt: at,
+      };
+      const registry = schemaRegistry(options.config.baseUrl);
+      const valid = registry.validate("release-record", record);
+      if (!valid.ok) throw new SvcError("invalid_payload", `release record: ${formatIssues(valid.issues)}`);
+      const records = [...inputs.records, record];
+      const changed = settleStatuses(records, record.modId, at);
+      const final = records.find((r) => r.modId === record.modId && r.version === record.version)!;
+      const plan: Plan = {
+        records,
+        touched: [final, ...changed.filter((r) => r !== final)],
+        affectedMods: new Set([record.modId]),
+      };
+      const result = commitPlan(options, inputs, plan, artifact);
+      committed = true;
+      await artifact.finish();
+      return {
+        record: final,
+        changed: changed.filter((r) => r !== final),
+        artifact: { url: artifact.url, sha256: artifact.sha256, sizeBytes: artifact.sizeBytes },
+        ...result,
+        report,
+      };
+    } catch (error) {
+      if (!committed) await artifact.abort();
+      if (error instanceof FileExistsError) throw artifactExistsError(key, artifactUrl, error.path);
+      throw error;
+    }
+  });
+}
+
+async function changeVisibility(
+  options: PublisherOptions,
+  modId: string,
+  version: string,
+  hide: boolean,
+): Promise<PublicationResult> {
+  const now = options.now ?? (() => new Date());
+  return locked(options, async () => {
+    const inputs = loadSiteInputs(options.config, options.recordsDir);
+    const current = inputs.records.find((r) => r.modId === modId && r.version === version);
+    if (!current) throw new SvcError("not_found", `no release ${modId}@${version}`);
+    if (hide === (current.status === "hidden")) {
+      throw new SvcError(
+        "illegal_transition",
+        `${modId}@${version} is ${current.status}; ${hide ? "hide" : "unhide"} does not apply`,
+        { details: { from: current.status, to: hide ? "hidden" : "published" } },
+      );
+    }
+    const at = now().toISOString();
+    const records = [...inputs.records];
+    const index = records.indexOf(current);
+    let changed: ReleaseRecord[] = [];
+    if (hide) {
+      const { statusBeforeHidden: _, ...rest } = current;
+      records[index] = {
+        ...rest,
+        status: "hidden",
+        statusBeforeHidden: current.status as "published" | "superseded",
+        updatedAt: at,
+      };
+    } else {
+      const { statusBeforeHidden, ...rest } = current;
+      records[index] = { ...rest, status: statusBeforeHidden ?? "published", updatedAt: at };
+      // Unhide restores published, or superseded when a newer version is visible.
+      changed = settleStatuses(records, modId, at);
+    }
+    const record = records.find((r) => r.modId === modId && r.version === version)!;
+    const touched = [record, ...changed.filter((r) => r !== record)];
+    const result = commitPlan(options, inputs, { records, touched, affectedMods: new Set([modId]) }, null);
+    return {
+      record,
+      changed: changed.filter((r) => r !== record),
+      artifact: null,
+      ...result,
+      report: null,
+    };
+  });
+}
+
+/** Removes a version from the public catalog (published|superseded -> hidden); its artifact stays immutable. */
+export function hideRelease(
+  options: PublisherOptions,
+  modId: string,
+  version: string,
+): Promise<PublicationResult> {
+  return changeVisibility(options, modId, version, true);
+}
+
+/** Restores a hidden version: published, or superseded when a newer version is visible. */
+export function unhideRelease(
+  options: PublisherOptions,
+  modId: string,
+  version: string,
+): Promise<PublicationResult> {
+  return changeVisibility(options, modId, version, false);
+}
