@@ -164,7 +164,24 @@ export function buildValidationContract(
         ".otf": ["opentype"],
         ".pdb": ["msf"],
       },
-      forbiddenAnywhere: ["elf", "macho", "zip", "gzip", "7z", "rar", "cab", "msi"],
+      // Kinds as src/validation/zip/sniff.ts names them; "ole" is the compound file format of MSI installers.
+      forbiddenAnywhere: [
+        "elf",
+        "macho",
+        "java_class",
+        "wasm",
+        "lnk",
+        "zip",
+        "gzip",
+        "bzip2",
+        "xz",
+        "zstd",
+        "7z",
+        "rar",
+        "cab",
+        "tar",
+        "ole",
+      ],
     },
   };
 }

@@ -71,7 +71,7 @@ export const REASONS = {
     fix: "Build against, and declare, one of the supported game builds listed in the log.",
   },
   game_builds_unavailable: {
-    check: "target_game_build",
+    check: "*",
     meaning: "The game-build compatibility matrix could not be read, so the build cannot be checked.",
     fix: "Point --site at a portal site with api/v1/game-builds/latest.json.",
   },
@@ -112,7 +112,7 @@ export const REASONS = {
     fix: "Declare each dependency once.",
   },
   catalog_unavailable: {
-    check: "dependency_contract",
+    check: "*",
     meaning: "The catalog could not be read, so catalog-aware checks cannot run.",
     fix: "Point --site at a portal site with api/v1/catalog.json.",
   },
@@ -335,6 +335,12 @@ export const REASONS = {
     meaning: "A file is an ELF or Mach-O binary; only Windows PE binaries are allowed.",
     fix: "Remove the binary.",
   },
+  forbidden_signature: {
+    check: "file_signature",
+    meaning:
+      "A file's content has a type the policy refuses whatever its name (for example a Windows shortcut or a Java class).",
+    fix: "Remove the file.",
+  },
   signature_mismatch: {
     check: "file_signature",
     meaning: "A file's content does not match the signatures the policy allows for its extension.",
@@ -380,6 +386,16 @@ export const REASONS = {
     check: "archive_content_policy",
     meaning: "The package contains another archive (zip, 7z, rar, gzip, ...).",
     fix: "Unpack the inner archive into the package instead of nesting it.",
+  },
+  forbidden_extension: {
+    check: "archive_content_policy",
+    meaning: "A file has an extension the policy forbids (drivers, installers, disk images, ...).",
+    fix: "Remove the file.",
+  },
+  config_not_text: {
+    check: "archive_content_policy",
+    meaning: "A config file (.json, .ini, .toml, .cfg) is not plain text.",
+    fix: "Save config files as UTF-8 text.",
   },
   extension_not_allowed: {
     check: "archive_content_policy",
@@ -456,6 +472,11 @@ export const REASONS = {
     meaning:
       "The sidecar lacks something the public detail page requires (name, summary, description or release notes, authors).",
     fix: "Fill in each requirement the log marks as missing.",
+  },
+  markup_in_text: {
+    check: "detail_page",
+    meaning: "The name or summary contains HTML markup; they are shown as plain text.",
+    fix: "Remove tags such as <b> or <script> from the name and summary.",
   },
   unsafe_link: {
     check: "detail_page",

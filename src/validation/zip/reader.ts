@@ -91,7 +91,7 @@ const S_IFREG = 0o100000;
 const S_IFDIR = 0o040000;
 
 /** Structural findings that make the layout untrustworthy. */
-const LAYOUT_CODES = new Set<ReasonCode>([
+export const LAYOUT_CODES: ReadonlySet<ReasonCode> = new Set<ReasonCode>([
   "not_a_zip",
   "eocd_missing",
   "eocd_invalid",

@@ -18,17 +18,19 @@ export type FileKind =
   | "cab"
   | "tar"
   | "ole"
+  | "riff"
+  | "truetype"
+  | "opentype"
+  | "msf"
   | "lnk"
   | "shebang"
   | "png"
   | "jpeg"
   | "gif"
   | "bmp"
-  | "webp"
   | "dds"
   | "tga"
   | "ogg"
-  | "wav"
   | "mp3"
   | "flac"
   | "pdf"
@@ -122,8 +124,11 @@ export function sniffFileType(bytes: Uint8Array): FileKind {
   if (startsWith(bytes, [0xff, 0xd8, 0xff])) return "jpeg";
   if (ascii(bytes, 0, "GIF87a") || ascii(bytes, 0, "GIF89a")) return "gif";
   if (ascii(bytes, 0, "BM") && bytes.length >= 14) return "bmp";
-  if (ascii(bytes, 0, "RIFF") && ascii(bytes, 8, "WEBP")) return "webp";
-  if (ascii(bytes, 0, "RIFF") && ascii(bytes, 8, "WAVE")) return "wav";
+  // RIFF covers WAVE audio (and WebP/AVI, which the policy's extension map tells apart).
+  if (ascii(bytes, 0, "RIFF")) return "riff";
+  if (startsWith(bytes, [0x00, 0x01, 0x00, 0x00, 0x00]) || ascii(bytes, 0, "true")) return "truetype";
+  if (ascii(bytes, 0, "OTTO")) return "opentype";
+  if (ascii(bytes, 0, "Microsoft C/C++ MSF 7.00")) return "msf";
   if (ascii(bytes, 0, "DDS ")) return "dds";
   if (ascii(bytes, 0, "OggS")) return "ogg";
   if (ascii(bytes, 0, "fLaC")) return "flac";

@@ -1,0 +1,62 @@
+import type { CheckContext, CheckOutcome } from "../types.ts";
+import { blocked, contentBlocker, failed, passed } from "./common.ts";
+
+const ID = "antivirus_scan";
+
+export function checkAntivirusScan(ctx: CheckContext): CheckOutcome {
+  const scan = ctx.pkg.scan;
+  if (scan.state === "disabled") {
+    return failed(ID, "antivirus_disabled", [
+      "antivirus scanning was turned off; an unscanned package never passes",
+    ]);
+  }
+  if (scan.state === "not_configured") {
+    return failed(ID, "scanner_unavailable", ["no antivirus scanner is configured; the check fails closed"]);
+  }
+  if (scan.state !== "ran") {
+    const blocker = contentBlocker(ctx);
+    return blocked(
+      ID,
+      blocker?.check ?? "file_signature",
+      blocker?.why ?? "the package could not be scanned",
+    );
+  }
+  const infected = scan.verdicts.filter((v) => v.result.status === "infected");
+  if (infected.length > 0) {
+    return failed(
+      ID,
+      "malware_detected",
+      infected
+        .slice(0, 50)
+        .map((v) => `${v.target}: ${v.result.signature ?? "unknown signature"} (${scan.scanner})`),
+    );
+  }
+  const errors = scan.verdicts.filter((v) => v.result.status !== "clean");
+  if (errors.length > 0) {
+    const first = errors[0]!.result;
+    const code =
+      first.errorKind === "timeout"
+        ? "scanner_timeout"
+        : first.errorKind === "unreachable"
+          ? "scanner_unavailable"
+          : "scanner_error";
+    return failed(
+      ID,
+      code,
+      errors
+        .slice(0, 20)
+        .map((v) => `${v.target}: ${v.result.message ?? "no clean answer"} (${scan.scanner})`),
+    );
+  }
+  if (!scan.complete) {
+    const blocker = contentBlocker(ctx);
+    return blocked(
+      ID,
+      blocker?.check ?? "file_signature",
+      `the package itself scanned clean, but its entries could not be inflated and scanned one by one (${blocker?.why ?? "unknown"})`,
+    );
+  }
+  return passed(ID, [
+    `${scan.scanner}: the package and its ${scan.verdicts.length - 1} inflated entries scanned clean`,
+  ]);
+}

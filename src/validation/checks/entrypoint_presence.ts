@@ -1,0 +1,72 @@
+import type { CheckContext, CheckOutcome } from "../types.ts";
+import {
+  blocked,
+  canonical,
+  extensionOf,
+  failed,
+  firstNotPassed,
+  isUnderDirectory,
+  passed,
+  structureBlocker,
+} from "./common.ts";
+
+const ID = "entrypoint_presence";
+
+export function checkEntrypointPresence(ctx: CheckContext): CheckOutcome {
+  const missingCheck = firstNotPassed(ctx, ["sidecar_schema", "manifest_schema"]);
+  const manifest = ctx.manifest.valid;
+  const sidecar = ctx.sidecar.valid;
+  if (missingCheck || !manifest || !sidecar) {
+    return blocked(
+      ID,
+      missingCheck ?? "manifest_schema",
+      "entrypoints are read from a valid manifest and sidecar",
+    );
+  }
+  const blocker = structureBlocker(ctx);
+  if (blocker) return blocked(ID, blocker.check, blocker.why);
+  const sortKey = (e: { path: string; kind: string }) => `${e.path}\u0000${e.kind}`;
+  const same = (a: typeof manifest.entrypoints, b: typeof manifest.entrypoints) =>
+    canonical([...a].sort((x, y) => (sortKey(x) < sortKey(y) ? -1 : 1))) ===
+    canonical([...b].sort((x, y) => (sortKey(x) < sortKey(y) ? -1 : 1)));
+  if (!same(manifest.entrypoints, sidecar.entrypoints)) {
+    const show = (list: typeof manifest.entrypoints) => list.map((e) => `${e.kind}:${e.path}`).join(", ");
+    return failed(ID, "entrypoint_mismatch", [
+      `sidecar: ${show(sidecar.entrypoints)}`,
+      `svc-mod.json: ${show(manifest.entrypoints)}`,
+    ]);
+  }
+  const files = new Map<string, boolean>();
+  for (const { entry } of ctx.pkg.entries) files.set(entry.name.replace(/\/$/, ""), entry.isDirectory);
+  const lower = new Map([...files.keys()].map((n) => [n.toLowerCase(), n]));
+  const { nativeBinaryDirectory, nativeBinaryExtensions } = ctx.policy.content;
+  const log: string[] = [];
+  let code: "entrypoint_missing" | "entrypoint_unsafe" | null = null;
+  for (const e of manifest.entrypoints) {
+    const isDir = files.get(e.path);
+    if (isDir === undefined) {
+      code ??= "entrypoint_missing";
+      const near = lower.get(e.path.toLowerCase());
+      log.push(
+        `${e.kind} entrypoint ${e.path} is not in the package${near ? ` (did you mean ${near}? names are case-sensitive)` : ""}`,
+      );
+    } else if (isDir) {
+      code ??= "entrypoint_unsafe";
+      log.push(`${e.kind} entrypoint ${e.path} is a folder, not a file`);
+    } else if (
+      e.kind === "native" &&
+      (!isUnderDirectory(e.path, nativeBinaryDirectory) ||
+        !nativeBinaryExtensions.includes(extensionOf(e.path)))
+    ) {
+      code ??= "entrypoint_unsafe";
+      log.push(
+        `native entrypoint ${e.path} must be a ${nativeBinaryExtensions.join("/")} under ${nativeBinaryDirectory}/`,
+      );
+    }
+  }
+  if (code) return failed(ID, code, log);
+  return passed(
+    ID,
+    manifest.entrypoints.map((e) => `${e.kind} entrypoint ${e.path} is present`),
+  );
+}

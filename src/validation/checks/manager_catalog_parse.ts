@@ -1,0 +1,76 @@
+import semver from "semver";
+import { parseManagerCatalog } from "../../catalog/manager-reader.ts";
+import type { CatalogDocument, CatalogMod, VersionRecord } from "../../contracts/catalog.ts";
+import { portalUrls } from "../../contracts/urls.ts";
+import type { CheckContext, CheckOutcome, Sidecar } from "../types.ts";
+import { blocked, failed, passed } from "./common.ts";
+
+const ID = "manager_catalog_parse";
+
+/** The catalog as it would be with this release published (pure; the input is not modified). */
+export function prospectiveCatalog(catalog: CatalogDocument, sidecar: Sidecar, now: string): CatalogDocument {
+  const urls = portalUrls(catalog.baseUrl);
+  const record: VersionRecord = {
+    version: sidecar.version,
+    targetGameBuild: sidecar.targetGameBuild,
+    packageUrl:
+      sidecar.package.url ?? urls.artifact(sidecar.modId, sidecar.version, sidecar.package.fileName),
+    fileName: sidecar.package.fileName,
+    packageSizeBytes: sidecar.package.sizeBytes,
+    sha256: sidecar.package.sha256,
+    artifactStatus: "published",
+    downloadEnabled: true,
+    dependencies: sidecar.dependencies,
+    entrypoints: sidecar.entrypoints,
+    publishedAt: now,
+    status: "published",
+    releaseNotes: sidecar.releaseNotes,
+    ...(sidecar.modConfig ? { modConfig: sidecar.modConfig } : {}),
+  };
+  const doc: CatalogDocument = structuredClone(catalog);
+  let mod: CatalogMod | undefined = doc.mods.find((m) => m.id === sidecar.modId);
+  if (!mod) {
+    mod = {
+      id: sidecar.modId,
+      name: sidecar.name,
+      summary: sidecar.summary,
+      authors: sidecar.authors,
+      tags: sidecar.tags ?? [],
+      latestVersion: sidecar.version,
+      detailUrl: urls.modDetail(sidecar.modId),
+      versionsUrl: urls.modVersions(sidecar.modId),
+      pageUrl: urls.modPage(sidecar.modId),
+      updatedAt: now,
+      versions: [],
+    };
+    doc.mods.push(mod);
+    doc.mods.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+  mod.versions.push(record);
+  mod.versions.sort((a, b) => semver.rcompare(a.version, b.version));
+  if (mod.versions[0] === record) {
+    for (const v of mod.versions.slice(1)) if (v.status === "published") v.status = "superseded";
+    Object.assign(mod, {
+      name: sidecar.name,
+      summary: sidecar.summary,
+      authors: sidecar.authors,
+      tags: sidecar.tags ?? [],
+      latestVersion: record.version,
+    });
+  }
+  mod.updatedAt = now;
+  return doc;
+}
+
+export function checkManagerCatalogParse(ctx: CheckContext): CheckOutcome {
+  const sidecar = ctx.sidecar.valid;
+  if (!sidecar) return blocked(ID, "sidecar_schema", "the catalog entry is built from a valid sidecar");
+  if (!ctx.catalog)
+    return failed(ID, "catalog_unavailable", ["the current catalog is needed to build the prospective one"]);
+  const doc = prospectiveCatalog(ctx.catalog, sidecar, ctx.now);
+  const result = parseManagerCatalog(JSON.stringify(doc));
+  if (!result.ok) return failed(ID, "manager_parse_failed", result.errors.slice(0, 50));
+  return passed(ID, [
+    `the reference manager reader parses the catalog with ${sidecar.modId}@${sidecar.version} added (${result.mods} mod(s), ${result.versions} version(s))`,
+  ]);
+}

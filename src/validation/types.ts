@@ -1,0 +1,148 @@
+import type { CatalogDocument } from "../contracts/catalog.ts";
+import type { ValidationContract } from "../contracts/validation-contract.ts";
+import type { Dependency, Entrypoint } from "../catalog/records.ts";
+import type { ScanResult } from "./antivirus/scanner.ts";
+import type { FileKind } from "./zip/sniff.ts";
+import type { ZipEntry, ZipFinding, ZipStructure } from "./zip/reader.ts";
+
+export type CheckStatus = "passed" | "failed" | "skipped";
+
+/** What one check function returns. */
+export interface CheckOutcome {
+  id: string;
+  status: CheckStatus;
+  reasonCode: string | null;
+  /** Lines a person reads: what failed, where, and how to fix it. */
+  log: string[];
+}
+
+/** One check in a report: the outcome plus whether the policy requires it. */
+export interface CheckResult extends CheckOutcome {
+  required: boolean;
+}
+
+export interface ValidationReport {
+  schema: "svc.validation-report.v1";
+  modId: string | null;
+  version: string | null;
+  packageSha256: string | null;
+  packageSizeBytes: number | null;
+  passed: boolean;
+  checks: CheckResult[];
+  startedAt: string;
+  finishedAt: string;
+}
+
+export interface ModConfigSetting {
+  key: string;
+  label: string;
+  description?: string;
+  type: "select" | "boolean";
+  default: string | number | boolean;
+  options?: Array<{ value: string | number | boolean; label: string }>;
+}
+
+export interface ModConfig {
+  file: string;
+  settings: ModConfigSetting[];
+}
+
+/** The sidecar once it matched svc.mod-release-submission.v1. */
+export interface Sidecar {
+  schema: "svc.mod-release-submission.v1";
+  modId: string;
+  name: string;
+  version: string;
+  targetGameBuild: string;
+  summary: string;
+  description?: string;
+  releaseNotes: string;
+  package: { fileName: string; sha256: string; sizeBytes: number; url?: string };
+  dependencies: Dependency[];
+  entrypoints: Entrypoint[];
+  modConfig?: ModConfig;
+  authors: Array<{ name: string; github?: string; url?: string }>;
+  tags?: string[];
+  links?: { homepage?: string; source?: string; issues?: string };
+  license?: string;
+}
+
+/** svc-mod.json once it matched svc.mod-manifest.v1. */
+export interface Manifest {
+  schema: "svc.mod-manifest.v1";
+  id: string;
+  name: string;
+  version: string;
+  targetGameBuild: string;
+  dependencies: Dependency[];
+  entrypoints: Entrypoint[];
+  modConfig?: ModConfig;
+}
+
+export interface GameBuildsDocument {
+  schema: string;
+  supportedGameBuilds: string[];
+  builds?: Array<{ buildId: string; validationStatus?: string; label?: string }>;
+}
+
+export interface InspectedEntry {
+  entry: ZipEntry;
+  /** Content type by signature; null when the entry was not inflated. */
+  kind: FileKind | null;
+}
+
+export interface ScanVerdict {
+  target: string;
+  result: ScanResult;
+}
+
+/** Everything the runner learned from the package bytes; the checks only read it. */
+export interface PackageAnalysis {
+  sizeBytes: number | null;
+  sha256: string | null;
+  /** Why the bytes could not be read at all (too large, unreadable); null when they were read. */
+  unreadable: { code: string; message: string } | null;
+  structure: ZipStructure | null;
+  nameFindings: ZipFinding[];
+  entries: InspectedEntry[];
+  /** True once every file entry was inflated and its size and CRC verified. */
+  contentInspected: boolean;
+  /** Problems met while inflating (CRC, sizes, corrupt data). */
+  inflateFindings: ZipFinding[];
+  /** Bytes of files the checks read: the manifest and modConfig files. */
+  files: Map<string, Buffer>;
+  /** The package's own signature (zip, 7z, pe, ...); null when unreadable. */
+  packageKind: FileKind | null;
+  /** What the antivirus did: ran (with verdicts), or why it did not. */
+  scan:
+    | { state: "ran"; scanner: string; verdicts: ScanVerdict[]; complete: boolean }
+    | { state: "not_configured" | "disabled" | "not_run" };
+}
+
+export interface SidecarState {
+  /** The raw, untrusted value; undefined when none was supplied. */
+  raw: unknown;
+  /** Set when the sidecar could not even be parsed (invalid JSON). */
+  parseError?: string;
+  valid: Sidecar | null;
+}
+
+export interface ManifestState {
+  valid: Manifest | null;
+}
+
+/** The inputs every check function is given. Pure data: no IO happens inside a check. */
+export interface CheckContext {
+  policy: ValidationContract;
+  sidecar: SidecarState;
+  manifest: ManifestState;
+  catalog: CatalogDocument | null;
+  gameBuilds: GameBuildsDocument | null;
+  pkg: PackageAnalysis;
+  /** The injected clock's reading when the run started (ISO 8601). */
+  now: string;
+  /** Results of the checks that already ran, for blocking. */
+  results: ReadonlyMap<string, CheckOutcome>;
+}
+
+export type CheckFunction = (ctx: CheckContext) => CheckOutcome;
