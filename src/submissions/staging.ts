@@ -1,0 +1,88 @@
+import { createHash, randomBytes } from "node:crypto";
+import { createWriteStream, mkdirSync, renameSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import type { Readable } from "node:stream";
+import { SvcError } from "../errors.ts";
+
+/** The contract's private staging template, relative to the private storage root (the data dir). */
+export function stagingPath(submissionId: string, fileName: string): string {
+  return `uploads/staging/${submissionId}/${fileName}`;
+}
+
+export interface StagedPackage {
+  /** Relative to the storage root: uploads/staging/{submissionId}/{fileName}. */
+  path: string;
+  sha256: string;
+  sizeBytes: number;
+}
+
+/**
+ * Streams a package into private staging, hashing as it goes and stopping at maxBytes + 1: an
+ * oversized package is refused while streaming and nothing is left behind. The file appears under
+ * its final name only once complete (written to a temporary name, then renamed).
+ */
+export async function stagePackage(
+  source: Readable,
+  options: {
+    root: string;
+    submissionId: string;
+    fileName: string;
+    maxBytes: number;
+    isTruncated?: () => boolean;
+  },
+): Promise<StagedPackage> {
+  const rel = stagingPath(options.submissionId, options.fileName);
+  const finalPath = join(options.root, rel);
+  const dir = dirname(finalPath);
+  mkdirSync(dir, { recursive: true });
+  const temp = join(dir, `.partial-${randomBytes(6).toString("hex")}`);
+  const hash = createHash("sha256");
+  let size = 0;
+  const out = createWriteStream(temp, { flags: "wx", mode: 0o600 });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      source.on("data", (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > options.maxBytes) {
+          source.destroy();
+          reject(
+            new SvcError("payload_too_large", `the package is larger than ${options.maxBytes} bytes`, {
+              details: { maxPackageBytes: options.maxBytes },
+            }),
+          );
+          return;
+        }
+        hash.update(chunk);
+        if (!out.write(chunk)) {
+          source.pause();
+          out.once("drain", () => source.resume());
+        }
+      });
+      source.on("error", reject);
+      source.on("end", () => {
+        // busboy marks a part it cut at its fileSize limit as truncated without raising an error.
+        if (options.isTruncated?.()) {
+          reject(
+            new SvcError("payload_too_large", `the package is larger than ${options.maxBytes} bytes`, {
+              details: { maxPackageBytes: options.maxBytes },
+            }),
+          );
+          return;
+        }
+        out.end(() => resolve());
+      });
+      out.on("error", reject);
+    });
+    renameSync(temp, finalPath);
+  } catch (error) {
+    out.destroy();
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return { path: rel, sha256: hash.digest("hex"), sizeBytes: size };
+}
+
+/** Removes a submission's staging folder (on rejection, cancel or after publication). */
+export function removeStaged(root: string, submissionId: string): void {
+  rmSync(join(root, "uploads", "staging", submissionId), { recursive: true, force: true });
+}
