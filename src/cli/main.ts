@@ -12,6 +12,14 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run: Com
     summary: "fail on drift from `svc build` or on a broken contract rule",
     load: () => import("./check.ts"),
   },
+  import: {
+    summary: "publish an approved release (manual fallback): validate, promote, regenerate atomically",
+    load: () => import("./import.ts"),
+  },
+  smoke: {
+    summary: "public smoke: fetch every route, verify every artifact, run the manager reader",
+    load: () => import("./smoke.ts"),
+  },
   validate: {
     summary: "run every validation check on a package and its sidecar",
     load: () => import("./validate.ts"),

@@ -23,6 +23,8 @@ import { loadSiteInputs, renderSite, writeSite } from "../../src/catalog/site.ts
 import type { CliIo } from "../../src/cli/io.ts";
 import { main } from "../../src/cli/main.ts";
 import { loadPortalConfig, type PortalConfig } from "../../src/config/portal-config.ts";
+import { parseSettings } from "../../src/config/settings.ts";
+import { createPortalServer, listen } from "../../src/http/server.ts";
 import { writeZip } from "./zip.ts";
 
 export const REPO_ROOT = join(import.meta.dirname, "..", "..");
@@ -42,7 +44,7 @@ export function catalogProject(edit: (config: PortalConfig) => void = () => {}) 
     siteDir,
     renderSite(loadSiteInputs(loaded, recordsDir), siteDir, () => new Date("2026-11-01T00:00:00.000Z")),
   );
-  return {
+  const project = {
     root,
     config: loaded,
     siteDir,
@@ -51,7 +53,15 @@ export function catalogProject(edit: (config: PortalConfig) => void = () => {}) 
     exists: (path: string) => existsSync(join(root, path)),
     snapshot: () => snapshotTree(root),
     cleanup: () => rmSync(root, { recursive: true, force: true }),
+    /** Points the portal at another origin (a loopback server's) and rebuilds the site. */
+    setBaseUrl: (baseUrl: string) => {
+      const next = { ...config, baseUrl };
+      writeFileSync(join(root, "portal.config.json"), `${JSON.stringify(next, null, 2)}\n`);
+      project.config = loadPortalConfig(join(root, "portal.config.json"));
+      writeSite(siteDir, renderSite(loadSiteInputs(project.config, recordsDir), siteDir));
+    },
   };
+  return project;
 }
 
 export type CatalogProject = ReturnType<typeof catalogProject>;
@@ -186,4 +196,29 @@ export async function runCli(args: string[], cwd: string, env: NodeJS.ProcessEnv
   const io: CliIo = { stdout, stderr, cwd, env };
   const code = await main(args, io);
   return { code, stdout: stdout.text, stderr: stderr.text };
+}
+
+/** The local portal server on 127.0.0.1:0 over a project's site (constructed the way `svc serve` does). */
+export async function startPortal(project: CatalogProject) {
+  const app = {
+    config: project.config,
+    settings: parseSettings({}, { dataDir: join(project.root, ".data") }),
+    siteDir: project.siteDir,
+    startedAt: new Date(),
+    now: () => new Date(),
+    log: () => {},
+  };
+  const server = createPortalServer(app);
+  const { port } = await listen(server, 0, "127.0.0.1");
+  const origin = `http://127.0.0.1:${port}`;
+  project.setBaseUrl(origin);
+  app.config = project.config;
+  return {
+    origin,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }

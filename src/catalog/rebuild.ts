@@ -1,0 +1,73 @@
+import { relative } from "node:path";
+import type { PortalConfig } from "../config/portal-config.ts";
+import { SvcError } from "../errors.ts";
+import { commitFiles, LockTimeoutError, recoverTransactions, withTreeLock } from "./atomic-files.ts";
+import { checkContractRules } from "./contract-rules.ts";
+import { listGeneratedFiles, loadSiteInputs, renderSite, type SiteInputs } from "./site.ts";
+
+export interface RebuildOptions {
+  root: string;
+  recordsDir: string;
+  siteDir: string;
+  config: PortalConfig;
+  now?: () => Date;
+  lockTimeoutMs?: number;
+}
+
+export interface RecordUpdate {
+  /** Path below records/, e.g. manager.json. */
+  path: string;
+  text: string;
+  /** The same change applied to the loaded inputs, so the site is rendered from the new records. */
+  apply: (inputs: SiteInputs) => SiteInputs;
+}
+
+function rel(root: string, path: string): string {
+  const r = relative(root, path);
+  if (r.startsWith(".."))
+    throw new SvcError("config_invalid", `${path} must be inside the project root ${root}`);
+  return r.split("\\").join("/");
+}
+
+/**
+ * Writes record files and the site they imply as one transaction under the publish lock (the same
+ * lock publishers take): sync and `smoke --record` never interleave with a publication.
+ */
+export async function commitRecordUpdates(
+  options: RebuildOptions,
+  updates: readonly RecordUpdate[],
+): Promise<{ written: string[]; deleted: string[] }> {
+  try {
+    return await withTreeLock(
+      options.root,
+      () => {
+        recoverTransactions(options.root);
+        let inputs = loadSiteInputs(options.config, options.recordsDir);
+        for (const update of updates) inputs = update.apply(inputs);
+        const files = renderSite(inputs, options.siteDir, options.now ?? (() => new Date()));
+        const failures = checkContractRules(files);
+        if (failures.length > 0) {
+          throw new SvcError(
+            "invalid_payload",
+            `the update would break contract rules; nothing was written:\n${failures.map((f) => `  ${f.rule}: ${f.message}`).join("\n")}`,
+            { details: failures },
+          );
+        }
+        const siteRel = rel(options.root, options.siteDir);
+        const recordsRel = rel(options.root, options.recordsDir);
+        const write = new Map<string, string>();
+        for (const update of updates) write.set(`${recordsRel}/${update.path}`, update.text);
+        for (const [path, text] of files) write.set(`${siteRel}/${path}`, text);
+        const stale = listGeneratedFiles(options.siteDir)
+          .filter((p) => !files.has(p))
+          .map((p) => `${siteRel}/${p}`);
+        const result = commitFiles(options.root, { write, delete: stale });
+        return { written: result.written, deleted: result.deleted };
+      },
+      { timeoutMs: options.lockTimeoutMs ?? 60_000 },
+    );
+  } catch (error) {
+    if (error instanceof LockTimeoutError) throw new SvcError("conflict", error.message);
+    throw error;
+  }
+}

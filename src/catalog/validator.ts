@@ -1,0 +1,53 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { CatalogDocument } from "../contracts/catalog.ts";
+import { SITE_PATHS } from "../contracts/urls.ts";
+import type { ValidationContract } from "../contracts/validation-contract.ts";
+import { SvcError } from "../errors.ts";
+import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
+import { runValidation } from "../validation/runner.ts";
+import type { GameBuildsDocument } from "../validation/types.ts";
+import type { PackageValidator } from "./publisher.ts";
+
+export interface RunnerValidatorOptions {
+  /** The site whose committed documents (catalog, game builds, validation contract) the checks read. */
+  siteDir: string;
+  /** null: antivirus_scan fails closed, so nothing can be published. */
+  scanner: AntivirusScanner | null;
+  clock?: () => Date;
+}
+
+function readSiteJson<T>(siteDir: string, path: string): T | null {
+  const full = join(siteDir, path);
+  if (!existsSync(full)) return null;
+  try {
+    return JSON.parse(readFileSync(full, "utf8")) as T;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The publisher's validator for real publications: the validation runner over the exact bytes, with
+ * the public documents as the catalog, compatibility matrix and policy (what a manager sees now).
+ */
+export function runnerValidator(options: RunnerValidatorOptions): PackageValidator {
+  return async (request) => {
+    const policy = readSiteJson<ValidationContract>(options.siteDir, SITE_PATHS.validationContract);
+    if (!policy) {
+      throw new SvcError(
+        "config_invalid",
+        `${SITE_PATHS.validationContract} is missing: run svc build first`,
+      );
+    }
+    return runValidation({
+      package: { bytes: request.packageBytes },
+      sidecar: request.sidecar,
+      policy,
+      catalog: readSiteJson<CatalogDocument>(options.siteDir, SITE_PATHS.catalog),
+      gameBuilds: readSiteJson<GameBuildsDocument>(options.siteDir, SITE_PATHS.gameBuilds),
+      scanner: options.scanner,
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
+  };
+}

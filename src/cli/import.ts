@@ -1,0 +1,162 @@
+import { readFileSync, statSync } from "node:fs";
+import { resolve } from "node:path";
+import Table from "cli-table3";
+import { filesystemArtifactStore } from "../catalog/artifact-store.ts";
+import { publishRelease, type ValidationReport } from "../catalog/publisher.ts";
+import { runnerValidator } from "../catalog/validator.ts";
+import { isSvcError } from "../errors.ts";
+import { parseClamdTarget, createClamdScanner } from "../validation/antivirus/clamd.ts";
+import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
+import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
+import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
+import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
+
+const HELP = `usage: svc import --package FILE.zip --metadata release.json [--clamd SPEC | --clamscan [--clamscan-db DIR]] [--json]
+       svc import -PackagePath FILE.zip -MetadataPath release.json   (the contract's manual-fallback spelling)
+
+The manual fallback publisher (docs/runbooks/manual-publishing.md). Runs every validation check on
+the exact package bytes and the sidecar (svc.mod-release-submission.v1), promotes the bytes to
+site/downloads/mods/{modId}/{version}/{fileName} (never replacing an existing artifact), hashes the
+stored file, writes records/mods/{modId}/{version}.json, marks the previous newest version
+superseded, regenerates the catalog, index, detail and versions JSON, checks contract rules 1-6,
+and commits all of it as one transaction. Then run \`svc smoke --base-url URL --record\`.
+
+  --clamd SPEC      clamd socket (unix:/run/clamav/clamd.ctl, /path, HOST:PORT); default $SVC_CLAMD
+  --clamscan        scan with clamscan instead (slower); without a scanner nothing can be published
+  --clamscan-db DIR clamscan's signature database (implies --clamscan)
+  --json            print the result (or the failure with its validation report) as JSON
+`;
+
+/** -PackagePath/-MetadataPath (PowerShell style, any case) become --package/--metadata. */
+export function normalizeImportArgs(args: string[]): string[] {
+  const aliases: Record<string, string> = {
+    "-packagepath": "--package",
+    "--packagepath": "--package",
+    "-metadatapath": "--metadata",
+    "--metadatapath": "--metadata",
+  };
+  return args.map((arg) => {
+    const [flag, ...value] = arg.split("=");
+    const alias = aliases[flag!.toLowerCase()];
+    if (!alias) return arg;
+    return value.length > 0 ? `${alias}=${value.join("=")}` : alias;
+  });
+}
+
+export function scannerFrom(
+  values: { clamd?: string; clamscan?: boolean; "clamscan-db"?: string },
+  io: CliIo,
+): AntivirusScanner | null {
+  if (values.clamscan || values["clamscan-db"]) {
+    const db = values["clamscan-db"];
+    return createClamscanScanner("clamscan", db ? { database: resolve(io.cwd, db) } : {});
+  }
+  const spec = values.clamd ?? io.env.SVC_CLAMD;
+  return spec ? createClamdScanner(parseClamdTarget(spec)) : null;
+}
+
+function checkTable(report: ValidationReport): string {
+  const table = new Table({
+    head: ["check", "required", "status", "reason"],
+    style: { head: [], border: [] },
+  });
+  for (const check of report.checks) {
+    table.push([check.id, check.required ? "yes" : "no", check.status, check.reasonCode ?? ""]);
+  }
+  const failed = report.checks.filter((c) => c.status === "failed");
+  const logs = failed.flatMap((c) => c.log.map((line) => `  ${c.id}: ${line}`));
+  return `${table.toString()}\n${logs.length > 0 ? `${logs.join("\n")}\n` : ""}`;
+}
+
+export async function run(args: string[], io: CliIo): Promise<number> {
+  const { values } = parseFlags(normalizeImportArgs(args), {
+    ...PROJECT_OPTIONS,
+    package: { type: "string" },
+    metadata: { type: "string" },
+    clamd: { type: "string" },
+    clamscan: { type: "boolean" },
+    "clamscan-db": { type: "string" },
+    json: { type: "boolean" },
+  });
+  if (values.help) {
+    io.stdout.write(HELP);
+    return EXIT_OK;
+  }
+  if (!values.package || !values.metadata) {
+    io.stderr.write(`svc import: --package and --metadata are required\n\n${HELP}`);
+    return EXIT_USAGE;
+  }
+  const { paths, config } = openProject(values, io);
+  const packagePath = resolve(io.cwd, values.package);
+  const metadataPath = resolve(io.cwd, values.metadata);
+  // Refuse before reading: a package over the cap is never loaded into memory.
+  const size = statSync(packagePath).size;
+  if (size > config.limits.maxPackageBytes) {
+    io.stderr.write(
+      `svc import: ${values.package} is ${size} bytes; the limit is ${config.limits.maxPackageBytes}\n`,
+    );
+    return EXIT_FAILED;
+  }
+  let sidecar: unknown;
+  try {
+    sidecar = JSON.parse(readFileSync(metadataPath, "utf8"));
+  } catch (error) {
+    io.stderr.write(`svc import: ${values.metadata} is not valid JSON: ${(error as Error).message}\n`);
+    return EXIT_FAILED;
+  }
+  const scanner = scannerFrom(values, io);
+  if (!scanner)
+    io.stderr.write(
+      "svc import: no antivirus scanner (--clamd/--clamscan/SVC_CLAMD): antivirus_scan will fail closed\n",
+    );
+  try {
+    const result = await publishRelease(
+      {
+        root: paths.root,
+        recordsDir: paths.recordsDir,
+        siteDir: paths.siteDir,
+        config,
+        store: filesystemArtifactStore({ root: paths.root, siteDir: paths.siteDir, baseUrl: config.baseUrl }),
+        validate: runnerValidator({ siteDir: paths.siteDir, scanner }),
+      },
+      { packageBytes: readFileSync(packagePath), sidecar, source: { kind: "import" } },
+    );
+    const { record, artifact } = result;
+    if (values.json) {
+      io.stdout.write(
+        `${JSON.stringify({ ok: true, record, changed: result.changed, artifact, written: result.written, deleted: result.deleted }, null, 2)}\n`,
+      );
+      return EXIT_OK;
+    }
+    io.stdout.write(
+      [
+        `svc import: published ${record.modId}@${record.version} (${record.status})`,
+        `  artifact  ${artifact!.url}`,
+        `  sha256    ${artifact!.sha256}`,
+        `  size      ${artifact!.sizeBytes} bytes`,
+        ...result.changed.map((r) => `  ${r.status.padEnd(9)} ${r.modId}@${r.version}`),
+        `  ${result.written.length} file(s) written, ${result.deleted.length} removed, in one transaction:`,
+        ...result.written.map((p) => `    ${p}`),
+        ...result.deleted.map((p) => `    removed ${p}`),
+        `next: svc smoke --base-url ${config.baseUrl} --record`,
+        "",
+      ].join("\n"),
+    );
+    return EXIT_OK;
+  } catch (error) {
+    if (!isSvcError(error)) throw error;
+    const report = (error.details as ValidationReport | undefined)?.checks
+      ? (error.details as ValidationReport)
+      : null;
+    if (values.json) {
+      io.stdout.write(
+        `${JSON.stringify({ ok: false, code: error.code, message: error.message, details: error.details }, null, 2)}\n`,
+      );
+      return EXIT_FAILED;
+    }
+    io.stderr.write(`svc import: ${error.code}: ${error.message}\n`);
+    if (report) io.stderr.write(checkTable(report));
+    io.stderr.write("nothing was published; every published file is unchanged\n");
+    return EXIT_FAILED;
+  }
+}

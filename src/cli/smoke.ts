@@ -1,0 +1,109 @@
+import { writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import Table from "cli-table3";
+import { RECORD_PATHS } from "../catalog/records.ts";
+import { commitRecordUpdates } from "../catalog/rebuild.ts";
+import { runSmoke, type SmokeReport } from "../catalog/smoke.ts";
+import { serializeDocument } from "../catalog/site.ts";
+import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
+import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
+
+const HELP = `usage: svc smoke --base-url URL [--out report.json] [--record] [--json] [--all]
+
+Public smoke (required after every publication): fetches every static route of the contract with
+and without its extension and validates each against its schema and the contract rules, downloads
+every download-enabled artifact and verifies its size and sha256, and runs the reference manager
+reader over the catalog. Exit 0 only when everything passed, 1 otherwise.
+
+  --out FILE   write the svc.post-publish-smoke.v1 report there
+  --record     store it as records/smoke/post-publish.json and rebuild the site (readiness counts a
+               passing report only when its baseUrl is portal.config.json's baseUrl)
+  --json       print the report as JSON instead of tables
+  --all        list every route and artifact, not only failures (the default for small portals)
+`;
+
+function render(report: SmokeReport, all: boolean): string {
+  const lines: string[] = [];
+  const routes = all ? report.routes : report.routes.filter((r) => !r.ok);
+  if (routes.length > 0) {
+    const table = new Table({
+      head: ["route", "status", "schema", "result"],
+      style: { head: [], border: [] },
+    });
+    for (const r of routes)
+      table.push([
+        r.path,
+        String(r.httpStatus ?? "-"),
+        r.schema ?? "",
+        r.ok ? "ok" : (r.errors ?? []).join("\n"),
+      ]);
+    lines.push(table.toString());
+  }
+  const artifacts = all ? report.artifacts : report.artifacts.filter((a) => !a.ok);
+  if (artifacts.length > 0) {
+    const table = new Table({
+      head: ["artifact", "bytes", "sha256", "result"],
+      style: { head: [], border: [] },
+    });
+    for (const a of artifacts)
+      table.push([
+        `${a.modId ?? ""}${a.version ? `@${a.version}` : ""}\n${a.url}`,
+        String(a.actualSizeBytes ?? "-"),
+        (a.actualSha256 ?? "-").slice(0, 16),
+        a.ok ? "ok" : (a.errors ?? []).join("\n"),
+      ]);
+    lines.push(table.toString());
+  }
+  const m = report.managerParse;
+  lines.push(
+    `manager reader: ${m.ok ? "ok" : "FAILED"} (${m.mods ?? 0} mods, ${m.versions ?? 0} versions)${m.errors.length ? `\n  ${m.errors.join("\n  ")}` : ""}`,
+  );
+  for (const f of report.ruleFailures) lines.push(`contract ${f.rule}: ${f.message}`);
+  const s = report.summary;
+  lines.push(
+    `svc smoke ${report.baseUrl}: ${report.passed ? "PASSED" : "FAILED"} — routes ${s.routesChecked - s.routesFailed}/${s.routesChecked} ok, artifacts ${s.artifactsChecked - s.artifactsFailed}/${s.artifactsChecked} ok, ${report.ruleFailures.length} rule failure(s), ${report.durationMs} ms`,
+  );
+  return `${lines.join("\n")}\n`;
+}
+
+export async function run(args: string[], io: CliIo): Promise<number> {
+  const { values } = parseFlags(args, {
+    ...PROJECT_OPTIONS,
+    "base-url": { type: "string" },
+    out: { type: "string" },
+    record: { type: "boolean" },
+    json: { type: "boolean" },
+    all: { type: "boolean" },
+  });
+  if (values.help) {
+    io.stdout.write(HELP);
+    return EXIT_OK;
+  }
+  const baseUrl = values["base-url"];
+  if (!baseUrl || !/^https?:\/\/[^\s/]+/.test(baseUrl)) {
+    io.stderr.write(`svc smoke: --base-url must be an http(s) URL\n\n${HELP}`);
+    return EXIT_USAGE;
+  }
+  const report = await runSmoke({ baseUrl });
+  const text = serializeDocument(report);
+  if (values.out) writeFileSync(resolve(io.cwd, values.out), text);
+  if (values.record) {
+    const { paths, config } = openProject(values, io);
+    await commitRecordUpdates(
+      { root: paths.root, recordsDir: paths.recordsDir, siteDir: paths.siteDir, config },
+      [
+        {
+          path: RECORD_PATHS.postPublishSmoke,
+          text,
+          apply: (inputs) => ({ ...inputs, postPublishSmoke: report }),
+        },
+      ],
+    );
+    if (report.baseUrl !== config.baseUrl)
+      io.stderr.write(
+        `svc smoke: recorded, but readiness ignores it: ${report.baseUrl} is not portal.config.json's baseUrl ${config.baseUrl}\n`,
+      );
+  }
+  io.stdout.write(values.json ? text : render(report, values.all ?? report.routes.length <= 40));
+  return report.passed ? EXIT_OK : EXIT_FAILED;
+}

@@ -1,0 +1,123 @@
+import { openSync, readFileSync, writeSync, closeSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { publishRelease } from "../../src/catalog/publisher.ts";
+import { extensionlessAlias, runSmoke } from "../../src/catalog/smoke.ts";
+import { schemaRegistry } from "../../src/contracts/schemas.ts";
+import {
+  type CatalogProject,
+  catalogProject,
+  modRelease,
+  publisherOptions,
+  runCli,
+  startPortal,
+} from "../support/catalog-project.ts";
+
+let project: CatalogProject;
+let portal: Awaited<ReturnType<typeof startPortal>> | undefined;
+afterEach(async () => {
+  await portal?.close();
+  portal = undefined;
+  project?.cleanup();
+});
+
+async function publishedPortal() {
+  project = catalogProject();
+  portal = await startPortal(project);
+  for (const version of ["1.0.0", "1.1.0"]) {
+    const { packageBytes, sidecar } = modRelease({ version });
+    await publishRelease(publisherOptions(project), { packageBytes, sidecar, source: { kind: "import" } });
+  }
+  return portal;
+}
+
+describe("public smoke", () => {
+  it("derives the extensionless alias of each contract route", () => {
+    expect(extensionlessAlias("api/v1/catalog.json")).toBe("api/v1/catalog");
+    expect(extensionlessAlias("api/v1/mods/index.json")).toBe("api/v1/mods");
+    expect(extensionlessAlias("api/v1/mods/x-y/index.json")).toBe("api/v1/mods/x-y");
+    expect(extensionlessAlias("api/v1/mods/x-y/versions.json")).toBe("api/v1/mods/x-y/versions");
+    expect(extensionlessAlias("api/v1/publishing/workflow.json")).toBe("api/v1/publishing/workflow");
+    expect(extensionlessAlias("api/v1/runtime/latest.json")).toBeNull();
+  });
+
+  it("passes against the local server after an import", async () => {
+    const { origin } = await publishedPortal();
+    const report = await runSmoke({ baseUrl: origin, now: () => new Date("2026-11-03T00:00:00.000Z") });
+    expect(report.routes.filter((r) => !r.ok)).toEqual([]);
+    expect(report.passed).toBe(true);
+    const paths = report.routes.map((r) => r.path);
+    for (const path of [
+      "/api/v1/catalog.json",
+      "/api/v1/catalog",
+      "/api/v1/readiness",
+      "/api/v1/mods",
+      "/api/v1/mods/better-hud",
+      "/api/v1/mods/better-hud/index.json",
+      "/api/v1/mods/better-hud/versions",
+      "/api/v1/publishing/workflow",
+      "/api/v1/publishing/backend-contract",
+      "/api/v1/publishing/mod-release-submission.schema.json",
+    ]) {
+      expect(paths).toContain(path);
+    }
+    expect(report.artifacts.map((a) => [a.version, a.ok])).toEqual([
+      ["1.0.0", true],
+      ["1.1.0", true],
+    ]);
+    expect(report.managerParse).toMatchObject({ ok: true, mods: 1, versions: 2 });
+    expect(schemaRegistry(origin).validate("post-publish-smoke", report).ok).toBe(true);
+  });
+
+  it("fails, naming the artifact, when its bytes are altered; the CLI exits 1 with a readable report", async () => {
+    const { origin } = await publishedPortal();
+    const file = join(project.siteDir, "downloads/mods/better-hud/1.1.0/better-hud-1.1.0.zip");
+    const original = readFileSync(file);
+    const fd = openSync(file, "r+");
+    writeSync(fd, Buffer.from([(original[40] ?? 0) ^ 0xff]), 0, 1, 40);
+    closeSync(fd);
+
+    const report = await runSmoke({ baseUrl: origin });
+    expect(report.passed).toBe(false);
+    expect(report.summary.artifactsFailed).toBe(1);
+    const bad = report.artifacts.find((a) => !a.ok)!;
+    expect(bad).toMatchObject({ modId: "better-hud", version: "1.1.0", actualSizeBytes: original.length });
+    expect(bad.errors?.[0]).toMatch(/sha256 [0-9a-f]{64} differs from the listed/);
+
+    const cli = await runCli(["smoke", "--base-url", origin, "--out", "report.json"], project.root);
+    expect(cli.code).toBe(1);
+    expect(cli.stdout).toMatch(/better-hud@1\.1\.0/);
+    expect(cli.stdout).toMatch(/FAILED/);
+    expect(JSON.parse(project.read("report.json")).passed).toBe(false);
+  });
+
+  it("fails on a route that breaks its schema (a hand edit on the server)", async () => {
+    const { origin } = await publishedPortal();
+    const path = join(project.siteDir, "api/v1/mods/better-hud/versions.json");
+    const doc = JSON.parse(readFileSync(path, "utf8"));
+    doc.versions[0].sha256 = "not-a-hash";
+    const { writeFileSync } = await import("node:fs");
+    writeFileSync(path, JSON.stringify(doc));
+    const report = await runSmoke({ baseUrl: origin });
+    expect(report.passed).toBe(false);
+    const failed = report.routes.filter((r) => !r.ok).map((r) => r.path);
+    expect(failed).toContain("/api/v1/mods/better-hud/versions.json");
+    expect(report.ruleFailures.map((f) => f.rule)).toContain("rule_5_no_drift");
+  });
+
+  it("--record stores the report and rebuilds readiness; svc check still passes", async () => {
+    const { origin } = await publishedPortal();
+    const cli = await runCli(["smoke", "--base-url", origin, "--record", "--json"], project.root);
+    expect(cli.stderr).toBe("");
+    expect(cli.code).toBe(0);
+    expect(JSON.parse(cli.stdout)).toMatchObject({
+      schema: "svc.post-publish-smoke.v1",
+      passed: true,
+      baseUrl: origin,
+    });
+    expect(JSON.parse(project.read("records/smoke/post-publish.json")).passed).toBe(true);
+    const check = await runCli(["check"], project.root);
+    expect(check.stderr).toBe("");
+    expect(check.code).toBe(0);
+  });
+});
