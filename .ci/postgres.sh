@@ -29,7 +29,7 @@ svc_postgres_start() {
 }
 
 svc_postgres_stop() {
-  [ -n "$SVC_PG_DIR" ] || return 0
+  [ -n "${SVC_PG_DIR:-}" ] || return 0
   svc_pg_as "'$SVC_PG_BIN/pg_ctl' -D '$SVC_PG_DIR/data' -m fast stop" >/dev/null || true
   rm -rf "$SVC_PG_DIR"
 }

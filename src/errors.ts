@@ -17,6 +17,7 @@ export const ERROR_STATUS = {
   artifact_exists: 409,
   version_exists: 409,
   last_admin: 409,
+  account_not_verified: 409,
   token_invalid: 400,
   payload_too_large: 413,
   unsupported_media_type: 415,

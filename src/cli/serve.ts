@@ -1,8 +1,9 @@
 import { join, relative } from "node:path";
 import { recoverTransactions } from "../catalog/atomic-files.ts";
 import { loadSiteInputs, renderSite, writeSite } from "../catalog/site.ts";
-import { parseSettings } from "../config/settings.ts";
+import { parseSettings, type RuntimeSettings } from "../config/settings.ts";
 import { ENDPOINTS } from "../contracts/endpoints.ts";
+import { createAppContext } from "../http/app.ts";
 import { createPortalServer, listen } from "../http/server.ts";
 import { type CliIo, EXIT_OK, EXIT_USAGE } from "./io.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
@@ -37,14 +38,14 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   recoverTransactions(paths.siteDir);
   // The portal always serves what svc build would write, so a fresh clone needs no separate build step.
   const build = writeSite(paths.siteDir, renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir));
-  const app = {
+  const log = (line: string) => io.stderr.write(`${line}\n`);
+  // Dev email lines (tokens) go to stdout with the start-up banner, so a person running npm start sees them.
+  const app = await createAppContext({
     config,
     settings,
     siteDir: paths.siteDir,
-    startedAt: new Date(),
-    now: () => new Date(),
-    log: (line: string) => io.stderr.write(`${line}\n`),
-  };
+    log: (line) => (line.startsWith("[dev email]") ? io.stdout.write(`${line}\n`) : log(line)),
+  });
   const server = createPortalServer(app);
   const bound = await listen(server, port, host);
   const origin = `http://${host.includes(":") ? `[${host}]` : host}:${bound.port}`;
@@ -56,7 +57,8 @@ export async function run(args: string[], io: CliIo): Promise<number> {
       `  catalog     ${origin}/api/v1/catalog  (also /api/v1/mods, /api/v1/publishing/workflow, ...)`,
       `  health      ${origin}/api/v1/backend/health`,
       `  backend     ${implemented.length}/${ENDPOINTS.length} routes implemented: ${implemented.join(", ")}`,
-      `  dev email   ${settings.devEmail === "off" ? (settings.emailWebhookUrl ? "off (webhook delivery)" : "off: no email delivery, account creation fails closed") : `ON (${settings.devEmail}): tokens are returned in responses and printed here`}`,
+      `  database    ${app.store?.description ?? "none"}`,
+      `  dev email   ${describeEmail(settings)}`,
       `  uploads     ${settings.liveUploads ? "ON (SVC_LIVE_UPLOADS=1)" : "off (uploads_disabled)"}`,
       `  base URL    ${config.baseUrl}${config.baseUrl !== origin ? `  (portal.config.json; documents link there, not to ${origin})` : ""}`,
       "",
@@ -67,5 +69,16 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
   });
+  await app.store?.close();
   return EXIT_OK;
+}
+
+function describeEmail(settings: RuntimeSettings): string {
+  if (settings.emailWebhookUrl)
+    return `webhook ${new URL(settings.emailWebhookUrl).origin} (signed, x-svc-signature)`;
+  if (settings.devEmail === "return-token")
+    return "DEV MODE return-token: verification and magic-link tokens are returned in responses and printed here";
+  if (settings.devEmail === "auto-verify")
+    return "DEV MODE auto-verify: accounts are verified at creation; magic-link tokens are printed here";
+  return "none: account creation and magic links fail closed (email_delivery_unavailable)";
 }

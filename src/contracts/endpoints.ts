@@ -28,6 +28,10 @@ export interface EndpointDefinition {
   authScheme?: "session" | "api_key";
   /** Error codes beyond the common ones (invalid_payload, unauthenticated, forbidden, csrf_failed). */
   errors?: string[];
+  /** Documentation of the request (body fields or query parameters) the implementation accepts. */
+  request?: Record<string, string>;
+  /** Documentation of the success response: status and body fields. */
+  response?: Record<string, string>;
 }
 
 const ALL_ROLES: Role[] = ["player", "modder", "moderator", "admin"];
@@ -48,13 +52,20 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     path: "/api/v1/accounts",
     authRequired: false,
     roles: [],
-    status: "planned",
+    status: "implemented",
     summary:
       "Creates a free player or modder account and starts email verification through the configured verification email webhook.",
     contentType: "application/json",
     requiredFields: ["email", "displayName"],
     rateLimit: { scope: "ip", bucket: "accountCreation" },
-    errors: ["email_delivery_unavailable", "rate_limit_exceeded", "conflict"],
+    errors: ["email_delivery_unavailable", "rate_limit_exceeded"],
+    request: {
+      body: "{ email: string (<=254, no CR/LF), displayName: string (1-64, no control characters), role?: 'player' | 'modder' (default player) }; unknown fields are refused",
+    },
+    response: {
+      status: "202",
+      body: "{ accountId, status: 'verification_sent' | 'verified', verificationExpiresAt: date-time | null, message, devToken? (SVC_DEV_EMAIL=return-token only) }; identical for an address that already has an account (its owner is mailed instead), so sign-up does not reveal accounts",
+    },
   },
   {
     id: "verify_account",
@@ -62,12 +73,16 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     path: "/api/v1/accounts/{accountId}/verify-email",
     authRequired: false,
     roles: [],
-    status: "planned",
+    status: "implemented",
     summary: "Verifies the email address with a one-time verification token.",
     contentType: "application/json",
     requiredFields: ["token"],
     rateLimit: { scope: "ip", bucket: "emailVerification" },
     errors: ["token_invalid", "rate_limit_exceeded"],
+    request: {
+      body: "{ token: string } (the one-time verification token, 24 h, single use, bound to {accountId})",
+    },
+    response: { status: "200", body: "{ account: Account }" },
   },
   {
     id: "request_magic_link",
@@ -75,13 +90,18 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     path: "/api/v1/auth/magic-link/request",
     authRequired: false,
     roles: [],
-    status: "planned",
+    status: "implemented",
     summary:
       "Requests a one-time magic-link email for a verified account; the response does not reveal whether the email exists.",
     contentType: "application/json",
     requiredFields: ["email"],
     rateLimit: { scope: "ip", bucket: "magicLinkRequest" },
     errors: ["email_delivery_unavailable", "rate_limit_exceeded"],
+    request: { body: "{ email: string }" },
+    response: {
+      status: "202",
+      body: "{ status: 'accepted', message, expiresInSeconds: 900, devToken? } \u2014 the same status, body shape and work whether or not the address has a verified account",
+    },
   },
   {
     id: "confirm_magic_link",
@@ -89,12 +109,19 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     path: "/api/v1/auth/magic-link/confirm",
     authRequired: false,
     roles: [],
-    status: "planned",
+    status: "implemented",
     summary: "Exchanges a one-time magic-link token for an authenticated session cookie and a CSRF token.",
     contentType: "application/json",
     requiredFields: ["token"],
     rateLimit: { scope: "ip", bucket: "sessionCreation" },
     errors: ["token_invalid", "rate_limit_exceeded"],
+    request: { body: "{ token: string } (one-time, 15 minutes, consumed atomically)" },
+    response: {
+      status: "200",
+      body: "{ session: { accountId, email, displayName, roles, csrfToken, createdAt, expiresAt } }",
+      headers:
+        "Set-Cookie: svc_session=<new random id>; HttpOnly; SameSite=Lax; Path=/; Max-Age=604800; Secure (except plain-HTTP loopback)",
+    },
   },
   {
     id: "list_accounts",
@@ -102,9 +129,11 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     path: "/api/v1/accounts",
     authRequired: true,
     roles: ["admin"],
-    status: "planned",
+    status: "implemented",
     summary: "Lists accounts for role review and moderation staffing.",
     authScheme: "session",
+    request: { query: "limit (1-500, default 100), cursor (from nextCursor)" },
+    response: { status: "200", body: "{ accounts: Account[], nextCursor: string | null }" },
   },
   {
     id: "update_account_roles",
@@ -112,7 +141,7 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     path: "/api/v1/accounts/{accountId}/roles",
     authRequired: true,
     roles: ["admin"],
-    status: "planned",
+    status: "implemented",
     summary:
       "Assigns or removes roles. CSRF protected; privileged roles require a verified account; the last admin cannot be removed; audit-logged.",
     contentType: "application/json",
@@ -121,7 +150,12 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     rateLimit: { scope: "account", bucket: "authenticatedMutation" },
     csrf: true,
     authScheme: "session",
-    errors: ["last_admin", "not_found", "rate_limit_exceeded"],
+    errors: ["last_admin", "account_not_verified", "not_found", "rate_limit_exceeded"],
+    request: {
+      body: "{ roles: Array<'player' | 'modder' | 'moderator' | 'admin'> } (replaces the set; at least one)",
+      headers: "x-svc-csrf",
+    },
+    response: { status: "200", body: "{ account: Account }" },
   },
   {
     id: "current_session",
@@ -129,9 +163,13 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     path: "/api/v1/auth/session",
     authRequired: true,
     roles: ALL_ROLES,
-    status: "planned",
+    status: "implemented",
     summary: "Returns account id, role set, display name and CSRF token.",
     authScheme: "session",
+    response: {
+      status: "200",
+      body: "{ session: { accountId, email, displayName, roles, csrfToken, createdAt, expiresAt } }",
+    },
   },
   {
     id: "delete_session",
@@ -139,11 +177,13 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     path: "/api/v1/auth/session",
     authRequired: true,
     roles: ALL_ROLES,
-    status: "planned",
+    status: "implemented",
     summary: "Ends the current session.",
     rateLimit: { scope: "account", bucket: "authenticatedMutation" },
     csrf: true,
     authScheme: "session",
+    request: { headers: "x-svc-csrf" },
+    response: { status: "204", headers: "Set-Cookie clearing svc_session" },
   },
   {
     id: "create_api_key",
@@ -151,13 +191,18 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     path: "/api/v1/auth/api-keys",
     authRequired: true,
     roles: ALL_ROLES,
-    status: "planned",
+    status: "implemented",
     summary:
       "Creates an account-scoped API key for manager fast downloads. The plaintext key is returned once only.",
     contentType: "application/json",
     rateLimit: { scope: "account", bucket: "apiKeyLifecycle" },
     csrf: true,
     authScheme: "session",
+    request: { body: "{ name?: string (1-100, default 'API key') }", headers: "x-svc-csrf" },
+    response: {
+      status: "201",
+      body: "{ secret: 'svc_<32 base62><6 base62 CRC32 checksum>' (shown once), apiKey: ApiKeyMetadata, message }",
+    },
   },
   {
     id: "list_api_keys",
@@ -165,10 +210,14 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     path: "/api/v1/auth/api-keys",
     authRequired: true,
     roles: ALL_ROLES,
-    status: "planned",
+    status: "implemented",
     summary: "Lists non-secret metadata of the current account's keys.",
     rateLimit: { scope: "account", bucket: "apiKeyLifecycle" },
     authScheme: "session",
+    response: {
+      status: "200",
+      body: "{ apiKeys: Array<{ id, name, prefix, createdAt, lastUsedAt, revokedAt }> } (never a secret or hash)",
+    },
   },
   {
     id: "revoke_api_key",
@@ -176,12 +225,14 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     path: "/api/v1/auth/api-keys/{apiKeyId}",
     authRequired: true,
     roles: ALL_ROLES,
-    status: "planned",
+    status: "implemented",
     summary: "Revokes one key; later fast-download use of that secret is rejected.",
     rateLimit: { scope: "account", bucket: "apiKeyLifecycle" },
     csrf: true,
     authScheme: "session",
     errors: ["not_found"],
+    request: { headers: "x-svc-csrf" },
+    response: { status: "200", body: "{ apiKey: ApiKeyMetadata } (revokedAt set; repeat calls are no-ops)" },
   },
   {
     id: "api_key_mod_download",
@@ -189,11 +240,21 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     path: "/api/v1/downloads/mods/{modId}/{version}/{fileName}",
     authRequired: true,
     roles: ALL_ROLES,
-    status: "planned",
+    status: "implemented",
     summary:
       "Serves a published, download-enabled mod ZIP through the API-key fast-download lane; the immutable artifact hash is preserved.",
     authScheme: "api_key",
     errors: ["invalid_api_key", "not_found", "range_not_satisfiable"],
+    request: {
+      headers:
+        "Authorization: Bearer svc_... (never a query string); optional Range, If-Range, If-None-Match",
+    },
+    response: {
+      status: "200 | 206 | 304 | 302 (artifact held by another store, e.g. GitHub Releases)",
+      headers:
+        'ETag: \\"<catalog sha256>\\", X-Svc-Sha256, Content-Length, Accept-Ranges: bytes, Content-Range on 206',
+      body: "the exact published ZIP bytes",
+    },
   },
   {
     id: "create_upload",
@@ -283,10 +344,15 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     path: "/api/v1/audit/events",
     authRequired: true,
     roles: ["admin"],
-    status: "planned",
+    status: "implemented",
     summary:
       "Reads immutable audit events for account, upload, validation, moderation and publication actions.",
     authScheme: "session",
+    request: {
+      query:
+        "action, actorAccountId, targetType, targetId (exact match), since, until (ISO date-time; since inclusive, until exclusive), limit (1-200, default 50), cursor",
+    },
+    response: { status: "200", body: "{ events: AuditEvent[] (newest first), nextCursor: string | null }" },
   },
 ];
 

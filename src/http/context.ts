@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AccountService } from "../accounts/account-service.ts";
 import type { PortalConfig } from "../config/portal-config.ts";
 import type { RuntimeSettings } from "../config/settings.ts";
 import type { EndpointDefinition } from "../contracts/endpoints.ts";
+import type { Store } from "../store/store.ts";
 
 /** What every handler receives: configuration, settings, folders and injected edges (clock, log). */
 export interface AppContext {
@@ -12,6 +14,33 @@ export interface AppContext {
   startedAt: Date;
   now: () => Date;
   log: (line: string) => void;
+  /**
+   * The database (PGlite or PostgreSQL), migrated. Optional only so that a static-only server (site
+   * tests, smoke) can run without one; backend handlers reach it through accountsOf/storeOf.
+   */
+  store?: Store;
+  /** Accounts, sessions, API keys, roles, rate limits and audit over the store. */
+  accounts?: AccountService;
+  /**
+   * How to find the client's address. Default (local server): the socket peer, and
+   * X-Forwarded-For only when that peer is in config.deployment.trustedProxies. The Vercel adapter
+   * passes the platform's own header instead.
+   */
+  clientIp?: (req: IncomingMessage) => string;
+  /** Behind a TLS-terminating platform (Vercel): every request counts as HTTPS. */
+  assumeHttps?: boolean;
+}
+
+/** The account service, or an internal error when the server was started without a database. */
+export function accountsOf(app: AppContext): AccountService {
+  if (!app.accounts)
+    throw new Error("this server was started without a database (AppContext.accounts is unset)");
+  return app.accounts;
+}
+
+export function storeOf(app: AppContext): Store {
+  if (!app.store) throw new Error("this server was started without a database (AppContext.store is unset)");
+  return app.store;
 }
 
 export interface RouteContext {

@@ -1,3 +1,4 @@
+import { describeEmailMode } from "../app.ts";
 import type { Handler } from "../context.ts";
 import { sendJson } from "../respond.ts";
 
@@ -8,11 +9,8 @@ export const backendHealth: Handler = async (_req, res, _route, app) => {
     status: "ok",
     liveUploads: app.settings.liveUploads,
     uploadGate: { env: "SVC_LIVE_UPLOADS", requiredValue: "1", enabled: app.settings.liveUploads },
-    emailDelivery: app.settings.emailWebhookUrl
-      ? "webhook"
-      : app.settings.devEmail === "off"
-        ? "unavailable"
-        : `dev:${app.settings.devEmail}`,
+    emailDelivery: describeEmailMode(app.settings),
+    database: app.store?.kind ?? null,
     time: now.toISOString(),
     uptimeSeconds: Math.round((now.getTime() - app.startedAt.getTime()) / 1000),
   });

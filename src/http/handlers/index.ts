@@ -1,5 +1,10 @@
 import type { Handler } from "../context.ts";
+import { createAccount, listAccounts, updateAccountRoles, verifyAccount } from "./accounts.ts";
+import { createApiKey, listApiKeys, revokeApiKey } from "./api-keys.ts";
+import { auditEvents } from "./audit.ts";
+import { confirmMagicLink, currentSession, deleteSession, requestMagicLink } from "./auth.ts";
 import { backendHealth } from "./backend-health.ts";
+import { apiKeyModDownload } from "./download.ts";
 
 /**
  * One handler per endpoint id of the contract table. The local server and every Vercel function
@@ -7,4 +12,17 @@ import { backendHealth } from "./backend-health.ts";
  */
 export const HANDLERS: Readonly<Record<string, Handler>> = {
   backend_health: backendHealth,
+  create_account: createAccount,
+  verify_account: verifyAccount,
+  request_magic_link: requestMagicLink,
+  confirm_magic_link: confirmMagicLink,
+  list_accounts: listAccounts,
+  update_account_roles: updateAccountRoles,
+  current_session: currentSession,
+  delete_session: deleteSession,
+  create_api_key: createApiKey,
+  list_api_keys: listApiKeys,
+  revoke_api_key: revokeApiKey,
+  api_key_mod_download: apiKeyModDownload,
+  audit_events: auditEvents,
 };

@@ -1,0 +1,102 @@
+import { createHmac } from "node:crypto";
+
+/**
+ * What the portal asks the mail system to send. "account_exists" and "sign_in_unavailable" exist so
+ * that sign-up and magic-link requests do the same work (and take the same time) whether or not the
+ * address has an account: the receiver may send a short "you already have an account" / "no
+ * account for this address" note, or drop them.
+ */
+export type EmailType = "verify_email" | "magic_link" | "account_exists" | "sign_in_unavailable";
+
+export interface EmailMessage {
+  type: EmailType;
+  to: string;
+  displayName?: string;
+  accountId?: string;
+  /** The one-time token (verify_email, magic_link). */
+  token?: string;
+  expiresAt?: string;
+  /** Where the token is redeemed: the API route the link's page posts it to. */
+  confirmPath?: string;
+}
+
+export interface EmailDelivery {
+  /** "webhook" delivers for real; the dev modes print tokens to the console. */
+  readonly mode: "webhook" | "return-token" | "auto-verify";
+  send(message: EmailMessage): Promise<void>;
+}
+
+export class EmailDeliveryError extends Error {
+  override readonly name = "EmailDeliveryError";
+}
+
+export const EMAIL_WEBHOOK_SCHEMA = "svc.email-webhook.v1";
+export const EMAIL_SIGNATURE_HEADER = "x-svc-signature";
+
+/** sha256=<hex HMAC-SHA256 of the exact bytes sent>; receivers verify it over the raw body. */
+export function signWebhookBody(body: string | Buffer, secret: string): string {
+  return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+}
+
+export interface WebhookDeliveryOptions {
+  url: string;
+  secret: string;
+  fetch?: typeof fetch;
+  timeoutMs?: number;
+  now?: () => Date;
+  newId: () => string;
+}
+
+/** POSTs one signed JSON document per message; non-2xx, network errors and timeouts throw. */
+export function createWebhookDelivery(options: WebhookDeliveryOptions): EmailDelivery {
+  const doFetch = options.fetch ?? fetch;
+  const timeoutMs = options.timeoutMs ?? 5000;
+  const now = options.now ?? (() => new Date());
+  return {
+    mode: "webhook",
+    async send(message) {
+      const body = JSON.stringify({
+        schema: EMAIL_WEBHOOK_SCHEMA,
+        id: options.newId(),
+        createdAt: now().toISOString(),
+        ...message,
+      });
+      let response: Response;
+      try {
+        response = await doFetch(options.url, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            [EMAIL_SIGNATURE_HEADER]: signWebhookBody(body, options.secret),
+          },
+          body,
+          redirect: "error",
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+      } catch (error) {
+        throw new EmailDeliveryError(`email webhook unreachable: ${(error as Error).message}`);
+      }
+      // Drain the body so the connection can be reused.
+      await response.arrayBuffer().catch(() => undefined);
+      if (!response.ok) throw new EmailDeliveryError(`email webhook answered HTTP ${response.status}`);
+    },
+  };
+}
+
+/** Developer delivery: prints what would be mailed. Explicit, and announced at start-up. */
+export function createDevDelivery(
+  mode: "return-token" | "auto-verify",
+  log: (line: string) => void,
+): EmailDelivery {
+  return {
+    mode,
+    async send(message) {
+      const who = `${message.to}${message.accountId ? ` (${message.accountId})` : ""}`;
+      if (message.token) {
+        log(`[dev email] ${message.type} for ${who}: token ${message.token} (expires ${message.expiresAt})`);
+      } else {
+        log(`[dev email] ${message.type} for ${who}`);
+      }
+    },
+  };
+}

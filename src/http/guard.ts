@@ -1,0 +1,127 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Account, SessionInfo } from "../accounts/account-service.ts";
+import { hasAnyRole } from "../accounts/roles.ts";
+import type { Role } from "../config/portal-config.ts";
+import { SvcError } from "../errors.ts";
+import { resolveClientIp, trustedProxyList } from "./client-ip.ts";
+import { type AppContext, accountsOf, type RouteContext } from "./context.ts";
+import { CSRF_HEADER, clearSessionCookie, readSessionCookie } from "./cookies.ts";
+
+export interface Caller {
+  account: Account;
+  /** Effective roles (privileged ones need a verified email). */
+  roles: Role[];
+  /** Set for cookie-authenticated requests. */
+  session?: { token: string; info: SessionInfo };
+  /** Set on the download lane. */
+  apiKeyId?: string;
+}
+
+export interface Guarded {
+  ip: string;
+  caller: Caller | null;
+}
+
+const proxyLists = new WeakMap<readonly string[], ReturnType<typeof trustedProxyList>>();
+
+export function clientIpOf(req: IncomingMessage, app: AppContext): string {
+  if (app.clientIp) return app.clientIp(req);
+  const entries = app.config.deployment.trustedProxies;
+  let list = proxyLists.get(entries);
+  if (!list) {
+    list = trustedProxyList(entries);
+    proxyLists.set(entries, list);
+  }
+  return resolveClientIp(req, list);
+}
+
+/** Names a query parameter that carries an API key (refused: query strings end up in logs). */
+function apiKeyInQuery(url: URL): string | null {
+  for (const [name, value] of url.searchParams) {
+    if (/^(api[_-]?key|key|token|access_token|auth)$/i.test(name) || value.startsWith("svc_")) return name;
+  }
+  return null;
+}
+
+function bearerToken(req: IncomingMessage): string | null {
+  const header = req.headers.authorization;
+  if (!header) return null;
+  const m = /^Bearer[ ]+(\S+)$/i.exec(header.trim());
+  return m ? m[1]! : "";
+}
+
+/**
+ * Everything the endpoint table asks for, before any body byte is read: authentication by the
+ * route's scheme, roles, the CSRF header on cookie-authenticated writes, and the rate-limit bucket.
+ * Handlers call it first and use the caller it returns.
+ */
+export async function guardRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: RouteContext,
+  app: AppContext,
+): Promise<Guarded> {
+  const { endpoint } = route;
+  const ip = clientIpOf(req, app);
+  let caller: Caller | null = null;
+  if (endpoint.authRequired && endpoint.authScheme === "api_key") {
+    const inQuery = apiKeyInQuery(route.url);
+    if (inQuery) {
+      throw new SvcError("invalid_api_key", "API keys are accepted only in the Authorization header", {
+        details: { parameter: inQuery, scheme: "Authorization: Bearer svc_..." },
+      });
+    }
+    const token = bearerToken(req);
+    if (token === null) {
+      res.setHeader("www-authenticate", 'Bearer realm="svc"');
+      throw new SvcError("unauthenticated", "send an API key as 'Authorization: Bearer svc_...'");
+    }
+    const verified = token ? await accountsOf(app).verifyApiKey(token) : null;
+    if (!verified) {
+      res.setHeader("www-authenticate", 'Bearer realm="svc", error="invalid_token"');
+      throw new SvcError("invalid_api_key", "the API key is malformed, unknown or revoked");
+    }
+    caller = { account: verified.account, roles: verified.roles, apiKeyId: verified.apiKeyId };
+  } else if (endpoint.authRequired) {
+    const token = readSessionCookie(req);
+    if (!token) {
+      if (req.headers.authorization) {
+        throw new SvcError(
+          "forbidden",
+          "API keys are accepted only on the download lane; this route needs a session cookie",
+          { details: { endpoint: endpoint.id, authScheme: "session" } },
+        );
+      }
+      throw new SvcError("unauthenticated", "sign in first: this route needs the svc_session cookie");
+    }
+    const info = await accountsOf(app).getSession(token);
+    if (!info) {
+      clearSessionCookie(req, res, app);
+      throw new SvcError("unauthenticated", "the session is unknown, ended or expired; sign in again");
+    }
+    caller = { account: info.account, roles: info.roles, session: { token, info } };
+    if (endpoint.csrf) {
+      const header = req.headers[CSRF_HEADER];
+      if (!accountsOf(app).checkCsrf(token, typeof header === "string" ? header : undefined)) {
+        throw new SvcError("csrf_failed", `missing or wrong ${CSRF_HEADER} header for this session`);
+      }
+    }
+  }
+  if (caller && endpoint.roles.length > 0 && !hasAnyRole(caller.roles, endpoint.roles)) {
+    throw new SvcError("forbidden", `${endpoint.id} needs one of the roles ${endpoint.roles.join(", ")}`, {
+      details: { requiredRoles: endpoint.roles },
+    });
+  }
+  if (endpoint.rateLimit) {
+    const subject =
+      endpoint.rateLimit.scope === "account" && caller ? `account:${caller.account.id}` : `ip:${ip}`;
+    await accountsOf(app).consumeRateLimit(endpoint.rateLimit.bucket, subject);
+  }
+  return { ip, caller };
+}
+
+/** For handlers of authenticated routes: the caller guardRequest established. */
+export function requireCaller(guarded: Guarded): Caller {
+  if (!guarded.caller) throw new SvcError("unauthenticated", "sign in first");
+  return guarded.caller;
+}

@@ -1,0 +1,28 @@
+/**
+ * The SQL port: one small interface over PGlite (embedded, the default) and PostgreSQL (when
+ * DATABASE_URL is set). Both adapters run exactly the same SQL, so every query in src/accounts (and
+ * the submissions tables that append migrations later) is written once.
+ */
+export interface QueryResult<Row> {
+  rows: Row[];
+  rowCount: number;
+}
+
+export interface SqlExecutor {
+  /** One parameterised statement ($1, $2, ...). */
+  query<Row = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>>;
+  /** Several statements without parameters (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+export interface Store extends SqlExecutor {
+  readonly kind: "pglite" | "postgres";
+  /** Where the data lives, for start-up lines (never includes a password). */
+  readonly description: string;
+  /**
+   * Runs fn inside BEGIN/COMMIT on one connection; a throw rolls back and rethrows. Row locks
+   * (SELECT ... FOR UPDATE) taken in fn hold until the end of the transaction on both adapters.
+   */
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
