@@ -34,6 +34,7 @@ import {
 import { SITE_PATHS } from "../contracts/urls.ts";
 import { buildValidationContract } from "../contracts/validation-contract.ts";
 import { buildWorkflowDocument } from "../contracts/workflow.ts";
+import { listPageFiles, renderPages } from "../pages/render-pages.ts";
 import { commitFiles, type CommitResult } from "./atomic-files.ts";
 import {
   loadOptionalJson,
@@ -237,13 +238,15 @@ export function renderSite(
   }
   for (const file of schemaFiles())
     files.set(file.publicPath, publishedSchemaText(file, inputs.config.baseUrl));
+  // The HTML pages are rendered from these very documents, so they cannot disagree with the JSON.
+  for (const [path, text] of renderPages(files, inputs.config)) files.set(path, text);
   return files;
 }
 
-/** Every file currently under site/api/v1 (relative to the site root). */
+/** Every generated file currently on disk: site/api/v1 and the pages (relative to the site root). */
 export function listGeneratedFiles(siteDir: string): string[] {
   const base = join(siteDir, "api", "v1");
-  if (!existsSync(base)) return [];
+  if (!existsSync(base)) return listPageFiles(siteDir);
   const out: string[] = [];
   const walk = (dir: string, rel: string) => {
     for (const name of readdirSync(dir).sort()) {
@@ -254,7 +257,7 @@ export function listGeneratedFiles(siteDir: string): string[] {
     }
   };
   walk(base, "api/v1");
-  return out;
+  return [...out, ...listPageFiles(siteDir)];
 }
 
 /** Writes site/api/v1 as one transaction: every file or none; stale files are removed in the same commit. */
