@@ -2,6 +2,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createClamdScanner } from "../../src/validation/antivirus/clamd.ts";
 
 /**
  * Real ClamAV for tests: a signature database made at test time (one body signature for the EICAR
@@ -94,7 +95,9 @@ export async function startClamd(
     stderr += d.toString();
   });
   const deadline = Date.now() + 30_000;
-  while (!existsSync(socket)) {
+  // The socket file appears at bind(), before clamd listens: wait for a PONG, not for the file.
+  const probe = createClamdScanner({ kind: "unix", path: socket }, { timeoutMs: 2000 });
+  while (!(existsSync(socket) && (await probe.ping()))) {
     if (child.exitCode !== null || Date.now() > deadline) {
       const log = existsSync(join(dir, "clamd.log")) ? readFileSync(join(dir, "clamd.log"), "utf8") : "";
       child.kill("SIGKILL");

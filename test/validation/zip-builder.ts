@@ -56,6 +56,35 @@ export interface FixtureOptions {
   truncate?: number;
 }
 
+function centralRecord(
+  name: Buffer,
+  flags: number,
+  method: number,
+  crc: number,
+  csize: number,
+  usize: number,
+  extra: Buffer,
+  mode: number,
+  localOffset: number,
+): Buffer {
+  const c = Buffer.alloc(46);
+  c.writeUInt32LE(0x02014b50, 0);
+  c.writeUInt16LE((3 << 8) | 20, 4);
+  c.writeUInt16LE(20, 6);
+  c.writeUInt16LE(flags, 8);
+  c.writeUInt16LE(method, 10);
+  c.writeUInt16LE(0, 12);
+  c.writeUInt16LE(0x21, 14);
+  c.writeUInt32LE(crc, 16);
+  c.writeUInt32LE(csize, 20);
+  c.writeUInt32LE(usize, 24);
+  c.writeUInt16LE(name.length, 28);
+  c.writeUInt16LE(extra.length, 30);
+  c.writeUInt32LE(((mode & 0xffff) << 16) >>> 0, 38);
+  c.writeUInt32LE(localOffset, 42);
+  return Buffer.concat([c, name, extra]);
+}
+
 function toBuffer(value: string | Buffer): Buffer {
   return typeof value === "string" ? Buffer.from(value, "utf8") : value;
 }
@@ -70,8 +99,30 @@ export function buildZip(entries: FixtureEntry[], options: FixtureOptions = {}):
   if (options.prefix) push(options.prefix);
   const central: Buffer[] = [];
   const localOffsets: number[] = [];
+  const written: Array<{ crc: number; csize: number; usize: number; method: number; flags: number }> = [];
   for (const [i, entry] of entries.entries()) {
     const name = toBuffer(entry.name);
+    const target = entry.shareLocalOf;
+    if (target !== undefined) {
+      // An overlap: a central record pointing at another entry's local header, with that entry's fields.
+      const t = written[target]!;
+      written.push(t);
+      localOffsets.push(localOffsets[target]!);
+      central.push(
+        centralRecord(
+          name,
+          t.flags,
+          t.method,
+          t.crc,
+          t.csize,
+          t.usize,
+          Buffer.alloc(0),
+          0o100644,
+          localOffsets[target]!,
+        ),
+      );
+      continue;
+    }
     const data = toBuffer(entry.data ?? "");
     const isDir = name.toString("latin1").endsWith("/");
     const method = entry.method ?? (data.length > 0 ? 8 : 0);
@@ -113,27 +164,9 @@ export function buildZip(entries: FixtureEntry[], options: FixtureOptions = {}):
     }
     if (entry.gapAfter) push(entry.gapAfter);
 
+    written.push({ crc, csize, usize, method, flags });
     const mode = entry.unixMode ?? (isDir ? 0o040755 : 0o100644);
-    const c = Buffer.alloc(46);
-    c.writeUInt32LE(0x02014b50, 0);
-    c.writeUInt16LE((3 << 8) | 20, 4);
-    c.writeUInt16LE(20, 6);
-    c.writeUInt16LE(flags, 8);
-    c.writeUInt16LE(method, 10);
-    c.writeUInt16LE(0, 12);
-    c.writeUInt16LE(0x21, 14);
-    c.writeUInt32LE(crc, 16);
-    c.writeUInt32LE(csize, 20);
-    c.writeUInt32LE(usize, 24);
-    c.writeUInt16LE(name.length, 28);
-    c.writeUInt16LE(extra.length, 30);
-    c.writeUInt16LE(0, 32);
-    c.writeUInt16LE(0, 34);
-    c.writeUInt16LE(0, 36);
-    c.writeUInt32LE(((mode & 0xffff) << 16) >>> 0, 38);
-    const target = entry.shareLocalOf ?? i;
-    c.writeUInt32LE(localOffsets[target] ?? 0, 42);
-    central.push(Buffer.concat([c, name, extra]));
+    central.push(centralRecord(name, flags, method, crc, csize, usize, extra, mode, localOffsets[i]!));
   }
   const cdOffset = offset;
   for (const c of central) push(c);

@@ -9,15 +9,14 @@ export function checkFileSignature(ctx: CheckContext): CheckOutcome {
   const pkg = ctx.pkg;
   if (pkg.unreadable) return blocked(ID, ownerOf(pkg.unreadable.code), pkg.unreadable.message);
   const { signatures, content } = ctx.policy;
-  const findings: ZipFinding[] = [];
-  if (pkg.packageKind && !signatures.package.includes(pkg.packageKind)) {
+  const findings: ZipFinding[] = (pkg.structure?.findings ?? []).filter((f) => ownerOf(f.code) === ID);
+  // The structural findings are the precise ones (a self-extractor is data_before_first_entry);
+  // the package's own signature matters only when they found nothing.
+  if (findings.length === 0 && pkg.packageKind && !signatures.package.includes(pkg.packageKind)) {
     findings.push({
       code: "not_a_zip",
       message: `the package's signature is ${pkg.packageKind}; accepted: ${signatures.package.join(", ")}`,
     });
-  }
-  for (const f of pkg.structure?.findings ?? []) {
-    if (ownerOf(f.code) === ID && !(f.code === "not_a_zip" && findings.length > 0)) findings.push(f);
   }
   findings.push(...pkg.inflateFindings);
   if (pkg.contentInspected) {

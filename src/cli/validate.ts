@@ -1,0 +1,169 @@
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import cliProgress from "cli-progress";
+import type { CatalogDocument } from "../contracts/catalog.ts";
+import { SITE_PATHS } from "../contracts/urls.ts";
+import type { ValidationContract } from "../contracts/validation-contract.ts";
+import { createClamdScanner, parseClamdTarget } from "../validation/antivirus/clamd.ts";
+import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
+import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
+import { SIDECAR_JSON_LIMITS } from "../validation/documents.ts";
+import { renderReport } from "../validation/render-report.ts";
+import { runValidation, type ValidationProgress } from "../validation/runner.ts";
+import type { GameBuildsDocument } from "../validation/types.ts";
+import { parseUntrustedJson } from "../validation/untrusted-json.ts";
+import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
+
+const HELP = `usage: svc validate --package FILE --metadata FILE [options]
+
+Runs every validation check of the framework validation contract on a package and its sidecar
+release metadata, exactly as the GitHub Action, the upload worker and the importer do.
+
+options:
+  --package FILE          the release ZIP
+  --metadata FILE         the sidecar (svc.mod-release-submission.v1 JSON)
+  --site DIR              portal site with api/v1/catalog.json, game-builds/latest.json and
+                          publishing/game-publishing-validation.v1.json (default: ./site)
+  --clamd SOCKET|HOST:PORT  scan with clamd (INSTREAM); default: $SVC_CLAMD, else
+                          /run/clamav/clamd.ctl when it exists
+  --clamscan PATH         scan with clamscan instead (slower: loads its database per run)
+  --clamscan-db PATH      signature database for --clamscan
+  --no-antivirus          skip scanning; antivirus_scan then FAILS (a package never passes unscanned)
+  --json                  print the report as JSON
+  -h, --help
+
+exit status: 0 every required check passed, 1 a check failed, 2 usage or internal error.
+Checks and reason codes: docs/validation.md.
+`;
+
+const DEFAULT_CLAMD_SOCKETS = ["/run/clamav/clamd.ctl", "/var/run/clamav/clamd.ctl"];
+
+function readSiteJson<T>(siteDir: string, relative: string): T | null {
+  const path = resolve(siteDir, relative);
+  if (!existsSync(path)) return null;
+  return JSON.parse(readFileSync(path, "utf8")) as T;
+}
+
+function chooseScanner(
+  values: { clamd?: string; clamscan?: string; "clamscan-db"?: string },
+  env: NodeJS.ProcessEnv,
+): AntivirusScanner | null {
+  if (values.clamscan) {
+    return createClamscanScanner(
+      values.clamscan,
+      values["clamscan-db"] ? { database: values["clamscan-db"] } : {},
+    );
+  }
+  const spec = values.clamd ?? env.SVC_CLAMD ?? DEFAULT_CLAMD_SOCKETS.find((p) => existsSync(p));
+  return spec ? createClamdScanner(parseClamdTarget(spec)) : null;
+}
+
+function progressBar(io: CliIo, totalBytes: number): ((p: ValidationProgress) => void) | undefined {
+  // Only worth drawing for large packages, and only on a terminal (never into logs or pipes).
+  if (!io.stderr.isTTY || totalBytes < 8 * 1024 * 1024) return undefined;
+  const bar = new cliProgress.SingleBar(
+    {
+      stream: io.stderr,
+      format: "{phase} [{bar}] {percentage}% {doneMiB}/{totalMiB} MiB",
+      clearOnComplete: true,
+      hideCursor: true,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  let phase = "";
+  return (p) => {
+    const mib = (n: number) => (n / 1048576).toFixed(1);
+    if (p.phase !== phase) {
+      if (phase) bar.stop();
+      phase = p.phase;
+      bar.start(p.totalBytes, 0, { phase: phase.padEnd(10), doneMiB: "0.0", totalMiB: mib(p.totalBytes) });
+    }
+    bar.update(p.doneBytes, {
+      phase: phase.padEnd(10),
+      doneMiB: mib(p.doneBytes),
+      totalMiB: mib(p.totalBytes),
+    });
+    if (p.doneBytes >= p.totalBytes) bar.stop();
+  };
+}
+
+export async function run(args: string[], io: CliIo): Promise<number> {
+  let values: ReturnType<typeof parse>["values"];
+  const parse = (a: string[]) =>
+    parseArgs({
+      args: a,
+      allowPositionals: false,
+      strict: true,
+      options: {
+        package: { type: "string" },
+        metadata: { type: "string" },
+        site: { type: "string" },
+        clamd: { type: "string" },
+        clamscan: { type: "string" },
+        "clamscan-db": { type: "string" },
+        "no-antivirus": { type: "boolean" },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  try {
+    values = parse(args).values;
+  } catch (error) {
+    io.stderr.write(`svc validate: ${(error as Error).message}\n\n${HELP}`);
+    return EXIT_USAGE;
+  }
+  if (values.help) {
+    io.stdout.write(HELP);
+    return EXIT_OK;
+  }
+  if (!values.package || !values.metadata) {
+    io.stderr.write(`svc validate: --package and --metadata are required\n\n${HELP}`);
+    return EXIT_USAGE;
+  }
+  const packagePath = resolve(io.cwd, values.package);
+  const metadataPath = resolve(io.cwd, values.metadata);
+  for (const [flag, path] of [
+    ["--package", packagePath],
+    ["--metadata", metadataPath],
+  ] as const) {
+    if (!existsSync(path) || !statSync(path).isFile()) {
+      io.stderr.write(`svc validate: ${flag} ${path} is not a readable file\n`);
+      return EXIT_USAGE;
+    }
+  }
+  const siteDir = resolve(io.cwd, values.site ?? "site");
+  const policy = readSiteJson<ValidationContract>(siteDir, SITE_PATHS.validationContract);
+  if (!policy) {
+    io.stderr.write(
+      `svc validate: no validation contract at ${resolve(siteDir, SITE_PATHS.validationContract)} (use --site)\n`,
+    );
+    return EXIT_USAGE;
+  }
+  let scanner: AntivirusScanner | null;
+  try {
+    scanner = values["no-antivirus"] ? null : chooseScanner(values, io.env);
+  } catch (error) {
+    io.stderr.write(`svc validate: ${(error as Error).message}\n`);
+    return EXIT_USAGE;
+  }
+  const metadataBytes = readFileSync(metadataPath);
+  const sidecar = parseUntrustedJson(metadataBytes, SIDECAR_JSON_LIMITS);
+  const report = await runValidation({
+    package: { path: packagePath },
+    sidecar: sidecar.ok ? sidecar.value : undefined,
+    ...(sidecar.ok ? {} : { sidecarParseError: sidecar.message }),
+    policy,
+    catalog: readSiteJson<CatalogDocument>(siteDir, SITE_PATHS.catalog),
+    gameBuilds: readSiteJson<GameBuildsDocument>(siteDir, SITE_PATHS.gameBuilds),
+    scanner,
+    antivirusDisabled: values["no-antivirus"] === true,
+    ...(values.json ? {} : { onProgress: progressBar(io, statSync(packagePath).size) }),
+  });
+  io.stdout.write(
+    values.json
+      ? `${JSON.stringify(report, null, 2)}\n`
+      : renderReport(report, { columns: io.stdout.columns ?? 100 }),
+  );
+  return report.passed ? EXIT_OK : EXIT_FAILED;
+}
