@@ -1,0 +1,283 @@
+/**
+ * Every text the bot writes: the living status comment, check run output, replies, the publish
+ * receipt, the release-intake pull request and the job summary. Untrusted values (file names from a
+ * ZIP, reasons typed by people, URLs from a sidecar) are neutralised here and nowhere else.
+ */
+import { type SubmissionState, stateDefinition } from "../workflow/machine.ts";
+import type { SubmissionProblem } from "../github/submission-files.ts";
+import type { ReportCheck, SubmissionReport } from "../github/submission-report.ts";
+
+/** The hidden marker that finds the status comment; the JSON after it is the stored state. */
+export const STATUS_MARKER = "<!-- svc:status";
+/** Marks who submitted a pull request the app opened for a release (the PR author is then the app). */
+export const SUBMITTER_MARKER = "<!-- svc:submitter";
+export const STATE_LABEL_PREFIX = "state:";
+export const CHECK_RUN_PREFIX = "svc / ";
+export const SHAPE_CHECK_ID = "submission";
+
+export function stateLabel(state: SubmissionState): string {
+  return `${STATE_LABEL_PREFIX}${state}`;
+}
+
+export function checkRunName(checkId: string): string {
+  return `${CHECK_RUN_PREFIX}${checkId}`;
+}
+
+/** One line of untrusted text, safe inside inline code: no backticks, no line breaks, bounded. */
+export function inlineCode(value: string, max = 200): string {
+  const clean = value.replace(/[\u0000-\u001f\u007f\u202a-\u202e\u2066-\u2069`]/g, "?");
+  return `\`${clean.length > max ? `${clean.slice(0, max)}…` : clean}\``;
+}
+
+/** Untrusted lines inside a fenced block: a line of backticks can never close the fence. */
+export function codeBlock(lines: readonly string[], max = 40): string {
+  const shown = lines
+    .slice(0, max)
+    .map((l) => l.replace(/`/g, "'").replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, "?"));
+  if (lines.length > max) shown.push(`... ${lines.length - max} more line(s)`);
+  return ["```text", ...shown, "```"].join("\n");
+}
+
+const SAFE_URL = /^https:\/\/[A-Za-z0-9.-]+(?::[0-9]+)?\/[A-Za-z0-9._~!$&()*+,;=:@%/-]*$/;
+const SAFE_FILE = /^[A-Za-z0-9][A-Za-z0-9._-]*\.zip$/;
+
+export interface StoredStatus {
+  state: SubmissionState;
+  headSha: string;
+}
+
+export function renderStoredStatus(stored: StoredStatus): string {
+  return `${STATUS_MARKER} ${JSON.stringify({ state: stored.state, headSha: stored.headSha })} -->`;
+}
+
+export interface StatusContent {
+  stored: StoredStatus;
+  number: number;
+  sidecarPath: string | null;
+  packageUrl: string | null;
+  packageFileName: string | null;
+  failedChecks: ReportCheck[];
+  problems: SubmissionProblem[];
+  queuePosition: number | null;
+  queueLength: number;
+  notes: string[];
+  runUrl: string | null;
+}
+
+const STATE_HEADLINES: Record<SubmissionState, string> = {
+  draft: "Waiting for the submission.",
+  uploaded: "Submitted; validation starts shortly.",
+  validating: "Validating: every check runs on the package this pull request names.",
+  validation_failed:
+    "Validation failed. Fix what is listed below and push again; validation reruns on every push.",
+  cancelled: "Cancelled.",
+  pending_review: "Every check passed. Waiting for a moderator's review.",
+  changes_requested: "A moderator requested changes. Push a fix; validation and review run again.",
+  approved: "Approved by a moderator. An admin merges it and the publish workflow puts it in the catalog.",
+  published: "Published: the release is in the public catalog.",
+  rejected: "Rejected by a moderator.",
+  hidden: "Hidden from the public catalog by a moderator.",
+  superseded: "Superseded by a newer version; still listed and downloadable.",
+};
+
+/** The exact commands that reproduce the validation locally. */
+export function reproduceCommands(
+  content: Pick<StatusContent, "number" | "sidecarPath" | "packageUrl" | "packageFileName">,
+): string[] {
+  if (!content.sidecarPath) return [];
+  const file =
+    content.packageFileName && SAFE_FILE.test(content.packageFileName)
+      ? content.packageFileName
+      : "package.zip";
+  const lines = [`gh pr checkout ${content.number}`];
+  if (content.packageUrl && SAFE_URL.test(content.packageUrl))
+    lines.push(`curl -fL -o ${file} '${content.packageUrl}'`);
+  lines.push(`npx svc validate --package ${file} --metadata ${content.sidecarPath}`);
+  return lines;
+}
+
+export function renderStatusComment(content: StatusContent): string {
+  const state = content.stored.state;
+  const out: string[] = [renderStoredStatus(content.stored)];
+  out.push(`### svc submission: ${stateDefinition(state).label}`, "");
+  out.push(STATE_HEADLINES[state], "");
+  out.push(`| | |`, `|---|---|`);
+  out.push(`| state | \`${state}\` |`);
+  out.push(`| commit | \`${content.stored.headSha.slice(0, 12)}\` |`);
+  if (content.sidecarPath) out.push(`| sidecar | \`${content.sidecarPath}\` |`);
+  if (content.queuePosition !== null) {
+    out.push(
+      `| review queue | position ${content.queuePosition} of ${Math.max(content.queueLength, content.queuePosition)} |`,
+    );
+  }
+  if (content.runUrl && SAFE_URL.test(content.runUrl))
+    out.push(`| validation run | [logs](${content.runUrl}) |`);
+  out.push("");
+  if (content.problems.length > 0) {
+    out.push("#### What is wrong with this pull request", "");
+    for (const p of content.problems) out.push(`- \`${p.code}\`: ${inlineCode(p.message, 400)}`);
+    out.push("");
+  }
+  if (content.failedChecks.length > 0) {
+    out.push("#### Failed checks", "");
+    for (const check of content.failedChecks) {
+      out.push(`- **\`${check.id}\`** (${check.reasonCode ? `\`${check.reasonCode}\`` : "no reason code"})`);
+      if (check.log.length > 0) out.push("", codeBlock(check.log, 12), "");
+    }
+    out.push("");
+  }
+  const commands = reproduceCommands(content);
+  if (
+    commands.length > 0 &&
+    (state === "validation_failed" || state === "validating" || state === "pending_review")
+  ) {
+    out.push("#### Reproduce locally", "", "```sh", ...commands, "```", "");
+  }
+  for (const note of content.notes) out.push(`> ${note}`, "");
+  out.push(
+    "<sub>This comment is edited in place by the svc bot. Moderators: approve or request changes with a review; `/svc reject <reason>`, `/svc hide`, `/svc unhide` as a comment.</sub>",
+  );
+  return `${out.join("\n").trimEnd()}\n`;
+}
+
+export function checkRunOutput(check: ReportCheck): {
+  title: string;
+  summary: string;
+  text: string | undefined;
+} {
+  const title =
+    check.status === "passed"
+      ? `${check.id} passed`
+      : check.status === "skipped"
+        ? `${check.id} skipped`
+        : `${check.id} failed${check.reasonCode ? `: ${check.reasonCode}` : ""}`;
+  const summary = `${check.required ? "Required" : "Optional"} check \`${check.id}\`: **${check.status}**${
+    check.reasonCode ? ` (reason code \`${check.reasonCode}\`)` : ""
+  }.`;
+  return { title, summary, text: check.log.length > 0 ? codeBlock(check.log, 200) : undefined };
+}
+
+export function shapeCheckOutput(problems: readonly SubmissionProblem[]): {
+  title: string;
+  summary: string;
+  text: string;
+} {
+  return {
+    title: problems.length === 0 ? "submission ok" : `submission invalid: ${problems[0]!.code}`,
+    summary:
+      "A submission pull request adds exactly one sidecar file `submissions/{modId}/{version}.json` and nothing else.",
+    text: problems.map((p) => `- \`${p.code}\`: ${inlineCode(p.message, 400)}`).join("\n"),
+  };
+}
+
+export function annotationMessage(check: ReportCheck): string {
+  const lines = check.log.length > 0 ? check.log : [`${check.id} failed`];
+  const text = lines.slice(0, 10).join("\n");
+  return text.length > 4000 ? `${text.slice(0, 4000)}…` : text;
+}
+
+export const DISMISSAL_MESSAGE =
+  "A new commit was pushed after this approval; the submission is validated and reviewed again.";
+
+export function illegalMoveReply(login: string, what: string, state: SubmissionState): string {
+  return `@${login} ${what} does not apply: this submission is \`${state}\` (${stateDefinition(state).label}).`;
+}
+
+export function commandUsageReply(login: string, message: string): string {
+  return `@${login} ${message}\n\nCommands: \`/svc reject <reason>\`, \`/svc hide\`, \`/svc unhide\`.`;
+}
+
+export function decisionNote(
+  kind: "approve" | "request_changes" | "reject" | "hide" | "unhide",
+  login: string,
+  reason?: string,
+): string {
+  const verbs = {
+    approve: "approved",
+    request_changes: "requested changes",
+    reject: "rejected this submission",
+    hide: "hid this release",
+    unhide: "restored this release",
+  } as const;
+  return `@${login} ${verbs[kind]}${reason ? `: ${inlineCode(reason, 500)}` : "."}`;
+}
+
+export interface PublishReceipt {
+  ok: boolean;
+  modId: string;
+  version: string;
+  artifactUrl?: string;
+  sha256?: string;
+  sizeBytes?: number;
+  catalogUrl?: string;
+  detailUrl?: string;
+  commitSha?: string;
+  error?: { code: string; message: string };
+}
+
+export function receiptComment(receipt: PublishReceipt): string {
+  if (!receipt.ok) {
+    return [
+      `### svc publish failed for \`${receipt.modId}@${receipt.version}\``,
+      "",
+      `\`${receipt.error?.code ?? "internal_error"}\`: ${inlineCode(receipt.error?.message ?? "unknown error", 1000)}`,
+      "",
+      "Nothing was published (publication is all or nothing). An admin can rerun the publish workflow.",
+    ].join("\n");
+  }
+  return [
+    `### svc published \`${receipt.modId}@${receipt.version}\``,
+    "",
+    "| | |",
+    "|---|---|",
+    `| artifact | ${receipt.artifactUrl ?? ""} |`,
+    `| sha256 | \`${receipt.sha256 ?? ""}\` |`,
+    `| size | ${receipt.sizeBytes ?? ""} bytes |`,
+    `| catalog | ${receipt.catalogUrl ?? ""} |`,
+    `| mod detail | ${receipt.detailUrl ?? ""} |`,
+    ...(receipt.commitSha ? [`| catalog commit | ${receipt.commitSha} |`] : []),
+  ].join("\n");
+}
+
+export function releasePullRequest(input: {
+  modId: string;
+  version: string;
+  sourceRepository: string;
+  releaseUrl: string;
+  submitter: string;
+}): { title: string; body: string; branch: string } {
+  return {
+    title: `Submit ${input.modId}@${input.version}`,
+    branch: `svc/release/${input.modId}/${input.version}`,
+    body: [
+      `${SUBMITTER_MARKER} ${JSON.stringify({ login: input.submitter, source: input.sourceRepository })} -->`,
+      `Submission of \`${input.modId}@${input.version}\`, opened by the svc app for the release ${
+        SAFE_URL.test(input.releaseUrl) ? input.releaseUrl : "(release)"
+      } of \`${input.sourceRepository}\` published by @${input.submitter}.`,
+      "",
+      "The sidecar names the release asset by its immutable URL with the sha256 and size the app measured from the downloaded bytes.",
+    ].join("\n"),
+  };
+}
+
+/** The job summary of the validate action: one table row per check. */
+export function validationSummary(report: SubmissionReport): string {
+  const out = [`## svc validation of #${report.pullRequest} (\`${report.headSha.slice(0, 12)}\`)`, ""];
+  if (report.sidecarPath) out.push(`Sidecar: \`${report.sidecarPath}\``, "");
+  for (const p of report.problems) out.push(`- :x: \`${p.code}\`: ${inlineCode(p.message, 400)}`);
+  if (report.problems.length > 0) out.push("");
+  if (report.report) {
+    out.push(
+      `Result: **${report.report.passed ? "passed" : "failed"}**`,
+      "",
+      "| check | required | status | reason |",
+      "|---|---|---|---|",
+    );
+    for (const c of report.report.checks) {
+      out.push(
+        `| \`${c.id}\` | ${c.required ? "yes" : "no"} | ${c.status === "passed" ? ":white_check_mark:" : c.status === "failed" ? ":x:" : ":white_circle:"} ${c.status} | ${c.reasonCode ? `\`${c.reasonCode}\`` : ""} |`,
+      );
+    }
+  }
+  return `${out.join("\n")}\n`;
+}

@@ -1,0 +1,367 @@
+/**
+ * decide: given the derived view and one event, the state the submission moves to and the exact
+ * GitHub actions to take. Pure: the same input always gives the same plan, so tests snapshot it.
+ * Every move goes through transition() of the state machine; nothing re-encodes the states.
+ */
+import type { ReportCheck, SubmissionReport } from "../github/submission-report.ts";
+import { type Action, type Actor, type SubmissionState, transition } from "../workflow/machine.ts";
+import {
+  annotationMessage,
+  checkRunName,
+  checkRunOutput,
+  commandUsageReply,
+  DISMISSAL_MESSAGE,
+  decisionNote,
+  illegalMoveReply,
+  type PublishReceipt,
+  receiptComment,
+  renderStatusComment,
+  SHAPE_CHECK_ID,
+  shapeCheckOutput,
+  stateLabel,
+} from "./comments.ts";
+import type { SubmissionView } from "./derive.ts";
+
+export type SvcCommand =
+  | { name: "reject"; reason: string }
+  | { name: "hide" }
+  | { name: "unhide" }
+  | { name: "invalid"; message: string };
+
+export type BotEvent =
+  | { kind: "pushed"; action: "opened" | "reopened" | "synchronize" }
+  | { kind: "report"; report: SubmissionReport; runUrl: string | null }
+  | {
+      kind: "review";
+      reviewer: string;
+      verdict: "approved" | "changes_requested" | "commented" | "dismissed";
+      commitId: string | null;
+      isModerator: boolean;
+      body: string;
+    }
+  | { kind: "command"; commenter: string; command: SvcCommand; isModerator: boolean }
+  | { kind: "closed"; merged: boolean }
+  | { kind: "published"; receipt: PublishReceipt };
+
+export interface CheckRunAction {
+  type: "create_check_run";
+  name: string;
+  headSha: string;
+  conclusion: "success" | "failure" | "skipped";
+  title: string;
+  summary: string;
+  text?: string;
+  annotations: Array<{
+    path: string;
+    start_line: number;
+    end_line: number;
+    annotation_level: "failure";
+    message: string;
+    title: string;
+  }>;
+}
+
+export type BotAction =
+  | { type: "set_state_label"; add: string; remove: string[] }
+  | { type: "upsert_status_comment"; commentId: number | null; body: string }
+  | CheckRunAction
+  | { type: "dismiss_review"; reviewId: number; message: string }
+  | { type: "reply"; body: string }
+  | { type: "dispatch_visibility"; action: "hide" | "unhide"; modId: string; version: string };
+
+export interface Plan {
+  from: SubmissionState;
+  to: SubmissionState;
+  actions: BotAction[];
+  /** Why nothing (or less) happened: for the log, never posted. */
+  log: string[];
+}
+
+/** GitHub accepts at most 50 annotations per request. */
+const MAX_ANNOTATIONS = 50;
+
+export function parseCommand(body: string): SvcCommand | null {
+  const line = body.split(/\r?\n/, 1)[0]!.trim();
+  const match = /^\/svc(?:\s+(\S+))?(?:\s+([\s\S]*))?$/.exec(line);
+  if (!match) return null;
+  const name = match[1]?.toLowerCase();
+  const rest = (match[2] ?? "").trim();
+  if (name === "reject") {
+    if (rest.length === 0)
+      return { name: "invalid", message: "`/svc reject` needs a reason: `/svc reject <reason>`." };
+    return { name: "reject", reason: rest.slice(0, 1000) };
+  }
+  if (name === "hide" || name === "unhide")
+    return rest.length === 0
+      ? { name }
+      : { name: "invalid", message: `\`/svc ${name}\` takes no arguments.` };
+  return { name: "invalid", message: `unknown command${name ? ` \`${name.replace(/`/g, "")}\`` : ""}.` };
+}
+
+/** Runs several machine moves in a row; stops at the first illegal one. */
+function walk(
+  from: SubmissionState,
+  steps: Array<[Action, Actor]>,
+): { ok: true; to: SubmissionState } | { ok: false; at: SubmissionState; message: string } {
+  let state = from;
+  for (const [action, actor] of steps) {
+    const result = transition(state, action, actor);
+    if (!result.ok) return { ok: false, at: state, message: result.message };
+    state = result.to;
+  }
+  return { ok: true, to: state };
+}
+
+interface StatusExtras {
+  failedChecks?: ReportCheck[];
+  problems?: SubmissionReport["problems"];
+  notes?: string[];
+  runUrl?: string | null;
+}
+
+function statusActions(view: SubmissionView, to: SubmissionState, extras: StatusExtras = {}): BotAction[] {
+  const inQueue = view.pendingQueue.indexOf(view.number);
+  const queueLength = view.pendingQueue.length + (inQueue < 0 && to === "pending_review" ? 1 : 0);
+  const position = to === "pending_review" ? (inQueue < 0 ? queueLength : inQueue + 1) : null;
+  const body = renderStatusComment({
+    stored: { state: to, headSha: view.headSha },
+    number: view.number,
+    sidecarPath: view.shape.kind === "submission" ? view.shape.sidecar.path : null,
+    packageUrl: view.packageUrl,
+    packageFileName: view.packageFileName,
+    failedChecks: extras.failedChecks ?? [],
+    problems: extras.problems ?? (view.shape.kind === "malformed" ? view.shape.problems : []),
+    queuePosition: position,
+    queueLength,
+    notes: extras.notes ?? [],
+    runUrl: extras.runUrl ?? null,
+  });
+  const actions: BotAction[] = [];
+  const label = stateLabel(to);
+  const remove = view.stateLabels.filter((l) => l !== label);
+  if (remove.length > 0 || !view.stateLabels.includes(label))
+    actions.push({ type: "set_state_label", add: label, remove });
+  actions.push({ type: "upsert_status_comment", commentId: view.statusCommentId, body });
+  return actions;
+}
+
+function nothing(view: SubmissionView, why: string): Plan {
+  return { from: view.state, to: view.state, actions: [], log: [why] };
+}
+
+export function decide(view: SubmissionView, event: BotEvent): Plan {
+  if (view.shape.kind === "not_a_submission") return nothing(view, "not a submission pull request");
+  switch (event.kind) {
+    case "pushed":
+      return decidePush(view, event.action);
+    case "report":
+      return decideReport(view, event.report, event.runUrl);
+    case "review":
+      return decideReview(view, event);
+    case "command":
+      return decideCommand(view, event);
+    case "closed":
+      return decideClosed(view, event.merged);
+    case "published":
+      return decidePublished(view, event.receipt);
+  }
+}
+
+function decidePush(view: SubmissionView, action: "opened" | "reopened" | "synchronize"): Plan {
+  if (!view.open) return nothing(view, "the pull request is closed");
+  if (view.stored?.headSha === view.headSha && action !== "synchronize") {
+    return nothing(view, `commit ${view.headSha} is already ${view.state}`);
+  }
+  // A push while validating restarts validation on the new head: the old run's report no longer matches.
+  const steps: Array<[Action, Actor]> =
+    view.state === "draft"
+      ? [
+          ["submit", "modder"],
+          ["start_validation", "system"],
+        ]
+      : view.state === "uploaded"
+        ? [["start_validation", "system"]]
+        : view.state === "validating"
+          ? []
+          : [
+              ["resubmit", "modder"],
+              ["start_validation", "system"],
+            ];
+  const moved = walk(view.state, steps);
+  if (!moved.ok) {
+    return nothing(view, `a new push cannot reopen a ${view.state} submission: ${moved.message}`);
+  }
+  const actions: BotAction[] = [];
+  const notes: string[] = [];
+  if (action === "synchronize") {
+    for (const approval of view.approvals) {
+      actions.push({ type: "dismiss_review", reviewId: approval.id, message: DISMISSAL_MESSAGE });
+    }
+    if (view.approvals.length > 0) notes.push(DISMISSAL_MESSAGE);
+  }
+  actions.push(...statusActions(view, moved.to, { notes }));
+  return { from: view.state, to: moved.to, actions, log: [] };
+}
+
+function decideReport(view: SubmissionView, report: SubmissionReport, runUrl: string | null): Plan {
+  if (report.pullRequest !== view.number) return nothing(view, `the report is for #${report.pullRequest}`);
+  if (report.headSha !== view.headSha) {
+    return nothing(view, `stale report: it validated ${report.headSha}, the head is now ${view.headSha}`);
+  }
+  if (view.state !== "validating" || view.stored?.headSha !== view.headSha) {
+    return nothing(view, `not waiting for a report (state ${view.state})`);
+  }
+  const expectedPath = view.shape.kind === "submission" ? view.shape.sidecar.path : null;
+  const problems = [...report.problems];
+  if (report.sidecarPath !== expectedPath) {
+    problems.push({
+      code: "report_sidecar_mismatch",
+      message: `the report read ${report.sidecarPath ?? "no sidecar"}, the pull request adds ${expectedPath ?? "no valid sidecar"}`,
+    });
+  }
+  const checks = report.report?.checks ?? [];
+  const failedChecks = checks.filter((c) => c.status === "failed" || (c.required && c.status !== "passed"));
+  const passed =
+    problems.length === 0 && report.report !== null && report.report.passed && failedChecks.length === 0;
+  const moved = walk(view.state, [[passed ? "pass_validation" : "fail_validation", "system"]]);
+  if (!moved.ok) return nothing(view, moved.message);
+
+  const actions: BotAction[] = [];
+  const annotationPath = expectedPath ?? report.sidecarPath;
+  if (problems.length > 0) {
+    const out = shapeCheckOutput(problems);
+    actions.push({
+      type: "create_check_run",
+      name: checkRunName(SHAPE_CHECK_ID),
+      headSha: view.headSha,
+      conclusion: "failure",
+      ...out,
+      annotations: [],
+    });
+  }
+  let annotationBudget = MAX_ANNOTATIONS;
+  for (const check of checks) {
+    const out = checkRunOutput(check);
+    const failed = failedChecks.includes(check);
+    const annotations: CheckRunAction["annotations"] = [];
+    if (failed && annotationPath && annotationBudget > 0) {
+      annotationBudget -= 1;
+      annotations.push({
+        path: annotationPath,
+        start_line: 1,
+        end_line: 1,
+        annotation_level: "failure",
+        title: `${check.id}${check.reasonCode ? `: ${check.reasonCode}` : ""}`,
+        message: annotationMessage(check),
+      });
+    }
+    actions.push({
+      type: "create_check_run",
+      name: checkRunName(check.id),
+      headSha: view.headSha,
+      conclusion: failed ? "failure" : check.status === "passed" ? "success" : "skipped",
+      title: out.title,
+      summary: out.summary,
+      ...(out.text ? { text: out.text } : {}),
+      annotations,
+    });
+  }
+  actions.push(...statusActions(view, moved.to, { failedChecks, problems, runUrl }));
+  return { from: view.state, to: moved.to, actions, log: [] };
+}
+
+function decideReview(view: SubmissionView, event: Extract<BotEvent, { kind: "review" }>): Plan {
+  if (event.verdict !== "approved" && event.verdict !== "changes_requested")
+    return nothing(view, "a plain review comment");
+  if (!event.isModerator)
+    return nothing(view, `${event.reviewer} is not a moderator; the review does not count`);
+  if (event.reviewer.toLowerCase() === view.submitter.toLowerCase()) {
+    return nothing(view, `${event.reviewer} submitted this release; an author never reviews their own`);
+  }
+  if (event.commitId !== view.headSha)
+    return nothing(view, `the review is of ${event.commitId}, not the head ${view.headSha}`);
+  const action = event.verdict === "approved" ? "approve" : "request_changes";
+  const moved = walk(view.state, [[action, "moderator"]]);
+  if (!moved.ok) {
+    return {
+      from: view.state,
+      to: view.state,
+      actions: [
+        {
+          type: "reply",
+          body: illegalMoveReply(
+            event.reviewer,
+            event.verdict === "approved" ? "This approval" : "This request for changes",
+            view.state,
+          ),
+        },
+      ],
+      log: [moved.message],
+    };
+  }
+  return {
+    from: view.state,
+    to: moved.to,
+    actions: statusActions(view, moved.to, { notes: [decisionNote(action, event.reviewer)] }),
+    log: [],
+  };
+}
+
+function decideCommand(view: SubmissionView, event: Extract<BotEvent, { kind: "command" }>): Plan {
+  if (!event.isModerator)
+    return nothing(view, `${event.commenter} is not a moderator; /svc commands are ignored`);
+  if (event.commenter.toLowerCase() === view.submitter.toLowerCase()) {
+    return nothing(view, `${event.commenter} submitted this release; an author never moderates their own`);
+  }
+  const command = event.command;
+  if (command.name === "invalid") {
+    return {
+      from: view.state,
+      to: view.state,
+      actions: [{ type: "reply", body: commandUsageReply(event.commenter, command.message) }],
+      log: [],
+    };
+  }
+  const moved = walk(view.state, [[command.name, "moderator"]]);
+  if (!moved.ok) {
+    return {
+      from: view.state,
+      to: view.state,
+      actions: [
+        { type: "reply", body: illegalMoveReply(event.commenter, `\`/svc ${command.name}\``, view.state) },
+      ],
+      log: [moved.message],
+    };
+  }
+  const actions: BotAction[] = [];
+  if ((command.name === "hide" || command.name === "unhide") && view.shape.kind === "submission") {
+    actions.push({
+      type: "dispatch_visibility",
+      action: command.name,
+      modId: view.shape.sidecar.modId,
+      version: view.shape.sidecar.version,
+    });
+  }
+  const note = decisionNote(
+    command.name,
+    event.commenter,
+    command.name === "reject" ? command.reason : undefined,
+  );
+  actions.push(...statusActions(view, moved.to, { notes: [note] }));
+  return { from: view.state, to: moved.to, actions, log: [] };
+}
+
+function decideClosed(view: SubmissionView, merged: boolean): Plan {
+  if (merged) return nothing(view, "merged: the publish workflow takes over");
+  const moved = walk(view.state, [["cancel", "modder"]]);
+  if (!moved.ok) return nothing(view, `closed without merging; ${moved.message}`);
+  return { from: view.state, to: moved.to, actions: statusActions(view, moved.to), log: [] };
+}
+
+function decidePublished(view: SubmissionView, receipt: PublishReceipt): Plan {
+  const reply: BotAction = { type: "reply", body: receiptComment(receipt) };
+  if (!receipt.ok) return { from: view.state, to: view.state, actions: [reply], log: ["publication failed"] };
+  const moved = walk(view.state, [["publish", "system"]]);
+  if (!moved.ok) return { from: view.state, to: view.state, actions: [reply], log: [moved.message] };
+  return { from: view.state, to: moved.to, actions: [...statusActions(view, moved.to), reply], log: [] };
+}

@@ -1,0 +1,166 @@
+/**
+ * fetch: everything the bot reads from GitHub about one submission pull request, as plain data.
+ * Nothing here decides anything.
+ */
+import { isNotFound, type GitHubApi, type RepoRef } from "../github/api.ts";
+import { type ChangedFile, classifySubmission } from "../github/submission-files.ts";
+import { parseUntrustedJson } from "../validation/untrusted-json.ts";
+import { STATE_LABEL_PREFIX } from "./comments.ts";
+
+export interface CommentInfo {
+  id: number;
+  body: string;
+  authorLogin: string;
+  authorType: string;
+}
+
+export interface ReviewInfo {
+  id: number;
+  state: string;
+  authorLogin: string;
+  commitId: string | null;
+}
+
+export interface PullRequestInfo {
+  repo: RepoRef;
+  defaultBranch: string;
+  number: number;
+  htmlUrl: string;
+  open: boolean;
+  merged: boolean;
+  authorLogin: string;
+  body: string;
+  headSha: string;
+  files: ChangedFile[];
+  labels: string[];
+  comments: CommentInfo[];
+  reviews: ReviewInfo[];
+  /** Open pull requests labelled state:pending_review, oldest first. */
+  pendingQueue: number[];
+  /** The sidecar as committed at the head (untrusted data), null when absent or unreadable. */
+  sidecar: unknown;
+}
+
+export interface ModeratorPolicy {
+  logins: string[];
+  /** org/team-slug, resolved through the teams API. */
+  team: string | null;
+}
+
+export const PORTAL_CONFIG_PATH = "portal.config.json";
+
+export async function fetchPullRequestInfo(
+  api: GitHubApi,
+  repo: RepoRef,
+  number: number,
+): Promise<PullRequestInfo> {
+  const { data: pr } = await api.rest.pulls.get({ ...repo, pull_number: number });
+  const files = await api.paginate(api.rest.pulls.listFiles, { ...repo, pull_number: number, per_page: 100 });
+  const comments = await api.paginate(api.rest.issues.listComments, {
+    ...repo,
+    issue_number: number,
+    per_page: 100,
+  });
+  const reviews = await api.paginate(api.rest.pulls.listReviews, {
+    ...repo,
+    pull_number: number,
+    per_page: 100,
+  });
+  const queue = await api.paginate(api.rest.issues.listForRepo, {
+    ...repo,
+    state: "open",
+    labels: `${STATE_LABEL_PREFIX}pending_review`,
+    sort: "created",
+    direction: "asc",
+    per_page: 100,
+  });
+  const changed = files.map((f) => ({ filename: f.filename, status: f.status }));
+  const shape = classifySubmission(changed);
+  let sidecar: unknown = null;
+  if (shape.kind === "submission") sidecar = await readJsonFile(api, repo, shape.sidecar.path, pr.head.sha);
+  return {
+    repo,
+    defaultBranch: pr.base.repo.default_branch,
+    number,
+    htmlUrl: pr.html_url,
+    open: pr.state === "open",
+    merged: pr.merged === true,
+    authorLogin: pr.user.login,
+    body: pr.body ?? "",
+    headSha: pr.head.sha,
+    files: changed,
+    labels: pr.labels.map((l) => l.name),
+    comments: comments.map((c) => ({
+      id: c.id,
+      body: c.body ?? "",
+      authorLogin: c.user?.login ?? "",
+      authorType: c.user?.type ?? "",
+    })),
+    reviews: reviews.map((r) => ({
+      id: r.id,
+      state: r.state,
+      authorLogin: r.user?.login ?? "",
+      commitId: r.commit_id ?? null,
+    })),
+    pendingQueue: queue.filter((i) => i.pull_request).map((i) => i.number),
+    sidecar,
+  };
+}
+
+/** A small JSON file at a ref, read as data through the contents API; null when missing or invalid. */
+export async function readJsonFile(
+  api: GitHubApi,
+  repo: RepoRef,
+  path: string,
+  ref: string,
+): Promise<unknown> {
+  try {
+    const { data } = await api.rest.repos.getContent({ ...repo, path, ref });
+    if (Array.isArray(data) || data.type !== "file" || !("content" in data)) return null;
+    const parsed = parseUntrustedJson(Buffer.from(data.content, "base64"), {
+      maxBytes: 256 * 1024,
+      maxDepth: 32,
+    });
+    return parsed.ok ? parsed.value : null;
+  } catch (error) {
+    if (isNotFound(error)) return null;
+    throw error;
+  }
+}
+
+/**
+ * Moderators come from portal.config.json on the default branch, never from the pull request (a
+ * pull request could otherwise name its author a moderator).
+ */
+export async function fetchModeratorPolicy(
+  api: GitHubApi,
+  repo: RepoRef,
+  defaultBranch: string,
+): Promise<ModeratorPolicy> {
+  const config = (await readJsonFile(api, repo, PORTAL_CONFIG_PATH, defaultBranch)) as {
+    moderators?: { logins?: unknown; team?: unknown };
+  } | null;
+  const logins = Array.isArray(config?.moderators?.logins)
+    ? config.moderators.logins.filter((l): l is string => typeof l === "string")
+    : [];
+  const team = typeof config?.moderators?.team === "string" ? config.moderators.team : null;
+  return { logins, team };
+}
+
+export async function isModerator(api: GitHubApi, policy: ModeratorPolicy, login: string): Promise<boolean> {
+  if (policy.logins.some((l) => l.toLowerCase() === login.toLowerCase())) return true;
+  if (!policy.team) return false;
+  const [org, teamSlug] = policy.team.split("/");
+  if (!org || !teamSlug) return false;
+  try {
+    const { data } = await api.rest.teams.getMembershipForUserInOrg({
+      org,
+      team_slug: teamSlug,
+      username: login,
+    });
+    return data.state === "active";
+  } catch (error) {
+    if (isNotFound(error)) return false;
+    throw error;
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * Release-upload intake: a release published in a mod's own repository becomes a submission pull
+ * request on the portal. The sidecar comes from the release's svc-release.json asset (or a ```json
+ * block in its body); the package fields are measured from the downloaded ZIP asset.
+ */
+import type { GitHubApi, RepoRef } from "../github/api.ts";
+import { type DownloadResult, downloadCapped, type FetchLike } from "../github/download.ts";
+import { parseSubmissionPath, submissionPath } from "../github/submission-files.ts";
+import { parseUntrustedJson } from "../validation/untrusted-json.ts";
+import { releasePullRequest } from "./comments.ts";
+
+export const RELEASE_SIDECAR_ASSET = "svc-release.json";
+
+export interface ReleaseAsset {
+  name: string;
+  browserDownloadUrl: string;
+  size: number;
+}
+
+export interface PublishedRelease {
+  sourceRepository: string;
+  htmlUrl: string;
+  tagName: string;
+  body: string;
+  authorLogin: string;
+  draft: boolean;
+  prerelease: boolean;
+  assets: ReleaseAsset[];
+}
+
+export interface ReleaseIntakeOptions {
+  maxPackageBytes: number;
+  fetch?: FetchLike;
+  dryRun?: boolean;
+  /** Loopback tests serve assets over http. */
+  allowHttp?: boolean;
+}
+
+export type ReleaseIntakeResult =
+  | { ok: true; pullRequest: number | null; sidecar: Record<string, unknown>; branch: string }
+  | { ok: false; code: string; message: string };
+
+const JSON_BLOCK = /```json\s*\n([\s\S]*?)\n```/;
+
+function fail(code: string, message: string): ReleaseIntakeResult {
+  return { ok: false, code, message };
+}
+
+export async function intakeRelease(
+  portalApi: GitHubApi,
+  portal: RepoRef,
+  release: PublishedRelease,
+  options: ReleaseIntakeOptions,
+): Promise<ReleaseIntakeResult> {
+  if (release.draft) return fail("release_draft", "draft releases are not submitted");
+  const download = (url: string, max: number): Promise<DownloadResult> =>
+    downloadCapped(url, max, options.fetch, { allowHttp: options.allowHttp ?? false });
+
+  let sidecarSource: Uint8Array | string | null = null;
+  const sidecarAsset = release.assets.find((a) => a.name === RELEASE_SIDECAR_ASSET);
+  if (sidecarAsset) {
+    const got = await download(sidecarAsset.browserDownloadUrl, 256 * 1024);
+    if (!got.ok) return fail(got.code, got.message);
+    sidecarSource = got.bytes;
+  } else {
+    const block = JSON_BLOCK.exec(release.body);
+    if (block) sidecarSource = block[1]!;
+  }
+  if (sidecarSource === null) {
+    return fail(
+      "release_sidecar_missing",
+      `the release has no ${RELEASE_SIDECAR_ASSET} asset and no \`\`\`json block in its notes`,
+    );
+  }
+  const parsed = parseUntrustedJson(sidecarSource, { maxBytes: 256 * 1024, maxDepth: 32 });
+  if (
+    !parsed.ok ||
+    typeof parsed.value !== "object" ||
+    parsed.value === null ||
+    Array.isArray(parsed.value)
+  ) {
+    return fail(
+      "release_sidecar_invalid",
+      `the release sidecar is not a JSON object${parsed.ok ? "" : `: ${parsed.message}`}`,
+    );
+  }
+  const sidecar = parsed.value as Record<string, unknown>;
+  const modId = typeof sidecar.modId === "string" ? sidecar.modId : "";
+  const version = typeof sidecar.version === "string" ? sidecar.version : "";
+  const path = submissionPath(modId, version);
+  if (!parseSubmissionPath(path))
+    return fail("release_sidecar_invalid", "the sidecar's modId or version is not usable in a path");
+
+  const declaredFile = (sidecar.package as { fileName?: unknown } | undefined)?.fileName;
+  const zips = release.assets.filter((a) => a.name.toLowerCase().endsWith(".zip"));
+  const zip =
+    typeof declaredFile === "string"
+      ? zips.find((a) => a.name === declaredFile)
+      : zips.length === 1
+        ? zips[0]
+        : undefined;
+  if (!zip)
+    return fail(
+      "release_package_missing",
+      "the release needs exactly one .zip asset (or the one the sidecar's package.fileName names)",
+    );
+  const pkg = await download(zip.browserDownloadUrl, options.maxPackageBytes);
+  if (!pkg.ok) return fail(pkg.code, pkg.message);
+  const complete = {
+    ...sidecar,
+    package: {
+      fileName: zip.name,
+      url: zip.browserDownloadUrl,
+      sha256: pkg.sha256,
+      sizeBytes: pkg.sizeBytes,
+    },
+  };
+  const pr = releasePullRequest({
+    modId,
+    version,
+    sourceRepository: release.sourceRepository,
+    releaseUrl: release.htmlUrl,
+    submitter: release.authorLogin,
+  });
+  if (options.dryRun) return { ok: true, pullRequest: null, sidecar: complete, branch: pr.branch };
+
+  const { data: repository } = await portalApi.rest.repos.get({ ...portal });
+  const base = repository.default_branch;
+  const { data: ref } = await portalApi.rest.git.getRef({ ...portal, ref: `heads/${base}` });
+  await portalApi.rest.git.createRef({ ...portal, ref: `refs/heads/${pr.branch}`, sha: ref.object.sha });
+  await portalApi.rest.repos.createOrUpdateFileContents({
+    ...portal,
+    path,
+    branch: pr.branch,
+    message: `Submit ${modId}@${version} from ${release.sourceRepository}`,
+    content: Buffer.from(`${JSON.stringify(complete, null, 2)}\n`).toString("base64"),
+  });
+  const { data: created } = await portalApi.rest.pulls.create({
+    ...portal,
+    title: pr.title,
+    head: pr.branch,
+    base,
+    body: pr.body,
+  });
+  return { ok: true, pullRequest: created.number, sidecar: complete, branch: pr.branch };
+}

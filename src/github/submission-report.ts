@@ -1,0 +1,86 @@
+import { SOURCE_SCHEMA_BASE, type SchemaName, schemaRegistry } from "../contracts/schemas.ts";
+import { parseUntrustedJson } from "../validation/untrusted-json.ts";
+import type { SubmissionProblem } from "./submission-files.ts";
+
+export const SUBMISSION_REPORT_SCHEMA = "svc.submission-report.v1";
+/** The artifact and file name the validate workflow uploads and the reporting step downloads. */
+export const SUBMISSION_REPORT_ARTIFACT = "submission-report";
+export const SUBMISSION_REPORT_FILE = "submission-report.json";
+/** A report is a few kilobytes; anything bigger is refused before parsing. */
+export const SUBMISSION_REPORT_MAX_BYTES = 1024 * 1024;
+
+export interface ReportCheck {
+  id: string;
+  status: "passed" | "failed" | "skipped";
+  reasonCode: string | null;
+  log: string[];
+  required: boolean;
+}
+
+export interface ReportValidation {
+  schema: "svc.validation-report.v1";
+  modId: string | null;
+  version: string | null;
+  packageSha256: string | null;
+  packageSizeBytes: number | null;
+  passed: boolean;
+  checks: ReportCheck[];
+  startedAt: string;
+  finishedAt: string;
+}
+
+/** The artifact of the validate-submission workflow (schemas/schemas/submission-report.schema.json). */
+export interface SubmissionReport {
+  schema: typeof SUBMISSION_REPORT_SCHEMA;
+  repository: string;
+  pullRequest: number;
+  headSha: string;
+  sidecarPath: string | null;
+  problems: SubmissionProblem[];
+  report: ReportValidation | null;
+}
+
+export type ReportIntake =
+  | { ok: true; report: SubmissionReport }
+  | { ok: false; code: "report_invalid" | "report_mismatch"; message: string };
+
+/**
+ * Re-reads a report handed over by the unprivileged job as untrusted input: size cap, strict JSON,
+ * the schema, then identity (same repository, same head commit as the workflow run).
+ */
+export function intakeSubmissionReport(
+  bytes: Uint8Array,
+  expected: { repository: string; headSha: string },
+): ReportIntake {
+  const parsed = parseUntrustedJson(bytes, { maxBytes: SUBMISSION_REPORT_MAX_BYTES, maxDepth: 16 });
+  if (!parsed.ok)
+    return { ok: false, code: "report_invalid", message: `the report is not JSON: ${parsed.message}` };
+  const result = schemaRegistry(SOURCE_SCHEMA_BASE).validate<SubmissionReport>(
+    "submission-report" as SchemaName,
+    parsed.value,
+  );
+  if (!result.ok) {
+    const first = result.issues[0]!;
+    return {
+      ok: false,
+      code: "report_invalid",
+      message: `the report does not match its schema: ${first.path} ${first.message}`,
+    };
+  }
+  const report = result.value;
+  if (report.repository.toLowerCase() !== expected.repository.toLowerCase()) {
+    return {
+      ok: false,
+      code: "report_mismatch",
+      message: `the report is for ${report.repository}, not ${expected.repository}`,
+    };
+  }
+  if (report.headSha !== expected.headSha) {
+    return {
+      ok: false,
+      code: "report_mismatch",
+      message: `the report is for commit ${report.headSha}, the run validated ${expected.headSha}`,
+    };
+  }
+  return { ok: true, report };
+}

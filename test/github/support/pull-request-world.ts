@@ -1,0 +1,161 @@
+/**
+ * The state of one portal repository as the fake GitHub API answers it: a pull request, its files,
+ * labels, comments and reviews, the sidecar at the head commit and portal.config.json on main.
+ * Write calls update it, so a scenario's next event sees what the bot wrote before.
+ */
+import type { GitHubApiServer, RecordedRequest, Reply } from "./github-api-server.ts";
+import { BOT_LOGIN } from "./bot-harness.ts";
+
+export interface WorldComment {
+  id: number;
+  body: string;
+  user: { login: string; type: "User" | "Bot" };
+}
+
+export interface WorldReview {
+  id: number;
+  state: "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED" | "DISMISSED";
+  user: { login: string };
+  commit_id: string;
+}
+
+export class PullRequestWorld {
+  number = 1;
+  headSha = "a".repeat(40);
+  author = "Codertocat";
+  body = "Submitting better-hud 1.2.0";
+  state: "open" | "closed" = "open";
+  merged = false;
+  files: Array<{ filename: string; status: string }> = [];
+  labels: string[] = [];
+  comments: WorldComment[] = [];
+  reviews: WorldReview[] = [];
+  queue: number[] = [];
+  sidecar: unknown = null;
+  moderators: { logins: string[]; team: string | null } = { logins: ["moderator-mia"], team: null };
+  private nextId = 1000;
+
+  constructor(private readonly github: GitHubApiServer) {}
+
+  statusComment(): WorldComment | undefined {
+    return this.comments.find((c) => c.user.login === BOT_LOGIN && c.body.startsWith("<!-- svc:status"));
+  }
+
+  /** The six reads of fetchPullRequestInfo (the sidecar only when the PR is a submission). */
+  expectFetch(options: { sidecar?: boolean } = {}): this {
+    const g = this.github;
+    g.expect("GET /repos/{owner}/{repo}/pulls/{pull_number}", () => ({ body: this.pullRequest() }));
+    g.expect("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", () => ({
+      body: this.files.map((f, i) => ({
+        sha: `${i}`.padStart(40, "0"),
+        filename: f.filename,
+        status: f.status,
+        additions: 1,
+        deletions: 0,
+        changes: 1,
+        blob_url: "",
+        raw_url: "",
+        contents_url: "",
+      })),
+    }));
+    g.expect("GET /repos/{owner}/{repo}/issues/{issue_number}/comments", () => ({
+      body: this.comments.map((c) => ({ ...c, user: { ...c.user, id: 1 } })),
+    }));
+    g.expect("GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews", () => ({ body: this.reviews }));
+    g.expect("GET /repos/{owner}/{repo}/issues", () => ({
+      body: this.queue.map((n) => ({
+        number: n,
+        pull_request: { url: "" },
+        labels: [{ name: "state:pending_review" }],
+      })),
+    }));
+    if (options.sidecar ?? true) {
+      g.expect("GET /repos/{owner}/{repo}/contents/{path}", (req) => this.contents(req));
+    }
+    return this;
+  }
+
+  /** portal.config.json on the default branch, read when a review or command needs a moderator check. */
+  expectModeratorPolicy(): this {
+    this.github.expect("GET /repos/{owner}/{repo}/contents/{path}", (req) => this.contents(req));
+    return this;
+  }
+
+  expectLabel(): this {
+    this.github.allow("DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}", (req) => {
+      this.labels = this.labels.filter((l) => l !== req.params.name);
+      return { status: 200, body: [] };
+    });
+    this.github.expect("POST /repos/{owner}/{repo}/issues/{issue_number}/labels", (req) => {
+      const added = (req.body as { labels: string[] }).labels;
+      this.labels.push(...added);
+      return { status: 200, body: this.labels.map((name) => ({ name })) };
+    });
+    return this;
+  }
+
+  expectStatusComment(kind: "create" | "update"): this {
+    if (kind === "create")
+      this.github.expect("POST /repos/{owner}/{repo}/issues/{issue_number}/comments", (req) =>
+        this.addComment(req),
+      );
+    else
+      this.github.expect("PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}", (req) => {
+        const comment = this.comments.find((c) => c.id === Number(req.params.comment_id))!;
+        comment.body = (req.body as { body: string }).body;
+        return { status: 200, body: { ...comment, user: { ...comment.user, id: 1 } } };
+      });
+    return this;
+  }
+
+  expectReply(): this {
+    this.github.expect("POST /repos/{owner}/{repo}/issues/{issue_number}/comments", (req) =>
+      this.addComment(req),
+    );
+    return this;
+  }
+
+  addComment(req: RecordedRequest): Reply {
+    const comment: WorldComment = {
+      id: this.nextId++,
+      body: (req.body as { body: string }).body,
+      user: { login: BOT_LOGIN, type: "Bot" },
+    };
+    this.comments.push(comment);
+    return { status: 201, body: { ...comment, user: { ...comment.user, id: 1 } } };
+  }
+
+  private contents(req: RecordedRequest): Reply {
+    const path = req.params.path!;
+    const ref = req.query.get("ref");
+    let value: unknown;
+    if (path === "portal.config.json" && ref === "main") value = { moderators: this.moderators };
+    else if (ref === this.headSha && this.files.some((f) => f.filename === path)) value = this.sidecar;
+    if (value === undefined || value === null) return { status: 404, body: { message: "Not Found" } };
+    return {
+      body: {
+        type: "file",
+        encoding: "base64",
+        name: path.split("/").pop(),
+        path,
+        size: 1,
+        sha: "f".repeat(40),
+        content: Buffer.from(JSON.stringify(value)).toString("base64"),
+      },
+    };
+  }
+
+  pullRequest(): Record<string, unknown> {
+    return {
+      number: this.number,
+      state: this.state,
+      merged: this.merged,
+      html_url: `https://github.com/Codertocat/Hello-World/pull/${this.number}`,
+      body: this.body,
+      user: { login: this.author, id: 21031067, type: "User" },
+      labels: this.labels.map((name) => ({ name })),
+      head: { sha: this.headSha, ref: "submit-better-hud" },
+      base: { ref: "main", repo: { default_branch: "main", full_name: "Codertocat/Hello-World" } },
+    };
+  }
+}
