@@ -29,22 +29,6 @@ function showDevLink(href, label) {
   box.hidden = false;
 }
 
-function accountOf(session) {
-  const account = session.account && typeof session.account === "object" ? session.account : session;
-  return {
-    id: account.id ?? session.accountId ?? "",
-    name: account.displayName ?? session.displayName ?? "",
-    email: account.email ?? session.email ?? "",
-    roles: Array.isArray(session.roles) ? session.roles : Array.isArray(account.roles) ? account.roles : [],
-  };
-}
-
-function listOf(data) {
-  if (Array.isArray(data)) return data;
-  for (const key of ["apiKeys", "keys", "items"]) if (Array.isArray(data?.[key])) return data[key];
-  return [];
-}
-
 async function signUpPage() {
   const form = document.getElementById("signup");
   form.addEventListener("submit", async (event) => {
@@ -159,13 +143,11 @@ async function accountPage() {
     return;
   }
   const csrf = session.csrfToken;
-  const who = accountOf(session);
-  document.getElementById("who-name").textContent = who.name;
-  document.getElementById("who-email").textContent = who.email || "—";
-  document.getElementById("who-roles").textContent = who.roles.join(", ") || "—";
-  document.getElementById("moderation-link").hidden = !who.roles.some(
-    (r) => r === "moderator" || r === "admin",
-  );
+  const roles = Array.isArray(session.roles) ? session.roles : [];
+  document.getElementById("who-name").textContent = session.displayName;
+  document.getElementById("who-email").textContent = session.email || "—";
+  document.getElementById("who-roles").textContent = roles.join(", ") || "—";
+  document.getElementById("moderation-link").hidden = !roles.some((r) => r === "moderator" || r === "admin");
   document.getElementById("signed-in").hidden = false;
   document.getElementById("keys").hidden = false;
 
@@ -183,7 +165,7 @@ async function accountPage() {
   const none = document.getElementById("no-keys");
 
   async function refresh() {
-    const keys = listOf(await request("GET", "auth/api-keys"));
+    const keys = (await request("GET", "auth/api-keys"))?.apiKeys ?? [];
     rows.replaceChildren();
     for (const key of keys) {
       const row = el("tr");
@@ -231,7 +213,7 @@ async function accountPage() {
     busy(create, true);
     try {
       const result = await request("POST", "auth/api-keys", { body: { name }, csrf });
-      const secret = result?.apiKey ?? result?.key ?? result?.secret;
+      const secret = result?.secret;
       if (typeof secret !== "string")
         throw new ApiError(500, "invalid_response", "The API did not return a key.");
       value.value = secret;

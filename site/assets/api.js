@@ -93,10 +93,10 @@ export function say(text, { error = false } = {}) {
   region.textContent = text;
 }
 
-/** The current session, or null when signed out (or when the routes are not live). */
+/** The current session ({ accountId, email, displayName, roles, csrfToken, ... }), or null when signed out. */
 export async function currentSession() {
   try {
-    return await request("GET", "auth/session");
+    return (await request("GET", "auth/session"))?.session ?? null;
   } catch (error) {
     if (error instanceof ApiError && (error.status === 401 || error.code === "unauthenticated")) return null;
     throw error;

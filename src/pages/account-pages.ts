@@ -57,7 +57,7 @@ ${MESSAGE}
 <h2 id="keys-h">API keys</h2>
 <p>The mod manager uses an API key for fast downloads. A key is shown once, when you create it; store it in the manager and revoke it here when you no longer need it.</p>
 <form id="create-key" class="stack">
-<div><label for="key-name">Name of the new key</label><input id="key-name" name="name" type="text" maxlength="80" required autocomplete="off" placeholder="e.g. Desktop manager"></div>
+<div><label for="key-name">Name of the new key</label><input id="key-name" name="name" type="text" maxlength="100" required autocomplete="off" placeholder="e.g. Desktop manager"></div>
 <div><button type="submit">Create API key</button></div>
 </form>
 <div id="new-key" class="new-key" hidden tabindex="-1" aria-labelledby="new-key-h">
@@ -85,7 +85,7 @@ export function renderSignUpPage(ctx: PageContext): string {
 <p>Accounts are free. There is no password: you sign in with a one-time link sent to your email address.</p>
 <form id="signup" class="stack">
 <div><label for="email">Email address</label><input id="email" name="email" type="email" required autocomplete="email" maxlength="254"></div>
-<div><label for="display-name">Display name</label><input id="display-name" name="displayName" type="text" required autocomplete="nickname" maxlength="80"></div>
+<div><label for="display-name">Display name</label><input id="display-name" name="displayName" type="text" required autocomplete="nickname" maxlength="64"></div>
 <fieldset><legend>I want to</legend>
 <div><input id="role-player" type="radio" name="role" value="player" checked><label for="role-player">Download mods (player)</label></div>
 <div><input id="role-modder" type="radio" name="role" value="modder"><label for="role-modder">Publish mods too (modder)</label></div>
