@@ -85,7 +85,7 @@ describe("a submission pull request, opened -> validated -> approved -> merged -
     ).toContain("svc / antivirus_scan");
     expect(world.comments).toHaveLength(1);
     await expect(world.statusComment()!.body).toMatchFileSnapshot(
-      `${SCENARIOS}lifecycle/02-validated.comment.md`,
+      `${SCENARIOS}lifecycle/02-validated.comment.txt`,
     );
 
     await step("03-review-by-non-moderator-ignored", async () => {
@@ -154,7 +154,7 @@ describe("a submission pull request, opened -> validated -> approved -> merged -
     expect(world.labels).toEqual(["state:published"]);
     expect(world.comments).toHaveLength(2);
     await expect(world.statusComment()!.body).toMatchFileSnapshot(
-      `${SCENARIOS}lifecycle/07-published.comment.md`,
+      `${SCENARIOS}lifecycle/07-published.comment.txt`,
     );
   });
 });
