@@ -333,8 +333,7 @@ export async function publishRelease(
     const inputs = loadSiteInputs(options.config, options.recordsDir);
     const taken = inputs.records.find((r) => r.modId === key.modId && r.version === key.version);
     if (taken) throw versionExists(taken);
-    if (await options.store.exists(key))
-      throw artifactExistsError(key, artifactUrl, options.store.description);
+    // promote() refuses a taken key itself (artifact_exists), as late as possible.
     const artifact = await options.store.promote(key, bytes);
     let committed = false;
     try {
