@@ -158,3 +158,135 @@ describe("a submission pull request, opened -> validated -> approved -> merged -
     );
   });
 });
+
+describe("what the bot refuses", () => {
+  it("rejects a delivery whose signature is not over the raw body, and calls GitHub for nothing", async () => {
+    const payload = pullRequestPayload("opened");
+    const { sign } = await import("@octokit/webhooks-methods");
+    // Signed over a re-serialised body (pretty-printed): the bytes differ, so the signature must fail.
+    const forged = await sign("test-webhook-secret-not-real", JSON.stringify(payload, null, 2));
+    const response = await bot.deliver("pull_request", payload, { signature: forged });
+    expect(response.status).toBe(400);
+    expect(bot.github.recorded).toEqual([]);
+    bot.github.assertDone();
+  });
+
+  it("ignores a report for an older commit, a report that fails its schema, and a report from another repository", async () => {
+    world.comments.push({
+      id: 5,
+      body: '<!-- svc:status {"state":"validating","headSha":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"} -->',
+      user: { login: BOT_LOGIN, type: "Bot" },
+    });
+    world.labels = ["state:validating"];
+    // The run validated an older head: intake passes (same SHA as the run), the PR head differs.
+    const old = "c".repeat(40);
+    expectReportArtifact(bot.github, submissionReport(old));
+    world.expectFetch();
+    expect((await bot.deliver("workflow_run", workflowRunPayload(old))).status).toBe(200);
+    bot.github.assertDone();
+
+    const tampered = { ...submissionReport(world.headSha), injected: true };
+    expectReportArtifact(bot.github, tampered);
+    expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha))).status).toBe(200);
+
+    const foreign = { ...submissionReport(world.headSha), repository: "someone/else" };
+    expectReportArtifact(bot.github, foreign);
+    expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha))).status).toBe(200);
+    bot.github.assertDone();
+    expect(bot.github.recorded.filter((r) => r.method !== "GET" && !r.route.startsWith("/app/"))).toEqual([]);
+  });
+
+  it("fails validation with annotations on the sidecar and the reproduce command", async () => {
+    world.comments.push({
+      id: 5,
+      body: '<!-- svc:status {"state":"validating","headSha":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"} -->',
+      user: { login: BOT_LOGIN, type: "Bot" },
+    });
+    await step("../failed-validation/01-report", async () => {
+      expectReportArtifact(
+        bot.github,
+        submissionReport(world.headSha, {
+          fail: { artifact_hash: ["sha256 of the package is 1234…, the sidecar says bbbb…"] },
+        }),
+      );
+      world.expectFetch().expectLabel().expectStatusComment("update");
+      bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } }, 15);
+      expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha))).status).toBe(200);
+    });
+    expect(world.labels).toEqual(["state:validation_failed"]);
+    const failed = bot.github
+      .calls("POST /repos/{owner}/{repo}/check-runs")
+      .map(
+        (c) =>
+          c.body as { name: string; conclusion: string; output: { annotations?: Array<{ path: string }> } },
+      )
+      .filter((b) => b.conclusion === "failure");
+    expect(failed.map((b) => b.name)).toEqual(["svc / artifact_hash"]);
+    expect(failed[0]!.output.annotations?.[0]?.path).toBe(SIDECAR_PATH);
+    await expect(world.statusComment()!.body).toMatchFileSnapshot(
+      `${SCENARIOS}failed-validation/01-report.comment.txt`,
+    );
+  });
+
+  it("a new push dismisses the moderator's approval and revalidates", async () => {
+    world.comments.push({
+      id: 5,
+      body: '<!-- svc:status {"state":"approved","headSha":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"} -->',
+      user: { login: BOT_LOGIN, type: "Bot" },
+    });
+    world.labels = ["state:approved"];
+    world.reviews.push({
+      id: 80,
+      state: "APPROVED",
+      user: { login: "moderator-mia" },
+      commit_id: world.headSha,
+    });
+    world.headSha = "d".repeat(40);
+    await step("../new-push/01-synchronize", async () => {
+      world.expectFetch().expectLabel().expectStatusComment("update");
+      bot.github.expect("PUT /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/dismissals", {
+        status: 200,
+        body: { id: 80 },
+      });
+      expect((await bot.deliver("pull_request", pullRequestPayload("synchronize"))).status).toBe(200);
+    });
+    expect(world.labels).toEqual(["state:validating"]);
+  });
+
+  it("/svc reject from a moderator rejects with the reason; from anyone else it does nothing", async () => {
+    world.comments.push({
+      id: 5,
+      body: '<!-- svc:status {"state":"pending_review","headSha":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"} -->',
+      user: { login: BOT_LOGIN, type: "Bot" },
+    });
+    // A forged status comment by a person is never trusted.
+    world.comments.push({
+      id: 6,
+      body: '<!-- svc:status {"state":"approved","headSha":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"} -->',
+      user: { login: "mallory", type: "User" },
+    });
+    world.labels = ["state:pending_review"];
+    const comment = (login: string, body: string) => {
+      const payload = examplePayload("issue_comment", "created");
+      payload.issue.number = world.number;
+      payload.issue.pull_request = { url: "https://api.github.com/repos/Codertocat/Hello-World/pulls/1" };
+      payload.comment.user.login = login;
+      payload.comment.body = body;
+      return payload;
+    };
+    world.expectFetch().expectModeratorPolicy();
+    expect((await bot.deliver("issue_comment", comment("mallory", "/svc reject spam"))).status).toBe(200);
+    bot.github.assertDone();
+    expect(world.labels).toEqual(["state:pending_review"]);
+
+    await step("../moderation/01-reject", async () => {
+      world.expectFetch().expectModeratorPolicy().expectLabel().expectStatusComment("update");
+      expect(
+        (await bot.deliver("issue_comment", comment("moderator-mia", "/svc reject bundles a crypto miner")))
+          .status,
+      ).toBe(200);
+    });
+    expect(world.labels).toEqual(["state:rejected"]);
+    expect(world.statusComment()!.body).toContain("bundles a crypto miner");
+  });
+});
