@@ -99,7 +99,7 @@ function decodeCursor(cursor: string): string {
 }
 
 interface AuditRow {
-  seq: string;
+  seq_text: string;
   id: string;
   actor_account_id: string | null;
   action: string;
@@ -128,9 +128,9 @@ export async function listAuditEvents(db: SqlExecutor, filter: AuditFilter): Pro
   params.push(limit + 1);
   const rows = (
     await db.query<AuditRow>(
-      `SELECT seq::text AS seq, id, actor_account_id, action, target_type, target_id, created_at, metadata
+      `SELECT seq::text AS seq_text, id, actor_account_id, action, target_type, target_id, created_at, metadata
        FROM audit_events ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-       ORDER BY seq DESC LIMIT $${params.length}`,
+       ORDER BY audit_events.seq DESC LIMIT $${params.length}`,
       params,
     )
   ).rows;
@@ -146,6 +146,7 @@ export async function listAuditEvents(db: SqlExecutor, filter: AuditFilter): Pro
       createdAt: new Date(row.created_at).toISOString(),
       metadata: row.metadata,
     })),
-    nextCursor: rows.length > limit && last ? Buffer.from(`seq:${last.seq}`).toString("base64url") : null,
+    nextCursor:
+      rows.length > limit && last ? Buffer.from(`seq:${last.seq_text}`).toString("base64url") : null,
   };
 }

@@ -3,8 +3,51 @@ import { matchEndpoint } from "../contracts/endpoints.ts";
 import { SvcError } from "../errors.ts";
 import type { AppContext } from "./context.ts";
 import { HANDLERS } from "./handlers/index.ts";
-import { sendError, sendThrown } from "./respond.ts";
+import { sendThrown } from "./respond.ts";
 import { StaticSite } from "./static-site.ts";
+
+/**
+ * Serves a request that matches the endpoint table; false when it matches no endpoint path. With
+ * onlyIds (a Vercel function file), an endpoint outside the list answers not_found.
+ */
+export async function dispatchEndpoint(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  app: AppContext,
+  onlyIds?: readonly string[],
+): Promise<boolean> {
+  const method = req.method ?? "GET";
+  const match = matchEndpoint(method, url.pathname);
+  if (match && "endpoint" in match) {
+    if (onlyIds && !onlyIds.includes(match.endpoint.id)) {
+      throw new SvcError("not_found", `no resource at ${url.pathname}`);
+    }
+    const handler = HANDLERS[match.endpoint.id];
+    if (!handler || match.endpoint.status !== "implemented") {
+      throw new SvcError("not_implemented", `${match.endpoint.id} is planned and not served yet`, {
+        details: { endpoint: match.endpoint.id, status: match.endpoint.status },
+      });
+    }
+    await handler(req, res, { endpoint: match.endpoint, params: match.params, url }, app);
+    return true;
+  }
+  if (match && "methodNotAllowed" in match) {
+    res.setHeader("allow", match.methodNotAllowed.join(", "));
+    throw new SvcError("method_not_allowed", `${method} is not allowed on ${url.pathname}`, {
+      details: { allow: match.methodNotAllowed },
+    });
+  }
+  return false;
+}
+
+export function parseRequestUrl(req: IncomingMessage): URL {
+  try {
+    return new URL(req.url ?? "/", "http://portal.invalid");
+  } catch {
+    throw new SvcError("invalid_request", "request target is not a valid URL");
+  }
+}
 
 /**
  * Routes one request: contract endpoints first (by the endpoint table), then the static site for
@@ -13,31 +56,9 @@ import { StaticSite } from "./static-site.ts";
 export function createRequestListener(app: AppContext, site = new StaticSite(app.siteDir)) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const method = req.method ?? "GET";
-    let url: URL;
     try {
-      url = new URL(req.url ?? "/", "http://portal.invalid");
-    } catch {
-      sendError(res, new SvcError("invalid_request", "request target is not a valid URL"));
-      return;
-    }
-    try {
-      const match = matchEndpoint(method, url.pathname);
-      if (match && "endpoint" in match) {
-        const handler = HANDLERS[match.endpoint.id];
-        if (!handler || match.endpoint.status !== "implemented") {
-          throw new SvcError("not_implemented", `${match.endpoint.id} is planned and not served yet`, {
-            details: { endpoint: match.endpoint.id, status: match.endpoint.status },
-          });
-        }
-        await handler(req, res, { endpoint: match.endpoint, params: match.params, url }, app);
-        return;
-      }
-      if (match && "methodNotAllowed" in match) {
-        res.setHeader("allow", match.methodNotAllowed.join(", "));
-        throw new SvcError("method_not_allowed", `${method} is not allowed on ${url.pathname}`, {
-          details: { allow: match.methodNotAllowed },
-        });
-      }
+      const url = parseRequestUrl(req);
+      if (await dispatchEndpoint(req, res, url, app)) return;
       if (method !== "GET" && method !== "HEAD") {
         res.setHeader("allow", "GET, HEAD");
         throw new SvcError("method_not_allowed", `${method} is not allowed on ${url.pathname}`);

@@ -1,0 +1,79 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { join } from "node:path";
+import { loadPortalConfig } from "../config/portal-config.ts";
+import { parseSettings } from "../config/settings.ts";
+import { SvcError } from "../errors.ts";
+import { createAppContext } from "./app.ts";
+import type { AppContext } from "./context.ts";
+import { sendThrown } from "./respond.ts";
+import { dispatchEndpoint, parseRequestUrl } from "./server.ts";
+
+/**
+ * The Vercel edge of the API: every file under api/ is `export default createVercelHandler([ids])`.
+ * The AppContext is built from process.env once per function instance and reused; a missing
+ * variable fails closed with an error that names it.
+ */
+export type VercelHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * Vercel's edge overwrites X-Forwarded-For and sets X-Real-IP itself, so on Vercel those headers
+ * are the platform's word, not the client's.
+ */
+function platformClientIp(req: IncomingMessage): string {
+  const real = req.headers["x-real-ip"];
+  if (typeof real === "string" && real.trim()) return real.trim();
+  const forwarded = req.headers["x-forwarded-for"];
+  const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(",")[0]?.trim();
+  return first || req.socket.remoteAddress || "unknown";
+}
+
+export async function appContextFromEnv(env: Env, root = process.cwd()): Promise<AppContext> {
+  if (!env.DATABASE_URL?.trim()) {
+    throw new SvcError(
+      "config_invalid",
+      "DATABASE_URL is not set: the Vercel functions keep accounts, sessions, API keys, rate limits and audit in PostgreSQL (an embedded PGlite would not survive an instance)",
+    );
+  }
+  const config = loadPortalConfig(join(root, "portal.config.json"));
+  const settings = parseSettings(env, { dataDir: "/tmp/svc-data" });
+  return createAppContext({
+    config,
+    settings,
+    siteDir: join(root, "site"),
+    log: (line) => console.error(line),
+    clientIp: platformClientIp,
+    assumeHttps: true,
+  });
+}
+
+let shared: Promise<AppContext> | null = null;
+
+export function createVercelHandler(endpointIds: readonly string[], env: Env = process.env): VercelHandler {
+  return async (req, res) => {
+    let app: AppContext;
+    try {
+      shared ??= appContextFromEnv(env);
+      app = await shared;
+    } catch (error) {
+      // Not cached: a fixed environment or a reachable database is picked up by the next request.
+      shared = null;
+      sendThrown(req, res, error, (line) => console.error(line));
+      return;
+    }
+    try {
+      const url = parseRequestUrl(req);
+      if (!(await dispatchEndpoint(req, res, url, app, endpointIds))) {
+        throw new SvcError("not_found", `no resource at ${url.pathname}`);
+      }
+    } catch (error) {
+      sendThrown(req, res, error, app.log);
+    }
+  };
+}
+
+/** For tests: forget the per-instance context. */
+export function resetVercelContext(): void {
+  shared = null;
+}
