@@ -60,11 +60,11 @@ ${MESSAGE}
 <div><label for="key-name">Name of the new key</label><input id="key-name" name="name" type="text" maxlength="100" required autocomplete="off" placeholder="e.g. Desktop manager"></div>
 <div><button type="submit">Create API key</button></div>
 </form>
-<div id="new-key" class="new-key" hidden tabindex="-1" aria-labelledby="new-key-h">
+<section id="new-key" class="new-key" hidden tabindex="-1" aria-labelledby="new-key-h">
 <h3 id="new-key-h">Your new API key</h3>
 <p><strong>Copy it now: it will not be shown again.</strong></p>
 <p><label for="new-key-value">API key</label><input id="new-key-value" type="text" readonly spellcheck="false" autocomplete="off"> <button type="button" id="copy-key">Copy</button></p>
-</div>
+</section>
 <table id="key-table" class="keys">
 <caption>Your keys</caption>
 <thead><tr><th scope="col">Name</th><th scope="col">Key starts with</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">State</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>

@@ -45,12 +45,12 @@ export function renderCatalogPage(
       ? html`Supported game ${supported.length === 1 ? "build" : "builds"}: ${supported.map((b, i) => html`${i > 0 ? ", " : ""}<strong>${buildLabel(matrix, b)}</strong>`)}.`
       : "No game build is currently validated."
   }</p>
-<form id="filters" class="filters" role="search" aria-label="Filter mods" hidden>
+<search><form id="filters" class="filters" aria-label="Filter mods" hidden>
 <div><label for="q">Search by name</label><input id="q" name="q" type="search" autocomplete="off" spellcheck="false"></div>
 <div><label for="tag">Tag</label><select id="tag" name="tag"><option value="">Any tag</option>${tags.map(([tag, count]) => html`<option value="${tag}">${tag} (${groupDigits(count)})</option>`)}</select></div>
 <div><label for="build">Game build</label><select id="build" name="build"><option value="">Any game build</option>${builds.map((b) => html`<option value="${b}">${buildLabel(matrix, b)}${supported.includes(b) ? " — supported" : ""}</option>`)}</select></div>
 <div><button type="reset">Clear filters</button></div>
-</form>
+</form></search>
 <p id="count" class="count" role="status">${mods.length === 0 ? "No mods have been published yet." : `Showing all ${plural(mods.length, "mod")}.`}</p>
 <ol id="mods" class="mods">
 ${mods.map((mod) => modItem(mod, matrix))}</ol>`;

@@ -77,7 +77,8 @@ export function renderPage(ctx: PageContext, options: PageOptions): string {
 <meta name="referrer" content="${options.noReferrer ? "no-referrer" : "strict-origin-when-cross-origin"}">
 <meta name="svc-api-base" content="${ctx.apiBaseUrl ?? ""}">
 <title>${options.title} · ${ctx.portalName}</title>
-${options.description ? html`<meta name="description" content="${options.description}">\n` : ""}<link rel="stylesheet" href="${options.root}assets/site.css">
+${options.description ? html`<meta name="description" content="${options.description}">\n` : ""}<link rel="icon" href="${options.root}assets/icon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="${options.root}assets/site.css">
 ${scripts}</head>
 <body>
 <a class="skip" href="#main">Skip to content</a>

@@ -40,7 +40,14 @@ export const PAGE_PATHS = {
 export const PAGE_ROOTS = ["index.html", "mods", "status", "account", "moderation", "assets"] as const;
 
 /** Client files, copied byte for byte from src/pages/assets (formatted and linted there). */
-export const ASSET_FILES = ["site.css", "api.js", "catalog.js", "account.js", "moderation.js"] as const;
+export const ASSET_FILES = [
+  "site.css",
+  "icon.svg",
+  "api.js",
+  "catalog.js",
+  "account.js",
+  "moderation.js",
+] as const;
 
 const ASSET_DIR = join(import.meta.dirname, "assets");
 
