@@ -1,3 +1,5 @@
+import { defaultRandomBytes } from "../accounts/secrets.ts";
+import { createSubmissionsRuntime } from "../submissions/runtime.ts";
 import { join, relative } from "node:path";
 import { recoverTransactions } from "../catalog/atomic-files.ts";
 import { loadSiteInputs, renderSite, writeSite } from "../catalog/site.ts";
@@ -46,6 +48,19 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     siteDir: paths.siteDir,
     log: (line) => (line.startsWith("[dev email]") ? io.stdout.write(`${line}\n`) : log(line)),
   });
+  // The upload pipeline: private staging under the data dir, the publisher, the mod-validation worker.
+  const pipeline = createSubmissionsRuntime({
+    config,
+    settings,
+    store: app.store!,
+    root: paths.root,
+    recordsDir: paths.recordsDir,
+    siteDir: paths.siteDir,
+    now: app.now,
+    random: defaultRandomBytes,
+    log,
+  });
+  app.submissions = pipeline.runtime;
   const server = createPortalServer(app);
   const bound = await listen(server, port, host);
   const origin = `http://${host.includes(":") ? `[${host}]` : host}:${bound.port}`;
@@ -58,6 +73,8 @@ export async function run(args: string[], io: CliIo): Promise<number> {
       `  health      ${origin}/api/v1/backend/health`,
       `  backend     ${implemented.length}/${ENDPOINTS.length} routes implemented: ${implemented.join(", ")}`,
       `  database    ${app.store?.description ?? "none"}`,
+      `  antivirus   ${pipeline.scannerDescription}`,
+      `  staging     ${join(settings.dataDir, "uploads", "staging")} (private)`,
       `  dev email   ${describeEmail(settings)}`,
       `  uploads     ${settings.liveUploads ? "ON (SVC_LIVE_UPLOADS=1)" : "off (uploads_disabled)"}`,
       `  base URL    ${config.baseUrl}${config.baseUrl !== origin ? `  (portal.config.json; documents link there, not to ${origin})` : ""}`,
@@ -69,6 +86,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
   });
+  await pipeline.worker.stop();
   await app.store?.close();
   return EXIT_OK;
 }

@@ -14,6 +14,8 @@ export interface RuntimeSettings {
   bootstrapAdminEmails: string[];
   dataDir: string;
   databaseUrl: string | null;
+  /** The antivirus scanner: a clamd socket (SVC_CLAMD: path, unix:/path or host:port) or clamscan (SVC_CLAMSCAN). */
+  antivirus: { clamd: string | null; clamscan: string | null; database: string | null };
 }
 
 export function parseSettings(
@@ -52,5 +54,10 @@ export function parseSettings(
       .filter(Boolean),
     dataDir: env.SVC_DATA_DIR?.trim() || defaults.dataDir,
     databaseUrl: env.DATABASE_URL?.trim() || null,
+    antivirus: {
+      clamd: env.SVC_CLAMD?.trim() || null,
+      clamscan: env.SVC_CLAMSCAN?.trim() || null,
+      database: env.SVC_CLAMAV_DATABASE?.trim() || null,
+    },
   };
 }

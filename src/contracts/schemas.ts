@@ -29,7 +29,8 @@ export type SchemaName =
   | "backend-contract"
   | "game-publishing-validation"
   | "upload-submission"
-  | "mod-release-submission";
+  | "mod-release-submission"
+  | "submission-report";
 
 export interface SchemaFile {
   name: SchemaName;

@@ -1,4 +1,5 @@
 import type { SqlExecutor, Store } from "./store.ts";
+import { SUBMISSIONS_MIGRATION } from "../submissions/migration.ts";
 
 /**
  * Versioned schema migrations, applied in order, each once, inside one transaction guarded by an
@@ -108,6 +109,7 @@ CREATE TABLE store_locks (name text PRIMARY KEY);
 INSERT INTO store_locks (name) VALUES ('account_roles');
 `,
   },
+  SUBMISSIONS_MIGRATION,
 ];
 
 /** Any constant works; it only has to be the same for every instance of the portal. */

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { createWriteStream, mkdirSync, renameSync, rmSync } from "node:fs";
+import { createWriteStream, mkdirSync, renameSync, rmdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Readable } from "node:stream";
 import { SvcError } from "../errors.ts";
@@ -76,7 +76,13 @@ export async function stagePackage(
     renameSync(temp, finalPath);
   } catch (error) {
     out.destroy();
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(temp, { force: true });
+    // A first upload leaves no folder behind; a resubmission keeps the revision it replaces.
+    try {
+      rmdirSync(dir);
+    } catch {
+      // not empty: an earlier revision lives here
+    }
     throw error;
   }
   return { path: rel, sha256: hash.digest("hex"), sizeBytes: size };

@@ -102,6 +102,15 @@ const VALID: Record<SchemaName, unknown> = {
   "portal-config": config,
   "upload-submission": submission,
   "mod-release-submission": sidecar,
+  "submission-report": {
+    schema: "svc.submission-report.v1",
+    repository: "svc-portal/mods",
+    pullRequest: 7,
+    headSha: "a".repeat(40),
+    sidecarPath: "submissions/better-hud/1.2.0.json",
+    problems: [],
+    report: null,
+  },
 };
 
 type Mutation = (doc: any) => void;
@@ -152,6 +161,8 @@ const INVALID: Array<[SchemaName, string, Mutation, { path: string; keyword: str
   ["portal-config", "a plain-http public base URL", (d) => (d.baseUrl = "http://mods.example.org"), { path: "/baseUrl", keyword: "pattern" }],
   ["portal-config", "a package cap above 100 MiB", (d) => (d.limits.maxPackageBytes = 104857601), { path: "/limits/maxPackageBytes", keyword: "maximum" }],
   ["post-publish-smoke", "passed as a string", (d) => (d.passed = "yes"), { path: "/passed", keyword: "type" }],
+  ["submission-report", "a head SHA that is not a full lower-case SHA", (d) => (d.headSha = "ABC"), { path: "/headSha", keyword: "pattern" }],
+  ["submission-report", "a sidecar outside submissions/", (d) => (d.sidecarPath = "../.github/workflows/x.json"), { path: "/sidecarPath", keyword: "pattern" }],
   ["artifact", "a published artifact without a hash", (d) => Object.assign(d, { artifactStatus: "published", name: "a.zip", url: "https://x.test/a.zip", sizeBytes: 3 }), { path: "/", keyword: "required" }],
 ];
 

@@ -7,7 +7,6 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { loadSiteInputs, renderSite, writeSite } from "../../src/catalog/site.ts";
 import { schemaRegistry } from "../../src/contracts/schemas.ts";
 import { createPgliteStore, MIGRATIONS, migrate, type Store } from "../../src/store/index.ts";
-import { SUBMISSIONS_MIGRATION } from "../../src/submissions/migration.ts";
 import {
   applySubmissionAction,
   createSubmission,
@@ -52,7 +51,7 @@ afterAll(() => {
 
 beforeEach(async () => {
   store = await createPgliteStore(null);
-  await migrate(store, [...MIGRATIONS, SUBMISSIONS_MIGRATION]);
+  await migrate(store, MIGRATIONS);
   for (const [id, roles] of [
     ["acct_modder", ["player", "modder"]],
     ["acct_mod", ["player", "moderator"]],

@@ -5,6 +5,14 @@ import { auditEvents } from "./audit.ts";
 import { confirmMagicLink, currentSession, deleteSession, requestMagicLink } from "./auth.ts";
 import { backendHealth } from "./backend-health.ts";
 import { apiKeyModDownload } from "./download.ts";
+import {
+  cancelUpload,
+  createUpload,
+  moderationDecision,
+  moderationQueue,
+  publishCatalog,
+  uploadStatus,
+} from "./submissions.ts";
 
 /**
  * One handler per endpoint id of the contract table. The local server and every Vercel function
@@ -25,4 +33,10 @@ export const HANDLERS: Readonly<Record<string, Handler>> = {
   revoke_api_key: revokeApiKey,
   api_key_mod_download: apiKeyModDownload,
   audit_events: auditEvents,
+  create_upload: createUpload,
+  upload_status: uploadStatus,
+  cancel_upload: cancelUpload,
+  moderation_queue: moderationQueue,
+  moderation_decision: moderationDecision,
+  publish_catalog: publishCatalog,
 };

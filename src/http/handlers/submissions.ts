@@ -1,0 +1,550 @@
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { join } from "node:path";
+import busboy from "busboy";
+import type { RandomBytes } from "../../accounts/secrets.ts";
+import {
+  hideRelease,
+  type PublisherOptions,
+  publishRelease,
+  unhideRelease,
+} from "../../catalog/publisher.ts";
+import { portalUrls } from "../../contracts/urls.ts";
+import { SvcError } from "../../errors.ts";
+import {
+  applySubmissionAction,
+  createSubmission,
+  type Decision,
+  findResubmittable,
+  listSubmissions,
+  loadSubmission,
+  medianWaitSeconds,
+  newSubmissionId,
+  QUEUE_STATES,
+  resubmitSubmission,
+  SUBMISSION_AUDIT,
+  type SubmissionDeps,
+  type SubmissionRow,
+  submissionView,
+} from "../../submissions/service.ts";
+import { removeStaged, type StagedPackage, stagePackage } from "../../submissions/staging.ts";
+import { appendAuditEvent } from "../../accounts/audit.ts";
+import { DEFAULT_JSON_LIMITS, parseUntrustedJson } from "../../validation/untrusted-json.ts";
+import { validateSidecar } from "../../validation/documents.ts";
+import type { Sidecar } from "../../validation/types.ts";
+import type { SubmissionState } from "../../workflow/machine.ts";
+import type { AppContext, Handler } from "../context.ts";
+import { storeOf } from "../context.ts";
+import { type Caller, guardRequest } from "../guard.ts";
+import { readJsonBody } from "../body.ts";
+import { sendJson } from "../respond.ts";
+
+/** What the submission routes need beyond the accounts layer; set up by `svc serve`. */
+export interface SubmissionsRuntime {
+  /** Private storage root: staged packages live under uploads/staging/ below it, never under site/. */
+  storageRoot: string;
+  publisher: PublisherOptions;
+  random: RandomBytes;
+  /** Wakes the mod-validation worker after an upload (it also polls). */
+  kickWorker: () => void;
+}
+
+declare module "../context.ts" {
+  interface AppContext {
+    submissions?: SubmissionsRuntime;
+  }
+}
+
+export const ACCEPTED_PACKAGE_TYPES = ["application/zip", "application/x-zip-compressed"];
+const METADATA_MAX_BYTES = 256 * 1024;
+/** Multipart framing and the metadata part on top of the package itself. */
+const MULTIPART_OVERHEAD = METADATA_MAX_BYTES + 64 * 1024;
+
+function runtimeOf(app: AppContext): SubmissionsRuntime {
+  if (!app.submissions) throw new Error("this server was started without the submissions runtime");
+  return app.submissions;
+}
+
+function depsOf(app: AppContext): SubmissionDeps {
+  return { store: storeOf(app), config: app.config, now: app.now, random: runtimeOf(app).random };
+}
+
+const isStaff = (caller: Caller) => caller.roles.includes("moderator") || caller.roles.includes("admin");
+/** The owner, moderators and admins see a submission; to anyone else it does not exist. */
+const canSee = (caller: Caller) => (row: SubmissionRow) =>
+  row.owner_account_id === caller.account.id || isStaff(caller);
+
+function parseMetadata(raw: Buffer): Sidecar {
+  const parsed = parseUntrustedJson(raw, { ...DEFAULT_JSON_LIMITS, maxBytes: METADATA_MAX_BYTES });
+  if (!parsed.ok) throw new SvcError("invalid_payload", `metadata is not acceptable JSON: ${parsed.message}`);
+  const result = validateSidecar(parsed.value);
+  if (!result.ok) {
+    throw new SvcError("invalid_payload", "metadata does not match svc.mod-release-submission.v1", {
+      details: { issues: result.issues.slice(0, 20).map((i) => `${i.path} ${i.message}`) },
+    });
+  }
+  return result.value;
+}
+
+interface ParsedUpload {
+  sidecar: Sidecar;
+  metadataSha256: string;
+  contentType: string;
+  staged: StagedPackage;
+  submissionId: string;
+}
+
+/**
+ * Reads the multipart body: the metadata part first (validated before any package byte is
+ * stored), then the package, streamed into private staging under the contract's cap. Anything
+ * else (a third part, a second file, the package first, a wrong type) is refused and nothing stays.
+ */
+function readUpload(
+  req: IncomingMessage,
+  app: AppContext,
+  chooseTarget: (sidecar: Sidecar) => Promise<string>,
+): Promise<ParsedUpload> {
+  const runtime = runtimeOf(app);
+  const max = app.config.limits.maxPackageBytes;
+  return new Promise((resolve, reject) => {
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({
+        headers: req.headers,
+        limits: {
+          files: 2,
+          fields: 1,
+          parts: 2,
+          fileSize: max + 1,
+          fieldSize: METADATA_MAX_BYTES + 1,
+          headerPairs: 16,
+        },
+      });
+    } catch (error) {
+      reject(new SvcError("unsupported_media_type", `send multipart/form-data: ${(error as Error).message}`));
+      return;
+    }
+    let sidecar: Sidecar | null = null;
+    let metadataSha256 = "";
+    let staging: Promise<ParsedUpload> | null = null;
+    let failed = false;
+    let stagedId: string | null = null;
+    const fail = (error: unknown) => {
+      if (failed) return;
+      failed = true;
+      req.unpipe(parser);
+      req.resume();
+      reject(error);
+    };
+    const acceptMetadata = (raw: Buffer) => {
+      if (sidecar) throw new SvcError("invalid_request", "send exactly one metadata part");
+      sidecar = parseMetadata(raw);
+      metadataSha256 = createHash("sha256").update(raw).digest("hex");
+    };
+    parser.on("field", (name, value, info) => {
+      try {
+        if (name !== "metadata")
+          throw new SvcError("invalid_request", `unexpected part '${name}': send only metadata and package`);
+        if (info.valueTruncated)
+          throw new SvcError("payload_too_large", `metadata is limited to ${METADATA_MAX_BYTES} bytes`);
+        acceptMetadata(Buffer.from(value, "utf8"));
+      } catch (error) {
+        fail(error);
+      }
+    });
+    parser.on("file", (name, stream, info) => {
+      if (failed) {
+        stream.resume();
+        return;
+      }
+      if (name === "metadata") {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        stream.on("data", (chunk: Buffer) => {
+          size += chunk.length;
+          if (size <= METADATA_MAX_BYTES) chunks.push(chunk);
+        });
+        stream.on("end", () => {
+          try {
+            if (size > METADATA_MAX_BYTES)
+              throw new SvcError("payload_too_large", `metadata is limited to ${METADATA_MAX_BYTES} bytes`);
+            acceptMetadata(Buffer.concat(chunks));
+          } catch (error) {
+            fail(error);
+          }
+        });
+        return;
+      }
+      if (name !== "package") {
+        stream.resume();
+        fail(new SvcError("invalid_request", `unexpected part '${name}': send only metadata and package`));
+        return;
+      }
+      if (!sidecar) {
+        stream.resume();
+        fail(
+          new SvcError("invalid_request", "send the metadata part before the package part", {
+            details: { order: ["metadata", "package"] },
+          }),
+        );
+        return;
+      }
+      const mime = info.mimeType.toLowerCase();
+      if (!ACCEPTED_PACKAGE_TYPES.includes(mime)) {
+        stream.resume();
+        fail(
+          new SvcError(
+            "unsupported_media_type",
+            `the package part must be ${ACCEPTED_PACKAGE_TYPES.join(" or ")}`,
+            { details: { contentType: mime } },
+          ),
+        );
+        return;
+      }
+      const meta = sidecar as Sidecar;
+      staging = chooseTarget(meta).then(async (submissionId) => {
+        stagedId = submissionId;
+        const staged = await stagePackage(stream, {
+          root: runtime.storageRoot,
+          submissionId,
+          fileName: meta.package.fileName,
+          maxBytes: max,
+          isTruncated: () => stream.truncated === true,
+        });
+        return { sidecar: meta, metadataSha256, contentType: mime, staged, submissionId };
+      });
+      staging.catch((error) => {
+        stream.resume();
+        fail(error);
+      });
+    });
+    for (const limit of ["partsLimit", "filesLimit", "fieldsLimit"] as const) {
+      parser.on(limit, () =>
+        fail(new SvcError("invalid_request", "send exactly two parts: metadata and package")),
+      );
+    }
+    parser.on("error", (error) =>
+      fail(new SvcError("invalid_request", `malformed multipart body: ${(error as Error).message}`)),
+    );
+    parser.on("close", () => {
+      if (failed) return;
+      if (!staging) {
+        fail(
+          new SvcError(
+            "invalid_payload",
+            sidecar ? "the package part is missing" : "the metadata and package parts are missing",
+            { details: { requiredParts: ["metadata", "package"] } },
+          ),
+        );
+        return;
+      }
+      staging.then(resolve, fail);
+    });
+    req.on("aborted", () => fail(new SvcError("invalid_request", "the upload was aborted")));
+    req.pipe(parser);
+  });
+}
+
+/** create_upload: the live-upload gate, then auth/role/CSRF/rate limit, then the body. */
+export const createUpload: Handler = async (req, res, route, app) => {
+  if (!app.settings.liveUploads) {
+    res.setHeader("connection", "close");
+    throw new SvcError(
+      "uploads_disabled",
+      "uploads are disabled: the backend runs without SVC_LIVE_UPLOADS=1",
+      {
+        details: { env: "SVC_LIVE_UPLOADS", requiredValue: "1" },
+      },
+    );
+  }
+  const { caller } = await guardRequest(req, res, route, app);
+  const contentType = String(req.headers["content-type"] ?? "");
+  if (!/^multipart\/form-data\s*;/i.test(contentType)) {
+    res.setHeader("connection", "close");
+    throw new SvcError(
+      "unsupported_media_type",
+      "send multipart/form-data with the parts metadata and package",
+    );
+  }
+  const declared = Number(req.headers["content-length"] ?? "0");
+  if (Number.isFinite(declared) && declared > app.config.limits.maxPackageBytes + MULTIPART_OVERHEAD) {
+    res.setHeader("connection", "close");
+    throw new SvcError(
+      "payload_too_large",
+      `the package is limited to ${app.config.limits.maxPackageBytes} bytes`,
+      {
+        details: { maxPackageBytes: app.config.limits.maxPackageBytes },
+      },
+    );
+  }
+  const deps = depsOf(app);
+  const runtime = runtimeOf(app);
+  const owner = caller!.account.id;
+  let resubmitting: SubmissionRow | null = null;
+  let upload: ParsedUpload | null = null;
+  try {
+    upload = await readUpload(req, app, async (sidecar) => {
+      resubmitting = await findResubmittable(deps.store, owner, sidecar.modId, sidecar.version);
+      return resubmitting?.id ?? newSubmissionId(runtime.random);
+    });
+    const input = {
+      ownerAccountId: owner,
+      sidecar: upload.sidecar,
+      metadataSha256: upload.metadataSha256,
+      contentType: upload.contentType,
+      staged: upload.staged,
+    };
+    const row = resubmitting
+      ? await resubmitSubmission(deps, (resubmitting as SubmissionRow).id, input)
+      : await createSubmission(deps, { id: upload.submissionId, ...input });
+    runtime.kickWorker();
+    const view = await submissionView(deps.store, row, app.config, app.now());
+    sendJson(res, resubmitting ? 200 : 201, view, { location: `/api/v1/uploads/${row.id}` });
+  } catch (error) {
+    // Nothing half-stored: a refused first upload leaves no staging folder.
+    if (upload && !resubmitting) removeStaged(runtime.storageRoot, upload.submissionId);
+    res.setHeader("connection", "close");
+    throw error;
+  }
+};
+
+export const uploadStatus: Handler = async (req, res, route, app) => {
+  const { caller } = await guardRequest(req, res, route, app);
+  const store = storeOf(app);
+  const row = await loadSubmission(store, route.params.submissionId ?? "");
+  if (!row || !canSee(caller!)(row))
+    throw new SvcError("not_found", `no submission ${route.params.submissionId}`);
+  sendJson(res, 200, await submissionView(store, row, app.config, app.now()));
+};
+
+export const cancelUpload: Handler = async (req, res, route, app) => {
+  const { caller } = await guardRequest(req, res, route, app);
+  const isAdmin = caller!.roles.includes("admin");
+  const row = await applySubmissionAction(
+    depsOf(app),
+    route.params.submissionId ?? "",
+    "cancel",
+    { accountId: caller!.account.id, kind: "modder" },
+    {
+      visibleTo: (r) => r.owner_account_id === caller!.account.id || isAdmin,
+    },
+  );
+  removeStaged(runtimeOf(app).storageRoot, row.id);
+  sendJson(res, 200, await submissionView(storeOf(app), row, app.config, app.now()));
+};
+
+const DEFAULT_QUEUE: SubmissionState[] = [
+  "pending_review",
+  "validation_failed",
+  "approved",
+  "hidden",
+  "superseded",
+];
+
+/** moderation_queue: ?state=a,b&limit=50&cursor=...; oldest first, with positions and ages. */
+export const moderationQueue: Handler = async (req, res, route, app) => {
+  await guardRequest(req, res, route, app);
+  const params = route.url.searchParams;
+  const states = (params.get("state")?.split(",").filter(Boolean) ?? DEFAULT_QUEUE) as SubmissionState[];
+  const unknown = states.filter((s) => !QUEUE_STATES.includes(s));
+  if (unknown.length > 0)
+    throw new SvcError("invalid_request", `unknown state(s): ${unknown.join(", ")}`, {
+      details: { allowed: QUEUE_STATES },
+    });
+  const limit = Number(params.get("limit") ?? "50");
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+    throw new SvcError("invalid_request", "limit must be 1-100");
+  let after: { createdAt: string; id: string } | undefined;
+  const cursor = params.get("cursor");
+  if (cursor) {
+    const [createdAt, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
+    if (!createdAt || !id || Number.isNaN(Date.parse(createdAt)))
+      throw new SvcError("invalid_request", "cursor is not valid");
+    after = { createdAt, id };
+  }
+  const store = storeOf(app);
+  const rows = await listSubmissions(store, { states, limit: limit + 1, ...(after ? { after } : {}) });
+  const page = rows.slice(0, limit);
+  const now = app.now();
+  const items = [];
+  for (const row of page) {
+    const view = await submissionView(store, row, app.config, now);
+    items.push({
+      submissionId: view.submissionId,
+      modId: view.modId,
+      version: view.version,
+      state: view.state,
+      ownerAccountId: view.ownerAccountId,
+      packageSha256: view.packageSha256,
+      queuePosition: view.review.queuePosition,
+      ageSeconds: Math.max(0, Math.round((now.getTime() - new Date(view.createdAt).getTime()) / 1000)),
+      failedChecks: view.validationChecks
+        .filter((c) => c.status === "failed")
+        .map((c) => ({ id: c.id, reasonCode: c.reasonCode })),
+      createdAt: view.createdAt,
+      updatedAt: view.updatedAt,
+      statusUrl: `/api/v1/uploads/${view.submissionId}`,
+    });
+  }
+  const last = page.at(-1);
+  sendJson(res, 200, {
+    items,
+    nextCursor:
+      rows.length > limit && last
+        ? Buffer.from(`${new Date(last.created_at).toISOString()}|${last.id}`).toString("base64url")
+        : null,
+    medianWaitSeconds: await medianWaitSeconds(store, now),
+  });
+};
+
+/** moderation_decision: { decision, notes }; hide and unhide also change the public catalog. */
+export const moderationDecision: Handler = async (req, res, route, app) => {
+  const { caller } = await guardRequest(req, res, route, app);
+  const body = await readJsonBody<{ decision: Decision; notes: string }>(req, res, {
+    decision: {
+      type: "string",
+      required: true,
+      maxLength: 32,
+      oneOf: ["approve", "reject", "request_changes", "hide", "unhide"],
+    },
+    notes: { type: "string", required: true, minLength: 1, maxLength: 10_000, singleLine: false },
+  });
+  const deps = depsOf(app);
+  const id = route.params.submissionId ?? "";
+  const existing = await loadSubmission(deps.store, id);
+  if (!existing) throw new SvcError("not_found", `no submission ${id}`);
+  if (existing.owner_account_id === caller!.account.id)
+    throw new SvcError("forbidden", "a moderator cannot decide on their own submission");
+  if (body.decision === "hide" || body.decision === "unhide") {
+    // The public catalog changes first (one atomic file commit); the move below then records it.
+    const publisher = runtimeOf(app).publisher;
+    if (body.decision === "hide" && (existing.state === "published" || existing.state === "superseded")) {
+      await hideRelease(publisher, existing.mod_id, existing.version);
+    } else if (body.decision === "unhide" && existing.state === "hidden") {
+      await unhideRelease(publisher, existing.mod_id, existing.version);
+    }
+  }
+  const row = await applySubmissionAction(
+    deps,
+    id,
+    body.decision,
+    { accountId: caller!.account.id, kind: "moderator" },
+    { notes: body.notes },
+  );
+  sendJson(res, 200, await submissionView(deps.store, row, app.config, app.now()));
+};
+
+/** publish_catalog: publishes every approved submission, oldest first, and reports each one. */
+export const publishCatalog: Handler = async (req, res, route, app) => {
+  const { caller } = await guardRequest(req, res, route, app);
+  const deps = depsOf(app);
+  const runtime = runtimeOf(app);
+  const approved = await listSubmissions(deps.store, { states: ["approved"], limit: 100 });
+  const results = [];
+  for (const row of approved) {
+    try {
+      const bytes = readFileSync(join(runtime.storageRoot, row.staging_path ?? ""));
+      const published = await publishRelease(runtime.publisher, {
+        packageBytes: bytes,
+        sidecar: row.metadata,
+        source: { kind: "upload", submissionId: row.id },
+      });
+      const urls = portalUrls(app.config.baseUrl);
+      const at = published.record.publishedAt;
+      const publication = {
+        packageUrl: published.record.packageUrl,
+        catalogUrl: urls.catalog,
+        detailUrl: urls.modDetail(row.mod_id),
+        versionsUrl: urls.modVersions(row.mod_id),
+        pageUrl: urls.modPage(row.mod_id),
+        publishedAt: at,
+      };
+      await markPublished(
+        deps,
+        row,
+        publication,
+        caller!.account.id,
+        published.changed.filter((r) => r.status === "superseded").map((r) => r.version),
+      );
+      removeStaged(runtime.storageRoot, row.id);
+      results.push({
+        submissionId: row.id,
+        modId: row.mod_id,
+        version: row.version,
+        outcome: "published",
+        packageUrl: publication.packageUrl,
+        sha256: published.record.sha256,
+        sizeBytes: published.record.packageSizeBytes,
+      });
+    } catch (error) {
+      const code = error instanceof SvcError ? error.code : "internal_error";
+      const message = error instanceof SvcError ? error.message : "publication failed";
+      if (!(error instanceof SvcError))
+        app.log(
+          `publish_catalog ${row.id}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+        );
+      await deps.store.transaction((tx) =>
+        appendAuditEvent(
+          tx,
+          {
+            actorAccountId: caller!.account.id,
+            action: "catalog.publish_failed",
+            targetType: "submission",
+            targetId: row.id,
+            metadata: { code, message },
+          },
+          { now: app.now(), random: deps.random },
+        ),
+      );
+      results.push({
+        submissionId: row.id,
+        modId: row.mod_id,
+        version: row.version,
+        outcome: "failed",
+        code,
+        message,
+      });
+    }
+  }
+  const published = results.filter((r) => r.outcome === "published").length;
+  sendJson(res, 200, { published, failed: results.length - published, results });
+};
+
+async function markPublished(
+  deps: SubmissionDeps,
+  row: SubmissionRow,
+  publication: Record<string, string>,
+  actorAccountId: string,
+  supersededVersions: string[],
+): Promise<void> {
+  const updated = await applySubmissionAction(deps, row.id, "publish", {
+    accountId: actorAccountId,
+    kind: "system",
+  });
+  await deps.store.transaction(async (tx) => {
+    await tx.query(`UPDATE submissions SET publication = $2::jsonb, staging_path = NULL WHERE id = $1`, [
+      updated.id,
+      JSON.stringify(publication),
+    ]);
+    await appendAuditEvent(
+      tx,
+      {
+        actorAccountId,
+        action: SUBMISSION_AUDIT.published,
+        targetType: "submission",
+        targetId: row.id,
+        metadata: { modId: row.mod_id, version: row.version, ...publication },
+      },
+      { now: deps.now(), random: deps.random },
+    );
+  });
+  for (const version of supersededVersions) {
+    const older = await deps.store.query<{ id: string }>(
+      `SELECT id FROM submissions WHERE mod_id = $1 AND version = $2 AND state = 'published'`,
+      [row.mod_id, version],
+    );
+    for (const { id } of older.rows)
+      await applySubmissionAction(deps, id, "supersede", { accountId: actorAccountId, kind: "system" });
+  }
+}

@@ -1,0 +1,103 @@
+import { existsSync, readdirSync } from "node:fs";
+import type { RandomBytes } from "../accounts/secrets.ts";
+import { filesystemArtifactStore } from "../catalog/artifact-store.ts";
+import type { PublisherOptions } from "../catalog/publisher.ts";
+import { runnerValidator } from "../catalog/validator.ts";
+import type { PortalConfig } from "../config/portal-config.ts";
+import type { RuntimeSettings } from "../config/settings.ts";
+import type { Store } from "../store/store.ts";
+import { createClamdScanner, parseClamdTarget } from "../validation/antivirus/clamd.ts";
+import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
+import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
+import { startValidationWorker } from "./worker.ts";
+
+const DEBIAN_CLAMD_SOCKET = "/var/run/clamav/clamd.ctl";
+const DEBIAN_CLAMAV_DATABASE = "/var/lib/clamav";
+
+/**
+ * The scanner the settings name; without one, the Debian clamd socket or a clamscan with a
+ * signature database when the machine has them; otherwise none, and antivirus_scan fails closed.
+ */
+export function scannerFromSettings(
+  settings: RuntimeSettings,
+  maxBytes: number,
+): { describe: string; create: () => AntivirusScanner | null } {
+  const { clamd, clamscan, database } = settings.antivirus;
+  if (clamd) return { describe: `clamd ${clamd}`, create: () => createClamdScanner(parseClamdTarget(clamd)) };
+  if (clamscan) {
+    return {
+      describe: `clamscan ${clamscan}${database ? ` -d ${database}` : ""}`,
+      create: () => createClamscanScanner(clamscan, { ...(database ? { database } : {}), maxBytes }),
+    };
+  }
+  if (existsSync(DEBIAN_CLAMD_SOCKET)) {
+    return {
+      describe: `clamd ${DEBIAN_CLAMD_SOCKET} (found)`,
+      create: () => createClamdScanner({ kind: "unix", path: DEBIAN_CLAMD_SOCKET }),
+    };
+  }
+  const hasSignatures =
+    existsSync(DEBIAN_CLAMAV_DATABASE) &&
+    readdirSync(DEBIAN_CLAMAV_DATABASE).some((f) => /\.(cvd|cld|ndb|hdb)$/.test(f));
+  if (existsSync("/usr/bin/clamscan") && hasSignatures) {
+    return {
+      describe: "clamscan /usr/bin/clamscan (found)",
+      create: () => createClamscanScanner("/usr/bin/clamscan", { maxBytes }),
+    };
+  }
+  return {
+    describe:
+      "none: set SVC_CLAMD or SVC_CLAMSCAN; uploads fail antivirus_scan (scanner_unavailable) until then",
+    create: () => null,
+  };
+}
+
+export interface SubmissionsSetup {
+  config: PortalConfig;
+  settings: RuntimeSettings;
+  store: Store;
+  root: string;
+  recordsDir: string;
+  siteDir: string;
+  now: () => Date;
+  random: RandomBytes;
+  log: (line: string) => void;
+}
+
+/** The upload pipeline of one process: private storage, the publisher over the filesystem store, the worker. */
+export function createSubmissionsRuntime(setup: SubmissionsSetup) {
+  const scanner = scannerFromSettings(setup.settings, setup.config.limits.maxPackageBytes);
+  const publisher: PublisherOptions = {
+    root: setup.root,
+    recordsDir: setup.recordsDir,
+    siteDir: setup.siteDir,
+    config: setup.config,
+    store: filesystemArtifactStore({
+      root: setup.root,
+      siteDir: setup.siteDir,
+      baseUrl: setup.config.baseUrl,
+    }),
+    validate: runnerValidator({ siteDir: setup.siteDir, scanner: scanner.create(), clock: setup.now }),
+    now: setup.now,
+  };
+  const worker = startValidationWorker({
+    store: setup.store,
+    config: setup.config,
+    now: setup.now,
+    random: setup.random,
+    siteDir: setup.siteDir,
+    storageRoot: setup.settings.dataDir,
+    scanner: scanner.create,
+    log: setup.log,
+  });
+  return {
+    scannerDescription: scanner.describe,
+    worker,
+    runtime: {
+      storageRoot: setup.settings.dataDir,
+      publisher,
+      random: setup.random,
+      kickWorker: worker.kick,
+    },
+  };
+}
