@@ -1,7 +1,15 @@
-import { relative } from "node:path";
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join, relative } from "node:path";
 import type { PortalConfig } from "../config/portal-config.ts";
 import { SvcError } from "../errors.ts";
-import { commitFiles, LockTimeoutError, recoverTransactions, withTreeLock } from "./atomic-files.ts";
+import {
+  commitFiles,
+  FileExistsError,
+  LockTimeoutError,
+  recoverTransactions,
+  withTreeLock,
+} from "./atomic-files.ts";
 import { checkContractRules } from "./contract-rules.ts";
 import { listGeneratedFiles, loadSiteInputs, renderSite, type SiteInputs } from "./site.ts";
 
@@ -36,6 +44,7 @@ function rel(root: string, path: string): string {
 export async function commitRecordUpdates(
   options: RebuildOptions,
   updates: readonly RecordUpdate[],
+  artifacts: ReadonlyArray<{ path: string; bytes: Uint8Array; sha256: string }> = [],
 ): Promise<{ written: string[]; deleted: string[] }> {
   try {
     return await withTreeLock(
@@ -61,13 +70,31 @@ export async function commitRecordUpdates(
         const stale = listGeneratedFiles(options.siteDir)
           .filter((p) => !files.has(p))
           .map((p) => `${siteRel}/${p}`);
-        const result = commitFiles(options.root, { write, delete: stale });
+        const siteArtifacts = artifacts.map((a) => ({ ...a, path: `${siteRel}/${a.path}` }));
+        const result = commitFiles(
+          options.root,
+          { write, delete: stale, create: new Map(siteArtifacts.map((a) => [a.path, a.bytes])) },
+          {
+            // The recorded hash must be the hash of the file as stored; anything else rolls back.
+            beforeCommit: () => {
+              for (const a of siteArtifacts) {
+                const stored = createHash("sha256")
+                  .update(readFileSync(join(options.root, a.path)))
+                  .digest("hex");
+                if (stored !== a.sha256)
+                  throw new SvcError("internal_error", `${a.path} does not hash to ${a.sha256}`);
+              }
+            },
+          },
+        );
         return { written: result.written, deleted: result.deleted };
       },
       { timeoutMs: options.lockTimeoutMs ?? 60_000 },
     );
   } catch (error) {
     if (error instanceof LockTimeoutError) throw new SvcError("conflict", error.message);
+    if (error instanceof FileExistsError)
+      throw new SvcError("artifact_exists", `${error.path} already exists and is never replaced`);
     throw error;
   }
 }

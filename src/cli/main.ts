@@ -20,6 +20,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run: Com
     summary: "public smoke: fetch every route, verify every artifact, run the manager reader",
     load: () => import("./smoke.ts"),
   },
+  sync: {
+    summary: "sync manager/framework releases (`sync releases`) or game builds (`sync game-builds`)",
+    load: () => import("./sync.ts"),
+  },
   validate: {
     summary: "run every validation check on a package and its sidecar",
     load: () => import("./validate.ts"),
