@@ -1,0 +1,38 @@
+import { readFileSync } from "node:fs";
+import * as core from "@actions/core";
+import { Octokit } from "@octokit/rest";
+import { handleValidationRun } from "../../src/bot/handle.ts";
+import { splitRepository } from "../../src/github/api.ts";
+
+async function run(): Promise<void> {
+  const event = JSON.parse(readFileSync(process.env.GITHUB_EVENT_PATH ?? "", "utf8"));
+  const runInfo = event?.workflow_run;
+  if (!runInfo) throw new Error("report runs on workflow_run events: GITHUB_EVENT_PATH has no workflow_run");
+  const api = new Octokit({
+    auth: core.getInput("github-token", { required: true }),
+    baseUrl: process.env.GITHUB_API_URL,
+  });
+  const result = await handleValidationRun(
+    api,
+    splitRepository(process.env.GITHUB_REPOSITORY ?? ""),
+    {
+      id: runInfo.id,
+      path: runInfo.path,
+      event: runInfo.event,
+      conclusion: runInfo.conclusion,
+      headSha: runInfo.head_sha,
+      htmlUrl: runInfo.html_url,
+    },
+    {
+      botLogins: (core.getInput("bot-logins") || "github-actions[bot]").split(",").map((s) => s.trim()),
+      dryRun: core.getInput("dry-run") === "true",
+      log: (message) => core.info(message),
+    },
+  );
+  core.setOutput("pull-request", result.number === null ? "" : String(result.number));
+  core.setOutput("state", result.plan?.to ?? "");
+  core.setOutput("actions", String(result.executed.length));
+  for (const line of result.log) core.notice(line);
+}
+
+run().catch((error: unknown) => core.setFailed(error instanceof Error ? error.message : String(error)));

@@ -1,0 +1,101 @@
+/**
+ * The unprivileged half of validation (the validate action on pull_request): reads the sidecar the
+ * pull request adds as data through the API, downloads the package it names with a streaming size
+ * cap, runs every check and returns the report artifact. It executes nothing from the pull request
+ * or the ZIP and needs only a read token.
+ */
+import type { CatalogDocument } from "../contracts/catalog.ts";
+import type { ValidationContract } from "../contracts/validation-contract.ts";
+import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
+import { runValidation } from "../validation/runner.ts";
+import type { GameBuildsDocument } from "../validation/types.ts";
+import { parseUntrustedJson } from "../validation/untrusted-json.ts";
+import { type GitHubApi, isNotFound, type RepoRef } from "./api.ts";
+import { downloadCapped, type FetchLike } from "./download.ts";
+import { classifySubmission, type SubmissionProblem } from "./submission-files.ts";
+import { SUBMISSION_REPORT_SCHEMA, type SubmissionReport } from "./submission-report.ts";
+
+export interface ValidateSubmissionInput {
+  repo: RepoRef;
+  pullRequest: number;
+  headSha: string;
+  policy: ValidationContract;
+  catalog: CatalogDocument | null;
+  gameBuilds: GameBuildsDocument | null;
+  scanner: AntivirusScanner | null;
+  fetch?: FetchLike;
+  allowHttp?: boolean;
+  clock?: () => Date;
+}
+
+export async function validateSubmission(
+  api: GitHubApi,
+  input: ValidateSubmissionInput,
+): Promise<SubmissionReport> {
+  const base = {
+    schema: SUBMISSION_REPORT_SCHEMA,
+    repository: `${input.repo.owner}/${input.repo.repo}`,
+    pullRequest: input.pullRequest,
+    headSha: input.headSha,
+  } as const;
+  const stop = (sidecarPath: string | null, problems: SubmissionProblem[]): SubmissionReport => ({
+    ...base,
+    sidecarPath,
+    problems,
+    report: null,
+  });
+  const files = await api.paginate(api.rest.pulls.listFiles, {
+    ...input.repo,
+    pull_number: input.pullRequest,
+    per_page: 100,
+  });
+  const shape = classifySubmission(files.map((f) => ({ filename: f.filename, status: f.status })));
+  if (shape.kind === "not_a_submission") {
+    return stop(null, [
+      { code: "not_a_submission", message: "the pull request adds no file under submissions/" },
+    ]);
+  }
+  if (shape.kind === "malformed") return stop(null, shape.problems);
+  const path = shape.sidecar.path;
+
+  let raw: Buffer;
+  try {
+    const { data } = await api.rest.repos.getContent({ ...input.repo, path, ref: input.headSha });
+    if (Array.isArray(data) || data.type !== "file" || !("content" in data)) {
+      return stop(path, [{ code: "sidecar_unreadable", message: `${path} is not a file` }]);
+    }
+    raw = Buffer.from(data.content, "base64");
+  } catch (error) {
+    if (isNotFound(error))
+      return stop(path, [{ code: "sidecar_unreadable", message: `${path} is missing at ${input.headSha}` }]);
+    throw error;
+  }
+  const parsed = parseUntrustedJson(raw, { maxBytes: 256 * 1024, maxDepth: 32 });
+  const sidecar = parsed.ok ? parsed.value : undefined;
+  const url = (sidecar as { package?: { url?: unknown } } | undefined)?.package?.url;
+  if (typeof url !== "string") {
+    return stop(path, [
+      parsed.ok
+        ? {
+            code: "package_url_missing",
+            message: "package.url is required: the immutable https URL of the release asset",
+          }
+        : { code: "sidecar_invalid_json", message: `${path}: ${parsed.message}` },
+    ]);
+  }
+  const download = await downloadCapped(url, input.policy.package.maxPackageBytes, input.fetch, {
+    allowHttp: input.allowHttp ?? false,
+  });
+  if (!download.ok) return stop(path, [{ code: download.code, message: download.message }]);
+  // Size and sha256 are compared with the sidecar by the artifact_hash check, over these very bytes.
+  const report = await runValidation({
+    package: { bytes: download.bytes },
+    sidecar,
+    policy: input.policy,
+    catalog: input.catalog,
+    gameBuilds: input.gameBuilds,
+    scanner: input.scanner,
+    ...(input.clock ? { clock: input.clock } : {}),
+  });
+  return { ...base, sidecarPath: path, problems: [], report };
+}
