@@ -32,17 +32,16 @@ function fail(error) {
   say(describeError(error), { error: true });
 }
 
-function listOf(data) {
-  if (Array.isArray(data)) return data;
-  for (const key of ["submissions", "releases", "items"]) if (Array.isArray(data?.[key])) return data[key];
-  return [];
-}
-
 function checkCounts(submission) {
   const checks = Array.isArray(submission.validationChecks) ? submission.validationChecks : [];
   const failed = checks.filter((c) => c.status === "failed").length;
   const passed = checks.filter((c) => c.status === "passed").length;
   return { checks, failed, passed };
+}
+
+function formatSeconds(seconds) {
+  if (typeof seconds !== "number" || !Number.isFinite(seconds)) return "—";
+  return formatAge(new Date(0).toISOString(), seconds * 1000);
 }
 
 async function requireModerator() {
@@ -67,51 +66,63 @@ async function queuePage() {
     return;
   }
   if (!session) return;
-  let submissions;
-  try {
-    submissions = listOf(await request("GET", "moderation/releases"));
-  } catch (error) {
-    fail(error);
-    return;
-  }
   const filter = document.getElementById("queue-filter");
   const select = document.getElementById("state-filter");
   const table = document.getElementById("queue");
   const rows = document.getElementById("queue-rows");
   const empty = document.getElementById("queue-empty");
-  const now = Date.now();
-  const order = (s) => s.review?.queuePosition ?? Number.MAX_SAFE_INTEGER;
-  submissions.sort((a, b) => order(a) - order(b) || String(a.createdAt).localeCompare(String(b.createdAt)));
+  const more = document.getElementById("queue-more");
+  const median = document.getElementById("queue-median");
+  let cursor = null;
+  let shown = 0;
 
-  const render = () => {
-    const want = select.value;
-    const shown = submissions.filter((s) => !want || s.state === want);
-    rows.replaceChildren();
-    for (const s of shown) {
-      const { checks, failed, passed } = checkCounts(s);
-      const row = el("tr");
-      const mod = el("td");
-      mod.append(el("a", s.modId, { href: `review/?id=${encodeURIComponent(s.submissionId)}` }));
-      const waitingSince = s.enteredQueueAt ?? s.updatedAt ?? s.createdAt;
-      const waiting = el("td", formatAge(waitingSince, now));
-      waiting.title = formatDate(waitingSince);
-      row.append(
-        el("td", s.review?.queuePosition ?? "—"),
-        mod,
-        el("td", s.version),
-        el("td", STATE_WORDS[s.state] ?? s.state),
-        waiting,
-        el("td", checks.length ? `${passed} passed, ${failed} failed of ${checks.length}` : "—"),
-      );
-      rows.append(row);
-    }
-    table.hidden = shown.length === 0;
-    empty.hidden = shown.length > 0;
-    say(`${shown.length} of ${submissions.length} submissions shown.`);
+  const addRow = (item) => {
+    const row = el("tr");
+    const mod = el("td");
+    mod.append(el("a", item.modId, { href: `review/?id=${encodeURIComponent(item.submissionId)}` }));
+    const waiting = el("td", formatSeconds(item.ageSeconds));
+    waiting.title = `submitted ${formatDate(item.createdAt)}`;
+    const failed = Array.isArray(item.failedChecks) ? item.failedChecks : [];
+    row.append(
+      el("td", item.queuePosition ?? "—"),
+      mod,
+      el("td", item.version),
+      el("td", STATE_WORDS[item.state] ?? item.state),
+      waiting,
+      el("td", failed.length ? `failed: ${failed.map((c) => c.id).join(", ")}` : "none failed"),
+    );
+    rows.append(row);
   };
-  select.addEventListener("change", render);
+
+  const load = async (append) => {
+    const params = new URLSearchParams();
+    if (select.value) params.set("state", select.value);
+    if (append && cursor) params.set("cursor", cursor);
+    const query = params.toString();
+    const data = await request("GET", `moderation/releases${query ? `?${query}` : ""}`);
+    if (!append) {
+      rows.replaceChildren();
+      shown = 0;
+    }
+    const items = Array.isArray(data?.items) ? data.items : [];
+    for (const item of items) addRow(item);
+    shown += items.length;
+    cursor = data?.nextCursor ?? null;
+    more.hidden = !cursor;
+    table.hidden = shown === 0;
+    empty.hidden = shown > 0;
+    median.textContent =
+      typeof data?.medianWaitSeconds === "number"
+        ? `Median wait for a decision over the last 30 days: ${formatSeconds(data.medianWaitSeconds)}.`
+        : "No decisions in the last 30 days.";
+    say(`${shown} submission${shown === 1 ? "" : "s"} shown${cursor ? "; more are available" : ""}.`);
+  };
+  const run = (append) => load(append).catch(fail);
+
+  select.addEventListener("change", () => run(false));
+  more.addEventListener("click", () => run(true));
   filter.hidden = false;
-  render();
+  await run(false);
 }
 
 function fact(list, term, value) {
@@ -223,9 +234,8 @@ async function reviewPage() {
         csrf: session.csrfToken,
       });
       form.reset();
-      await load();
-      const state = result?.state ?? result?.submission?.state;
-      say(`Recorded: ${decision}.${state ? ` The release is now ${STATE_WORDS[state] ?? state}.` : ""}`);
+      renderSubmission(result);
+      say(`Recorded: ${decision}. The release is now ${STATE_WORDS[result?.state] ?? result?.state}.`);
     } catch (error) {
       fail(error);
     } finally {

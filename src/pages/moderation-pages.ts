@@ -37,15 +37,17 @@ export function renderModerationQueuePage(ctx: PageContext): string {
 <option value="approved">Approved, not yet published</option>
 <option value="hidden">Hidden</option>
 <option value="superseded">Superseded</option>
-<option value="">All</option>
+<option value="">All of these</option>
 </select></div>
 </form>
 <table id="queue" class="queue" hidden>
 <caption>Submissions</caption>
-<thead><tr><th scope="col">Position</th><th scope="col">Mod</th><th scope="col">Version</th><th scope="col">State</th><th scope="col">Waiting</th><th scope="col">Checks</th></tr></thead>
+<thead><tr><th scope="col">Position</th><th scope="col">Mod</th><th scope="col">Version</th><th scope="col">State</th><th scope="col">Age</th><th scope="col">Checks</th></tr></thead>
 <tbody id="queue-rows"></tbody>
 </table>
-<p id="queue-empty" hidden>Nothing to show.</p>`,
+<p id="queue-empty" hidden>Nothing to show.</p>
+<p><button type="button" id="queue-more" class="secondary" hidden>Show more</button></p>
+<p id="queue-median" class="note"></p>`,
   );
 }
 
@@ -81,7 +83,7 @@ export function renderModerationReviewPage(ctx: PageContext): string {
 <div><input id="d-hide" type="radio" name="decision" value="hide"><label for="d-hide">Hide from the catalog</label></div>
 <div><input id="d-unhide" type="radio" name="decision" value="unhide"><label for="d-unhide">Unhide</label></div>
 </fieldset>
-<div><label for="notes">Notes for the modder (kept with the decision)</label><textarea id="notes" name="notes" rows="5" maxlength="10000"></textarea></div>
+<div><label for="notes">Notes for the modder (kept with the decision)</label><textarea id="notes" name="notes" rows="5" maxlength="10000" required></textarea></div>
 <div><button type="submit">Record decision</button></div>
 </form>
 </section>`,
