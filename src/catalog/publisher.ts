@@ -1,9 +1,8 @@
-import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import semver from "semver";
 import type { PortalConfig } from "../config/portal-config.ts";
 import { formatIssues, schemaRegistry } from "../contracts/schemas.ts";
-import { SITE_PATHS } from "../contracts/urls.ts";
 import { SvcError } from "../errors.ts";
 import {
   type ArtifactStore,
@@ -180,6 +179,22 @@ function settleStatuses(records: ReleaseRecord[], modId: string, at: string): Re
   return changed;
 }
 
+/** Files below the given site folders (a mod's JSON and its page), relative to the site root. */
+function filesUnder(siteDir: string, folders: string[]): string[] {
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    const full = join(siteDir, rel);
+    if (!existsSync(full)) return;
+    if (!statSync(full).isDirectory()) {
+      out.push(rel);
+      return;
+    }
+    for (const name of readdirSync(full).sort()) walk(`${rel}/${name}`);
+  };
+  for (const folder of folders) walk(folder);
+  return out;
+}
+
 /** A path->text view of the site for the contract rules: rendered files first, the committed tree behind them. */
 class SiteOverlay extends Map<string, string> {
   constructor(
@@ -222,7 +237,7 @@ function commitPlan(
   const rendered = renderSite(next, options.siteDir, now, full ? {} : { onlyMods: plan.affectedMods });
   const staleCandidates = full
     ? listGeneratedFiles(options.siteDir)
-    : [...plan.affectedMods].flatMap((m) => [SITE_PATHS.modDetail(m), SITE_PATHS.modVersions(m)]);
+    : [...plan.affectedMods].flatMap((m) => filesUnder(options.siteDir, [`api/v1/mods/${m}`, `mods/${m}`]));
   const stale = staleCandidates.filter((p) => !rendered.has(p) && existsSync(join(options.siteDir, p)));
   const overlay = new SiteOverlay(options.siteDir, new Set(stale));
   for (const [path, text] of rendered) overlay.set(path, text);

@@ -161,6 +161,7 @@ describe("publisher", () => {
     // The only version hidden: the mod leaves the catalog and its files go.
     expect(json<{ mods: unknown[] }>(project.read("site/api/v1/catalog.json")).mods).toEqual([]);
     expect(project.exists("site/api/v1/mods/better-hud/index.json")).toBe(false);
+    expect(project.exists("site/mods/better-hud/index.html")).toBe(false);
     expect(project.exists("site/downloads/mods/better-hud/1.0.0/better-hud-1.0.0.zip")).toBe(true);
     expectNoDrift(project);
     await expectCode(hideRelease(publisherOptions(project), "better-hud", "1.0.0"), "illegal_transition");
