@@ -38376,7 +38376,7 @@ import { join as join9 } from "node:path";
 
 // src/catalog/publisher.ts
 var import_semver6 = __toESM(require_semver2(), 1);
-import { existsSync as existsSync7, readFileSync as readFileSync8, rmSync as rmSync3, statSync as statSync4 } from "node:fs";
+import { existsSync as existsSync7, readdirSync as readdirSync6, readFileSync as readFileSync8, rmSync as rmSync3, statSync as statSync4 } from "node:fs";
 import { join as join8, relative as relative4 } from "node:path";
 
 // src/catalog/contract-rules.ts
@@ -40206,15 +40206,17 @@ function renderModerationQueuePage(ctx) {
 <option value="approved">Approved, not yet published</option>
 <option value="hidden">Hidden</option>
 <option value="superseded">Superseded</option>
-<option value="">All</option>
+<option value="">All of these</option>
 </select></div>
 </form>
 <table id="queue" class="queue" hidden>
 <caption>Submissions</caption>
-<thead><tr><th scope="col">Position</th><th scope="col">Mod</th><th scope="col">Version</th><th scope="col">State</th><th scope="col">Waiting</th><th scope="col">Checks</th></tr></thead>
+<thead><tr><th scope="col">Position</th><th scope="col">Mod</th><th scope="col">Version</th><th scope="col">State</th><th scope="col">Age</th><th scope="col">Checks</th></tr></thead>
 <tbody id="queue-rows"></tbody>
 </table>
-<p id="queue-empty" hidden>Nothing to show.</p>`
+<p id="queue-empty" hidden>Nothing to show.</p>
+<p><button type="button" id="queue-more" class="secondary" hidden>Show more</button></p>
+<p id="queue-median" class="note"></p>`
   );
 }
 function renderModerationReviewPage(ctx) {
@@ -40249,7 +40251,7 @@ function renderModerationReviewPage(ctx) {
 <div><input id="d-hide" type="radio" name="decision" value="hide"><label for="d-hide">Hide from the catalog</label></div>
 <div><input id="d-unhide" type="radio" name="decision" value="unhide"><label for="d-unhide">Unhide</label></div>
 </fieldset>
-<div><label for="notes">Notes for the modder (kept with the decision)</label><textarea id="notes" name="notes" rows="5" maxlength="10000"></textarea></div>
+<div><label for="notes">Notes for the modder (kept with the decision)</label><textarea id="notes" name="notes" rows="5" maxlength="10000" required></textarea></div>
 <div><button type="submit">Record decision</button></div>
 </form>
 </section>`
@@ -40601,6 +40603,20 @@ function settleStatuses(records, modId, at) {
   });
   return changed;
 }
+function filesUnder(siteDir, folders) {
+  const out = [];
+  const walk2 = (rel2) => {
+    const full = join8(siteDir, rel2);
+    if (!existsSync7(full)) return;
+    if (!statSync4(full).isDirectory()) {
+      out.push(rel2);
+      return;
+    }
+    for (const name of readdirSync6(full).sort()) walk2(`${rel2}/${name}`);
+  };
+  for (const folder of folders) walk2(folder);
+  return out;
+}
 var SiteOverlay = class extends Map {
   constructor(siteDir, deleted) {
     super();
@@ -40624,7 +40640,7 @@ function commitPlan(options, inputs, plan, artifact) {
   const next = { ...inputs, records: plan.records };
   const full = options.render === "full";
   const rendered = renderSite(next, options.siteDir, now, full ? {} : { onlyMods: plan.affectedMods });
-  const staleCandidates = full ? listGeneratedFiles(options.siteDir) : [...plan.affectedMods].flatMap((m) => [SITE_PATHS.modDetail(m), SITE_PATHS.modVersions(m)]);
+  const staleCandidates = full ? listGeneratedFiles(options.siteDir) : [...plan.affectedMods].flatMap((m) => filesUnder(options.siteDir, [`api/v1/mods/${m}`, `mods/${m}`]));
   const stale = staleCandidates.filter((p) => !rendered.has(p) && existsSync7(join8(options.siteDir, p)));
   const overlay = new SiteOverlay(options.siteDir, new Set(stale));
   for (const [path, text] of rendered) overlay.set(path, text);
