@@ -50,11 +50,15 @@ export async function appContextFromEnv(env: Env, root = process.cwd()): Promise
 
 let shared: Promise<AppContext> | null = null;
 
-export function createVercelHandler(endpointIds: readonly string[], env: Env = process.env): VercelHandler {
+export function createVercelHandler(
+  endpointIds: readonly string[],
+  env: Env = process.env,
+  makeContext: (env: Env) => Promise<AppContext> = appContextFromEnv,
+): VercelHandler {
   return async (req, res) => {
     let app: AppContext;
     try {
-      shared ??= appContextFromEnv(env);
+      shared ??= makeContext(env);
       app = await shared;
     } catch (error) {
       // Not cached: a fixed environment or a reachable database is picked up by the next request.

@@ -6,7 +6,8 @@ function wrap(db: PGlite | Transaction): SqlExecutor {
   return {
     async query<Row>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<Row>> {
       const result = await db.query<Row>(sql, params as unknown[]);
-      return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+      // PGlite reports affectedRows 0 for a SELECT; pg's rowCount counts its rows. Match pg.
+      return { rows: result.rows, rowCount: result.rows.length || result.affectedRows || 0 };
     },
     async exec(sql: string): Promise<void> {
       await db.exec(sql);

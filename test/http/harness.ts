@@ -42,6 +42,7 @@ export interface HarnessOptions {
   now?: () => Date;
   fetch?: typeof fetch;
   store?: Store;
+  assumeHttps?: boolean;
 }
 
 export interface Harness {
@@ -105,6 +106,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     store,
     ...(options.now ? { now: options.now } : {}),
     ...(options.fetch ? { fetch: options.fetch } : {}),
+    ...(options.assumeHttps ? { assumeHttps: true } : {}),
   });
   const server: Server = createPortalServer(app);
   const { port } = await listen(server, 0, "127.0.0.1");
