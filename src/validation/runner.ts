@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { open, stat } from "node:fs/promises";
+import { readSync } from "node:fs";
+import { open } from "node:fs/promises";
 import type { CatalogDocument } from "../contracts/catalog.ts";
 import { SOURCE_SCHEMA_BASE, schemaRegistry } from "../contracts/schemas.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";
@@ -34,7 +35,14 @@ import type {
 } from "./types.ts";
 import { parseUntrustedJson } from "./untrusted-json.ts";
 import { analyzeCollisions, analyzeName } from "./zip/names.ts";
-import { inflateEntry, readZipStructure, type ZipCaps, type ZipFinding } from "./zip/reader.ts";
+import {
+  type ByteSource,
+  bufferSource,
+  inflateEntry,
+  readZipStructure,
+  type ZipCaps,
+  type ZipFinding,
+} from "./zip/reader.ts";
 import { sniffFileType } from "./zip/sniff.ts";
 
 /** The package-scoped checks, keyed by contract id; the report follows the policy's order. */
@@ -86,6 +94,7 @@ export interface ValidationInput {
 }
 
 const HASH_CHUNK = 4 * 1024 * 1024;
+const READ_WINDOW = 1024 * 1024;
 const SCAN_BATCH_BYTES = 64 * 1024 * 1024;
 const SCAN_BATCH_ITEMS = 2000;
 
@@ -102,10 +111,15 @@ export function zipCapsFromPolicy(policy: ValidationContract): ZipCaps {
   };
 }
 
-async function readPackage(
-  source: ValidationInput["package"],
-  maxBytes: number,
-): Promise<{ bytes: Buffer } | { unreadable: { code: string; message: string }; sizeBytes: number | null }> {
+type OpenedPackage =
+  | { source: ByteSource; close: () => Promise<void>; unchanged: () => Promise<boolean> }
+  | { unreadable: { code: string; message: string }; sizeBytes: number };
+
+/**
+ * Bytes given in memory are used as they are; a path is opened once and read with positional reads
+ * (hash, central directory, then entry by entry), so the package never has to sit in memory whole.
+ */
+async function openPackage(source: ValidationInput["package"], maxBytes: number): Promise<OpenedPackage> {
   const tooLarge = (size: number) => ({
     unreadable: {
       code: "package_too_large",
@@ -115,28 +129,55 @@ async function readPackage(
   });
   if ("bytes" in source) {
     if (source.bytes.length > maxBytes) return tooLarge(source.bytes.length);
-    return { bytes: Buffer.from(source.bytes.buffer, source.bytes.byteOffset, source.bytes.byteLength) };
+    const bytes = Buffer.from(source.bytes.buffer, source.bytes.byteOffset, source.bytes.byteLength);
+    return { source: bufferSource(bytes), close: async () => {}, unchanged: async () => true };
   }
-  const info = await stat(source.path);
-  if (!info.isFile()) throw new Error(`${source.path} is not a regular file`);
-  if (info.size > maxBytes) return tooLarge(info.size);
-  // Read at most maxBytes + 1 so a file growing under us is still caught, never read unbounded.
   const handle = await open(source.path, "r");
-  try {
-    const buffer = Buffer.allocUnsafe(info.size + 1);
-    let total = 0;
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, total, buffer.length - total, total);
-      if (bytesRead === 0) break;
-      total += bytesRead;
-      if (total > maxBytes) return tooLarge(total);
-      if (total === buffer.length) break;
-    }
-    if (total > info.size) return tooLarge(total);
-    return { bytes: buffer.subarray(0, total) };
-  } finally {
+  const before = await handle.stat();
+  if (!before.isFile() || before.size > maxBytes) {
     await handle.close();
+    if (!before.isFile()) throw new Error(`${source.path} is not a regular file`);
+    return tooLarge(before.size);
   }
+  const fd = handle.fd;
+  const size = before.size;
+  const direct = (offset: number, length: number): Buffer => {
+    const want = Math.max(0, Math.min(length, size - offset));
+    const buffer = Buffer.allocUnsafe(want);
+    let got = 0;
+    while (got < want) {
+      const n = readSync(fd, buffer, got, want - got, offset + got);
+      if (n === 0) break;
+      got += n;
+    }
+    return buffer.subarray(0, got);
+  };
+  // Entries are visited in file order, so small reads (headers, small files) are served from one
+  // 1 MiB window instead of a system call each. A window is never reused, so returned slices stay valid.
+  let window: { base: number; buf: Buffer } = { base: 0, buf: Buffer.alloc(0) };
+  return {
+    source: {
+      size,
+      read(offset, length) {
+        if (length > READ_WINDOW / 4) return direct(offset, length);
+        if (offset < window.base || offset + length > window.base + window.buf.length) {
+          window = { base: offset, buf: direct(offset, Math.max(READ_WINDOW, length)) };
+        }
+        const start = offset - window.base;
+        return window.buf.subarray(start, Math.min(start + length, window.buf.length));
+      },
+    },
+    close: () => handle.close(),
+    // Staged packages are immutable; a file that changes under the validator is an error, not a result.
+    unchanged: async () => {
+      const after = await handle.stat();
+      return after.size === before.size && after.mtimeMs === before.mtimeMs && after.ino === before.ino;
+    },
+  };
+}
+
+function* chunksOf(source: ByteSource, chunkBytes = 1 << 20): Generator<Buffer> {
+  for (let at = 0; at < source.size; at += chunkBytes) yield source.read(at, chunkBytes);
 }
 
 /** modConfig file names the sidecar or the manifest point at: the runner keeps those bytes. */
@@ -188,6 +229,21 @@ class ScanQueue {
     if (this.inflight.size >= this.concurrency) await Promise.race(this.inflight);
   }
 
+  /** A scan whose input is produced by `run` (a stream of the package). */
+  async addStream(order: number, name: string, run: () => Promise<ScanResult>, bytes: number): Promise<void> {
+    const job = run()
+      .catch(
+        (error: unknown): ScanResult => ({ status: "error", errorKind: "scanner", message: String(error) }),
+      )
+      .then((result) => {
+        this.verdicts.push({ order, target: name, result });
+        this.done(bytes);
+      });
+    this.inflight.add(job);
+    void job.finally(() => this.inflight.delete(job));
+    if (this.inflight.size >= this.concurrency) await Promise.race(this.inflight);
+  }
+
   private done(bytes: number): void {
     this.scannedBytes += bytes;
     this.onScanned(this.scannedBytes);
@@ -223,15 +279,12 @@ class ScanQueue {
 
 /** Read, hash, parse, inflate, sniff and scan the package once; checks then only read the result. */
 export async function analyzePackage(input: ValidationInput): Promise<PackageAnalysis> {
-  const policy = input.policy;
-  const progress = input.onProgress ?? (() => {});
-  const scanState = input.antivirusDisabled ? "disabled" : input.scanner ? null : "not_configured";
-  const read = await readPackage(input.package, policy.package.maxPackageBytes);
-  if (!("bytes" in read)) {
+  const opened = await openPackage(input.package, input.policy.package.maxPackageBytes);
+  if ("unreadable" in opened) {
     return {
-      sizeBytes: read.sizeBytes,
+      sizeBytes: opened.sizeBytes,
       sha256: null,
-      unreadable: read.unreadable,
+      unreadable: opened.unreadable,
       packageKind: null,
       structure: null,
       nameFindings: [],
@@ -239,20 +292,36 @@ export async function analyzePackage(input: ValidationInput): Promise<PackageAna
       contentInspected: false,
       inflateFindings: [],
       files: new Map(),
-      scan: { state: scanState ?? "not_run" },
+      scan: { state: input.antivirusDisabled ? "disabled" : input.scanner ? "not_run" : "not_configured" },
     };
   }
-  const bytes = read.bytes;
-  const total = bytes.length;
+  try {
+    const analysis = await analyzeSource(input, opened.source);
+    if (!(await opened.unchanged())) throw new Error("the package file changed while it was being validated");
+    return analysis;
+  } finally {
+    await opened.close();
+  }
+}
+
+async function analyzeSource(input: ValidationInput, source: ByteSource): Promise<PackageAnalysis> {
+  const policy = input.policy;
+  const progress = input.onProgress ?? (() => {});
+  const scanState = input.antivirusDisabled ? "disabled" : input.scanner ? null : "not_configured";
+  const total = source.size;
   const hash = createHash("sha256");
-  for (let at = 0; at < total; at += HASH_CHUNK) {
-    hash.update(bytes.subarray(at, Math.min(at + HASH_CHUNK, total)));
-    progress({ phase: "hashing", doneBytes: Math.min(at + HASH_CHUNK, total), totalBytes: total });
+  let hashed = 0;
+  for (const chunk of chunksOf(source, HASH_CHUNK)) {
+    hash.update(chunk);
+    hashed += chunk.length;
+    progress({ phase: "hashing", doneBytes: hashed, totalBytes: total });
   }
   const sha256 = hash.digest("hex");
-  const packageKind = sniffFileType(bytes.subarray(0, 4096));
+  const packageKind = sniffFileType(
+    tailAware(source.read(0, 4096), source.read(Math.max(0, total - 4096), 4096), total),
+  );
   const caps = zipCapsFromPolicy(policy);
-  const structure = readZipStructure(bytes, caps);
+  const structure = readZipStructure(source, caps);
   const nameFindings: ZipFinding[] = [
     ...structure.entries.flatMap((e) => analyzeName(e, caps)),
     ...analyzeCollisions(structure.entries),
@@ -261,9 +330,10 @@ export async function analyzePackage(input: ValidationInput): Promise<PackageAna
   const inflateFindings: ZipFinding[] = [];
   const files = new Map<string, Buffer>();
 
+  const scanner = input.scanner;
   const queue =
-    input.scanner && !scanState
-      ? new ScanQueue(input.scanner, Math.max(1, input.scanConcurrency ?? 4), (done) =>
+    scanner && !scanState
+      ? new ScanQueue(scanner, Math.max(1, input.scanConcurrency ?? 4), (done) =>
           progress({
             phase: "scanning",
             doneBytes: done,
@@ -271,14 +341,19 @@ export async function analyzePackage(input: ValidationInput): Promise<PackageAna
           }),
         )
       : null;
-  if (queue) await queue.add(-1, "package", bytes);
+  if (queue && scanner) {
+    // The whole package is scanned as one stream (ClamAV also looks inside it), entries one by one below.
+    if (scanner.scanStream)
+      await queue.addStream(-1, "package", () => scanner.scanStream!("package", chunksOf(source)), total);
+    else await queue.add(-1, "package", source.read(0, total));
+  }
 
   if (!structure.unsafeToInflate) {
     const manifestName = policy.manifestFileName;
     const manifestEntry = entries.find((e) => e.entry.name === manifestName && !e.entry.isDirectory);
     let manifestBytes: Buffer | undefined;
     if (manifestEntry) {
-      const r = inflateEntry(bytes, manifestEntry.entry);
+      const r = inflateEntry(source, manifestEntry.entry);
       if (r.ok) manifestBytes = r.data;
     }
     const keep = configFileNames(input.sidecar, manifestBytes);
@@ -287,25 +362,28 @@ export async function analyzePackage(input: ValidationInput): Promise<PackageAna
     for (const item of entries) {
       const { entry } = item;
       if (entry.isDirectory) continue;
-      const result = inflateEntry(bytes, entry);
+      const result = inflateEntry(source, entry);
       inspected += entry.compressedSize;
       progress({ phase: "inspecting", doneBytes: inspected, totalBytes: total });
       if (!result.ok) {
         inflateFindings.push({ code: result.code, entry: entry.name, message: result.message });
         continue;
       }
-      item.kind = sniffFileType(tailAware(result.data));
-      if (keep.has(entry.name)) files.set(entry.name, Buffer.from(result.data));
-      if (queue) await queue.add(entry.index, JSON.stringify(entry.name), result.data);
+      const data = result.data;
+      item.kind = sniffFileType(
+        tailAware(data.subarray(0, 4096), data.subarray(Math.max(0, data.length - 4096)), data.length),
+      );
+      if (keep.has(entry.name)) files.set(entry.name, Buffer.from(data));
+      if (queue) await queue.add(entry.index, JSON.stringify(entry.name), data);
     }
   }
   const contentInspected = !structure.unsafeToInflate && inflateFindings.length === 0;
   let scan: PackageAnalysis["scan"];
   if (scanState) scan = { state: scanState };
-  else if (queue) {
+  else if (queue && scanner) {
     scan = {
       state: "ran",
-      scanner: input.scanner!.description,
+      scanner: scanner.description,
       verdicts: await queue.drain(),
       complete: contentInspected,
     };
@@ -325,10 +403,12 @@ export async function analyzePackage(input: ValidationInput): Promise<PackageAna
   };
 }
 
-/** The sniffer reads the head (and the tail, where some formats keep their magic); no need to pass megabytes. */
-function tailAware(data: Buffer): Buffer {
-  if (data.length <= 8192) return data;
-  return Buffer.concat([data.subarray(0, 4096), data.subarray(data.length - 4096)]);
+/** The sniffer reads the head (and the tail, where some formats keep their magic); never megabytes. */
+function tailAware(head: Buffer, tail: Buffer, length: number): Buffer {
+  if (length <= head.length) return head;
+  if (length <= 8192)
+    return Buffer.concat([head, tail.subarray(Math.max(0, head.length - (length - tail.length)))]);
+  return Buffer.concat([head, tail]);
 }
 
 function policyProblems(policy: unknown): string[] {

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as zlib from "node:zlib";
@@ -119,6 +119,26 @@ describe("a good package", () => {
       const fromBytes = await runValidation(input(bytes, sidecar));
       expect(fromPath).toEqual(fromBytes);
       expect(fromPath.passed).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses a package file that changes while it is validated", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-toctou-"));
+    try {
+      const { bytes, sidecar } = goodPackage();
+      const path = join(dir, "p.zip");
+      writeFileSync(path, bytes);
+      let swapped = false;
+      const onProgress = () => {
+        if (swapped) return;
+        swapped = true;
+        appendFileSync(path, "more");
+      };
+      await expect(
+        runValidation({ ...input(bytes, sidecar, { onProgress }), package: { path } }),
+      ).rejects.toThrow(/changed/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -673,8 +693,35 @@ describe.skipIf(shouldSkip(clamdPath, "clamd"))("with a real clamd", () => {
     const { bytes, sidecar } = goodPackage({ pakBytes: max - probe.length - 1024 });
     expect(bytes.length).toBeLessThan(max);
     expect(bytes.length).toBeGreaterThan(max - 4096);
-    const report = await runValidation(input(bytes, sidecar, { scanner }));
-    expect(report.checks.filter((c) => c.status !== "passed").map((c) => c.log)).toEqual([]);
+    // From a path: hashed, parsed and scanned (one clamd stream) without holding the package in memory.
+    const dir = mkdtempSync(join(tmpdir(), "svc-near-cap-"));
+    try {
+      writeFileSync(join(dir, "p.zip"), bytes);
+      const report = await runValidation({
+        ...input(bytes, sidecar, { scanner }),
+        package: { path: join(dir, "p.zip") },
+      });
+      expect(report.checks.filter((c) => c.status !== "passed").map((c) => c.log)).toEqual([]);
+      expect(report.packageSizeBytes).toBe(bytes.length);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("EICAR found through the streamed whole-package scan of a path", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-stream-"));
+    try {
+      const bytes = buildZip(packageEntries({ extra: [{ name: "Content/a.txt", data: eicar() }] }));
+      writeFileSync(join(dir, "p.zip"), bytes);
+      const report = await runValidation({
+        ...input(bytes, sidecarFor(bytes), { scanner }),
+        package: { path: join(dir, "p.zip") },
+      });
+      expectFailure(report, "antivirus_scan", "malware_detected");
+      expect(check(report, "antivirus_scan").log.join("\n")).toMatch(/package: .*Svc-Test-Eicar/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it.each([

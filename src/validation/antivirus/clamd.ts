@@ -42,7 +42,7 @@ function describe(target: ClamdTarget): string {
 function exchange(
   target: ClamdTarget,
   command: string,
-  payload: Uint8Array | null,
+  payload: Iterable<Uint8Array> | null,
   options: Required<ClamdOptions>,
 ): Promise<ScanResult & { reply?: string }> {
   return new Promise((resolve) => {
@@ -106,12 +106,15 @@ function exchange(
       try {
         await write(Buffer.from(`z${command}\0`, "latin1"));
         if (payload) {
-          for (let at = 0; at < payload.length && !settled; at += options.chunkBytes) {
-            const chunk = payload.subarray(at, Math.min(at + options.chunkBytes, payload.length));
-            const header = Buffer.alloc(4);
-            header.writeUInt32BE(chunk.length, 0);
-            await write(header);
-            await write(chunk);
+          for (const piece of payload) {
+            for (let at = 0; at < piece.length && !settled; at += options.chunkBytes) {
+              const chunk = piece.subarray(at, Math.min(at + options.chunkBytes, piece.length));
+              const header = Buffer.alloc(4);
+              header.writeUInt32BE(chunk.length, 0);
+              await write(header);
+              await write(chunk);
+            }
+            if (settled) break;
           }
           if (!settled) await write(Buffer.alloc(4));
         }
@@ -142,7 +145,9 @@ export function createClamdScanner(
   return {
     description: describe(target),
     scan: (_name, bytes) =>
-      exchange(target, "INSTREAM", bytes, resolved).then(({ reply: _reply, ...result }) => result),
+      exchange(target, "INSTREAM", [bytes], resolved).then(({ reply: _reply, ...result }) => result),
+    scanStream: (_name, chunks) =>
+      exchange(target, "INSTREAM", chunks, resolved).then(({ reply: _reply, ...result }) => result),
     async ping() {
       const r = await exchange(target, "PING", null, {
         ...resolved,

@@ -31,7 +31,7 @@ interface RunOutcome {
 function runClamscan(
   binary: string,
   args: string[],
-  stdin: Uint8Array | null,
+  stdin: Iterable<Uint8Array> | null,
   timeoutMs: number,
 ): Promise<RunOutcome> {
   return new Promise((resolve) => {
@@ -50,10 +50,17 @@ function runClamscan(
       spawnError = e;
     });
     if (stdin && child.stdin) {
-      child.stdin.on("error", () => {
+      const input = child.stdin;
+      input.on("error", () => {
         // clamscan may exit before reading everything (e.g. on a bad database); its exit code tells.
       });
-      child.stdin.end(stdin);
+      void (async () => {
+        for (const chunk of stdin) {
+          if (input.destroyed) return;
+          if (!input.write(chunk)) await new Promise((ok) => input.once("drain", ok).once("close", ok));
+        }
+        input.end();
+      })();
     }
     child.on("close", (code) => {
       clearTimeout(timer);
@@ -105,8 +112,11 @@ export function createClamscanScanner(binary = "clamscan", options: ClamscanOpti
 
   return {
     description: `clamscan ${binary}${options.database ? ` -d ${options.database}` : ""}`,
-    async scan(_name, bytes) {
-      const outcome = await runClamscan(binary, [...baseArgs, "-"], bytes, timeoutMs);
+    scan(name, bytes) {
+      return this.scanStream!(name, [bytes]);
+    },
+    async scanStream(_name, chunks) {
+      const outcome = await runClamscan(binary, [...baseArgs, "-"], chunks, timeoutMs);
       const failed = failure(outcome);
       if (failed) return failed;
       if (outcome.code === 0) return { status: "clean" };

@@ -24,6 +24,11 @@ export interface AntivirusScanner {
   /** Short description for logs, e.g. `clamd unix:/run/clamav/clamd.ctl`. */
   readonly description: string;
   scan(name: string, bytes: Uint8Array): Promise<ScanResult>;
+  /**
+   * Optional streaming form for large inputs (the whole package read from disk in chunks), so the
+   * package never has to sit in memory at once.
+   */
+  scanStream?(name: string, chunks: Iterable<Uint8Array>): Promise<ScanResult>;
   /** Optional batched form for scanners with a high per-call cost (clamscan loads its database per run). */
   scanBatch?(items: ScanItem[]): Promise<ScanResult[]>;
 }

@@ -2,6 +2,43 @@ import * as zlib from "node:zlib";
 import type { ReasonCode } from "../reasons.ts";
 import { crc32 } from "./crc32.ts";
 
+/** Random access to the package bytes: a Buffer in memory, or positional reads from an open file. */
+export interface ByteSource {
+  readonly size: number;
+  /** Up to `length` bytes at `offset` (fewer only at the end of the source). */
+  read(offset: number, length: number): Buffer;
+}
+
+export function bufferSource(bytes: Buffer): ByteSource {
+  return {
+    size: bytes.length,
+    read: (offset, length) => bytes.subarray(offset, Math.min(offset + length, bytes.length)),
+  };
+}
+
+/** A window of the source, addressed with absolute offsets, so parsing code reads like the spec. */
+class View {
+  constructor(
+    readonly buf: Buffer,
+    readonly base: number,
+  ) {}
+  static of(source: ByteSource, offset: number, length: number): View {
+    return new View(source.read(offset, Math.max(0, length)), offset);
+  }
+  has(offset: number, length: number): boolean {
+    return offset >= this.base && offset + length <= this.base + this.buf.length;
+  }
+  u16(offset: number): number {
+    return this.buf.readUInt16LE(offset - this.base);
+  }
+  u32(offset: number): number {
+    return this.buf.readUInt32LE(offset - this.base);
+  }
+  slice(start: number, end: number): Buffer {
+    return this.buf.subarray(start - this.base, end - this.base);
+  }
+}
+
 /**
  * A minimal ZIP reader for untrusted packages (DESIGN decision 8). It parses the central directory
  * first, applies every cap before a byte is inflated, compares each local header with its central
@@ -129,14 +166,13 @@ function indexOfSignature(bytes: Buffer, start: number, end: number, sig: number
   return -1;
 }
 
-/** Find the one end record that ends exactly at the end of the file. */
-function locateEndRecord(bytes: Buffer, findings: ZipFinding[]): number {
-  const len = bytes.length;
-  const lowest = Math.max(0, len - EOCD_SIZE - MAX_COMMENT);
+/** Find the one end record that ends exactly at the end of the file; `tail` holds the last 64 KiB + 22 bytes. */
+function locateEndRecord(tail: View, len: number, findings: ZipFinding[]): number {
+  const lowest = tail.base;
   let candidate = -1;
   for (let i = len - EOCD_SIZE; i >= lowest; i--) {
-    if (bytes.readUInt32LE(i) !== SIG_EOCD) continue;
-    const commentLength = bytes.readUInt16LE(i + 20);
+    if (tail.u32(i) !== SIG_EOCD) continue;
+    const commentLength = tail.u16(i + 20);
     if (i + EOCD_SIZE + commentLength === len) {
       candidate = i;
       break;
@@ -146,14 +182,14 @@ function locateEndRecord(bytes: Buffer, findings: ZipFinding[]): number {
   if (candidate >= 0) {
     // A second end record in reach (typically inside the comment) means two tools could read two
     // different archives from the same bytes.
-    if (indexOfSignature(bytes, lowest, candidate, SIG_EOCD) !== -1) {
+    if (indexOfSignature(tail.buf, 0, candidate - lowest, SIG_EOCD) !== -1) {
       findings.push({
         code: "eocd_invalid",
         message: "the file holds more than one end-of-central-directory record",
       });
       return -1;
     }
-    const comment = bytes.subarray(candidate + EOCD_SIZE);
+    const comment = tail.slice(candidate + EOCD_SIZE, len);
     for (const sig of [SIG_EOCD, SIG_ZIP64_EOCD, SIG_ZIP64_LOCATOR, SIG_CENTRAL, SIG_LOCAL]) {
       if (indexOfSignature(comment, 0, comment.length, sig) !== -1) {
         findings.push({
@@ -168,7 +204,7 @@ function locateEndRecord(bytes: Buffer, findings: ZipFinding[]): number {
   }
   if (candidate < -1) {
     const at = -2 - candidate;
-    const declared = bytes.readUInt16LE(at + 20);
+    const declared = tail.u16(at + 20);
     const actual = len - at - EOCD_SIZE;
     findings.push(
       declared < actual
@@ -190,11 +226,23 @@ function locateEndRecord(bytes: Buffer, findings: ZipFinding[]): number {
   return -1;
 }
 
-export function readZipStructure(bytes: Buffer, caps: ZipCaps): ZipStructure {
+export function readZipStructure(input: Buffer | ByteSource, caps: ZipCaps): ZipStructure {
+  const source = Buffer.isBuffer(input) ? bufferSource(input) : input;
   const findings: ZipFinding[] = [];
-  const len = bytes.length;
-  const head = len >= 4 ? bytes.readUInt32LE(0) : -1;
-  if (head !== SIG_LOCAL && head !== SIG_EOCD && indexOfSignature(bytes, 0, len, SIG_EOCD) === -1) {
+  const len = source.size;
+  const headBytes = source.read(0, 4);
+  const head = headBytes.length === 4 ? headBytes.readUInt32LE(0) : -1;
+  // The end record must sit in the last 64 KiB + 22 bytes, so that window is all we search.
+  const tail = View.of(
+    source,
+    Math.max(0, len - EOCD_SIZE - MAX_COMMENT),
+    Math.min(len, EOCD_SIZE + MAX_COMMENT),
+  );
+  if (
+    head !== SIG_LOCAL &&
+    head !== SIG_EOCD &&
+    indexOfSignature(tail.buf, 0, tail.buf.length, SIG_EOCD) === -1
+  ) {
     findings.push({
       code: "not_a_zip",
       message: "the package does not start with a ZIP signature and has no ZIP end record",
@@ -208,22 +256,21 @@ export function readZipStructure(bytes: Buffer, caps: ZipCaps): ZipStructure {
     });
     return emptyStructure(findings);
   }
-  const eocd = locateEndRecord(bytes, findings);
+  const eocd = locateEndRecord(tail, len, findings);
   if (eocd < 0) return emptyStructure(findings);
-
-  const diskNumber = bytes.readUInt16LE(eocd + 4);
-  const cdDisk = bytes.readUInt16LE(eocd + 6);
-  const entriesOnDisk = bytes.readUInt16LE(eocd + 8);
-  const totalEntries = bytes.readUInt16LE(eocd + 10);
-  const cdSize = bytes.readUInt32LE(eocd + 12);
-  const cdOffset = bytes.readUInt32LE(eocd + 16);
+  const diskNumber = tail.u16(eocd + 4);
+  const cdDisk = tail.u16(eocd + 6);
+  const entriesOnDisk = tail.u16(eocd + 8);
+  const totalEntries = tail.u16(eocd + 10);
+  const cdSize = tail.u32(eocd + 12);
+  const cdOffset = tail.u32(eocd + 16);
 
   if (
     totalEntries === 0xffff ||
     entriesOnDisk === 0xffff ||
     cdSize === 0xffffffff ||
     cdOffset === 0xffffffff ||
-    (eocd >= 20 && bytes.readUInt32LE(eocd - 20) === SIG_ZIP64_LOCATOR)
+    (eocd >= 20 && source.read(eocd - 20, 4).readUInt32LE(0) === SIG_ZIP64_LOCATOR)
   ) {
     findings.push({ code: "zip64_unsupported", message: "the archive uses ZIP64 end records" });
     return emptyStructure(findings);
@@ -258,29 +305,30 @@ export function readZipStructure(bytes: Buffer, caps: ZipCaps): ZipStructure {
 
   const entries: ZipEntry[] = [];
   const cdEnd = cdOffset + cdSize;
+  const cd = View.of(source, cdOffset, cdSize);
   let p = cdOffset;
   let totalCompressed = 0;
   let totalUncompressed = 0;
   for (let index = 0; index < totalEntries; index++) {
-    if (p + CENTRAL_SIZE > cdEnd || bytes.readUInt32LE(p) !== SIG_CENTRAL) {
+    if (p + CENTRAL_SIZE > cdEnd || cd.u32(p) !== SIG_CENTRAL) {
       findings.push({
         code: p + CENTRAL_SIZE > cdEnd ? "eocd_invalid" : "central_directory_invalid",
         message: `central directory record ${index + 1} of ${totalEntries} is missing at offset ${p}`,
       });
       return { ...emptyStructure(findings), entries };
     }
-    const versionMadeBy = bytes.readUInt16LE(p + 4);
-    const flags = bytes.readUInt16LE(p + 8);
-    const method = bytes.readUInt16LE(p + 10);
-    const crc = bytes.readUInt32LE(p + 16);
-    const compressedSize = bytes.readUInt32LE(p + 20);
-    const uncompressedSize = bytes.readUInt32LE(p + 24);
-    const nameLength = bytes.readUInt16LE(p + 28);
-    const extraLength = bytes.readUInt16LE(p + 30);
-    const commentLength = bytes.readUInt16LE(p + 32);
-    const diskStart = bytes.readUInt16LE(p + 34);
-    const externalAttributes = bytes.readUInt32LE(p + 38);
-    const localHeaderOffset = bytes.readUInt32LE(p + 42);
+    const versionMadeBy = cd.u16(p + 4);
+    const flags = cd.u16(p + 8);
+    const method = cd.u16(p + 10);
+    const crc = cd.u32(p + 16);
+    const compressedSize = cd.u32(p + 20);
+    const uncompressedSize = cd.u32(p + 24);
+    const nameLength = cd.u16(p + 28);
+    const extraLength = cd.u16(p + 30);
+    const commentLength = cd.u16(p + 32);
+    const diskStart = cd.u16(p + 34);
+    const externalAttributes = cd.u32(p + 38);
+    const localHeaderOffset = cd.u32(p + 42);
     const recordEnd = p + CENTRAL_SIZE + nameLength + extraLength + commentLength;
     if (recordEnd > cdEnd) {
       findings.push({
@@ -289,8 +337,8 @@ export function readZipStructure(bytes: Buffer, caps: ZipCaps): ZipStructure {
       });
       return { ...emptyStructure(findings), entries };
     }
-    const rawName = Buffer.from(bytes.subarray(p + CENTRAL_SIZE, p + CENTRAL_SIZE + nameLength));
-    const extra = bytes.subarray(p + CENTRAL_SIZE + nameLength, p + CENTRAL_SIZE + nameLength + extraLength);
+    const rawName = Buffer.from(cd.slice(p + CENTRAL_SIZE, p + CENTRAL_SIZE + nameLength));
+    const extra = cd.slice(p + CENTRAL_SIZE + nameLength, p + CENTRAL_SIZE + nameLength + extraLength);
     p = recordEnd;
 
     const utf8Flag = (flags & FLAG_UTF8) !== 0;
@@ -431,7 +479,7 @@ export function readZipStructure(bytes: Buffer, caps: ZipCaps): ZipStructure {
     });
   }
 
-  checkLocalHeaders(bytes, entries, cdOffset, findings);
+  checkLocalHeaders(source, entries, cdOffset, findings);
 
   return {
     entries,
@@ -445,7 +493,7 @@ export function readZipStructure(bytes: Buffer, caps: ZipCaps): ZipStructure {
 }
 
 function checkLocalHeaders(
-  bytes: Buffer,
+  source: ByteSource,
   entries: ZipEntry[],
   cdOffset: number,
   findings: ZipFinding[],
@@ -453,7 +501,13 @@ function checkLocalHeaders(
   for (const entry of entries) {
     const label = entry.nameDecoded ? entry.name : `<entry ${entry.index + 1}>`;
     const o = entry.localHeaderOffset;
-    if (o + LOCAL_SIZE > cdOffset || bytes.readUInt32LE(o) !== SIG_LOCAL) {
+    // One read covers the header, the name and a typical extra field; a larger extra is read again.
+    let bytes = View.of(
+      source,
+      o,
+      Math.min(LOCAL_SIZE + entry.rawName.length + 256, Math.max(0, cdOffset - o)),
+    );
+    if (o + LOCAL_SIZE > cdOffset || bytes.u32(o) !== SIG_LOCAL) {
       findings.push({
         code: "local_header_invalid",
         entry: label,
@@ -461,13 +515,13 @@ function checkLocalHeaders(
       });
       continue;
     }
-    const flags = bytes.readUInt16LE(o + 6);
-    const method = bytes.readUInt16LE(o + 8);
-    const crc = bytes.readUInt32LE(o + 14);
-    const csize = bytes.readUInt32LE(o + 18);
-    const usize = bytes.readUInt32LE(o + 22);
-    const nameLength = bytes.readUInt16LE(o + 26);
-    const extraLength = bytes.readUInt16LE(o + 28);
+    const flags = bytes.u16(o + 6);
+    const method = bytes.u16(o + 8);
+    const crc = bytes.u32(o + 14);
+    const csize = bytes.u32(o + 18);
+    const usize = bytes.u32(o + 22);
+    const nameLength = bytes.u16(o + 26);
+    const extraLength = bytes.u16(o + 28);
     const dataOffset = o + LOCAL_SIZE + nameLength + extraLength;
     if (dataOffset + entry.compressedSize > cdOffset) {
       findings.push({
@@ -477,7 +531,9 @@ function checkLocalHeaders(
       });
       continue;
     }
-    const localExtra = bytes.subarray(o + LOCAL_SIZE + nameLength, dataOffset);
+    if (!bytes.has(o, LOCAL_SIZE + nameLength + extraLength))
+      bytes = View.of(source, o, LOCAL_SIZE + nameLength + extraLength);
+    const localExtra = bytes.slice(o + LOCAL_SIZE + nameLength, dataOffset);
     for (let e = 0; e + 4 <= localExtra.length; e += 4 + localExtra.readUInt16LE(e + 2)) {
       if (localExtra.readUInt16LE(e) === 0x0001) {
         findings.push({
@@ -488,7 +544,7 @@ function checkLocalHeaders(
         break;
       }
     }
-    const localName = bytes.subarray(o + LOCAL_SIZE, o + LOCAL_SIZE + nameLength);
+    const localName = bytes.slice(o + LOCAL_SIZE, o + LOCAL_SIZE + nameLength);
     const differences: string[] = [];
     if (!localName.equals(entry.rawName)) differences.push("name");
     if (method !== entry.method) differences.push("compression method");
@@ -507,14 +563,15 @@ function checkLocalHeaders(
     if (usesDescriptor) {
       // Optional signature, then CRC and the two 32-bit sizes.
       let d = end;
-      if (d + 4 <= cdOffset && bytes.readUInt32LE(d) === SIG_DESCRIPTOR) d += 4;
+      const descriptor = View.of(source, d, Math.min(16, Math.max(0, cdOffset - d)));
+      if (d + 4 <= cdOffset && descriptor.u32(d) === SIG_DESCRIPTOR) d += 4;
       if (d + 12 > cdOffset) {
         differences.push("data descriptor (missing)");
       } else {
         if (
-          bytes.readUInt32LE(d) !== entry.crc32 ||
-          bytes.readUInt32LE(d + 4) !== entry.compressedSize ||
-          bytes.readUInt32LE(d + 8) !== entry.uncompressedSize
+          descriptor.u32(d) !== entry.crc32 ||
+          descriptor.u32(d + 4) !== entry.compressedSize ||
+          descriptor.u32(d + 8) !== entry.uncompressedSize
         ) {
           differences.push("data descriptor");
         }
@@ -588,8 +645,9 @@ export type InflateResult =
  * Inflate one entry whose structure passed readZipStructure. The output cap is the declared size
  * plus one byte, so a lying size is caught without ever allocating more than the cap allows.
  */
-export function inflateEntry(bytes: Buffer, entry: ZipEntry): InflateResult {
-  const compressed = bytes.subarray(entry.dataOffset, entry.dataOffset + entry.compressedSize);
+export function inflateEntry(input: Buffer | ByteSource, entry: ZipEntry): InflateResult {
+  const source = Buffer.isBuffer(input) ? bufferSource(input) : input;
+  const compressed = source.read(entry.dataOffset, entry.compressedSize);
   let data: Buffer;
   if (entry.method === 0) {
     data = compressed;

@@ -60,12 +60,14 @@ function startsWith(bytes: Uint8Array, sig: readonly number[], at = 0): boolean 
   return true;
 }
 
+const asciiCache = new Map<string, number[]>();
 function ascii(bytes: Uint8Array, at: number, text: string): boolean {
-  return startsWith(
-    bytes,
-    Array.from(text, (c) => c.charCodeAt(0)),
-    at,
-  );
+  let sig = asciiCache.get(text);
+  if (!sig) {
+    sig = Array.from(text, (c) => c.charCodeAt(0));
+    asciiCache.set(text, sig);
+  }
+  return startsWith(bytes, sig, at);
 }
 
 function isPe(bytes: Uint8Array): boolean {

@@ -1,0 +1,325 @@
+/**
+ * Benchmark of `svc validate` against the baseline a person would use to check a ZIP by hand,
+ * `sha256sum` + `unzip -t`, both measured on the same files in the same run.
+ *
+ *   npm run bench:validate            (or: node --import tsx bench/validate/run.ts [--runs N] [--keep])
+ *
+ * Packages are generated in a temp folder: ~97 MiB with ~2,000 entries (random pak data plus
+ * compressible text), and 20,000 small entries. Targets: without antivirus at most 1.5x the
+ * baseline; peak RSS at most twice the package size. The antivirus run uses a real clamd with the
+ * test signature database (the full ClamAV database scans slower; see docs/validation.md).
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { clamdPath, type RunningClamd, startClamd } from "../../test/validation/clamav.ts";
+import { buildZip, type FixtureEntry } from "../../test/validation/zip-builder.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const SVC = join(ROOT, "bin/svc.js");
+const SITE = join(ROOT, "site");
+const { values } = parseArgs({
+  options: { runs: { type: "string" }, keep: { type: "boolean" }, "generate-only": { type: "boolean" } },
+});
+const RUNS = Number(values.runs ?? 3);
+
+function has(binary: string): boolean {
+  return spawnSync("sh", ["-c", `command -v ${binary}`]).status === 0;
+}
+
+function pe(size: number): Buffer {
+  const b = randomBytes(size);
+  b.write("MZ", 0, "latin1");
+  b.writeUInt32LE(0x80, 0x3c);
+  b.write("PE\0\0", 0x80, "latin1");
+  return b;
+}
+
+/** Text that deflates about 4:1, like real config, localisation and script files. */
+function compressibleText(size: number, seed: number): Buffer {
+  const words = [
+    "health",
+    "shield",
+    "ammo",
+    "reload",
+    "sprint",
+    "vector",
+    "quest",
+    "dialog",
+    "spawn",
+    "mesh",
+  ];
+  const out: string[] = [];
+  let n = 0;
+  let x = seed;
+  while (n < size) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    const line = `${words[x % 10]}_${x % 997} = ${(x >>> 8) % 100000} ; ${(x >>> 4) % 4096}\n`;
+    out.push(line);
+    n += line.length;
+  }
+  return Buffer.from(out.join("").slice(0, size));
+}
+
+interface Spec {
+  label: string;
+  files: Array<{ name: string; data: Buffer }>;
+}
+
+function largeSpec(): Spec {
+  const files: Spec["files"] = [
+    { name: "Binaries/Win64/BenchMod.dll", data: pe(2 * 1024 * 1024) },
+    { name: "Binaries/Win64/BenchModCore.dll", data: pe(512 * 1024) },
+  ];
+  for (let i = 0; i < 1000; i++)
+    files.push({ name: `Content/Paks/chunk${String(i).padStart(4, "0")}.pak`, data: randomBytes(84 * 1024) });
+  for (let i = 0; i < 1000; i++) {
+    files.push({
+      name: `Content/Data/table${String(i).padStart(4, "0")}.txt`,
+      data: compressibleText(40 * 1024, i + 1),
+    });
+  }
+  return { label: "2,000 entries, ~97 MiB", files };
+}
+
+function manySpec(): Spec {
+  const files: Spec["files"] = [{ name: "Binaries/Win64/BenchMod.dll", data: pe(64 * 1024) }];
+  for (let i = 0; i < 19_998; i++) {
+    const dir = `Content/Data/d${String(Math.floor(i / 500)).padStart(2, "0")}`;
+    files.push({ name: `${dir}/f${String(i).padStart(5, "0")}.txt`, data: compressibleText(768, i + 7) });
+  }
+  return { label: "20,000 small entries", files };
+}
+
+function manifest(modId: string, build: string) {
+  return {
+    schema: "svc.mod-manifest.v1",
+    id: modId,
+    name: "Bench Mod",
+    version: "1.0.0",
+    targetGameBuild: build,
+    dependencies: [],
+    entrypoints: [{ path: "Binaries/Win64/BenchMod.dll", kind: "native" }],
+  };
+}
+
+/** Writes the ZIP with Info-ZIP when present (what modders use), else with our own small writer. */
+function writePackage(dir: string, spec: Spec, modId: string, build: string): string {
+  const files = [
+    { name: "svc-mod.json", data: Buffer.from(JSON.stringify(manifest(modId, build), null, 2)) },
+    ...spec.files,
+  ];
+  const zipPath = join(dir, `${modId}-1.0.0.zip`);
+  if (has("zip")) {
+    const tree = join(dir, `${modId}-tree`);
+    for (const f of files) {
+      mkdirSync(dirname(join(tree, f.name)), { recursive: true });
+      writeFileSync(join(tree, f.name), f.data);
+    }
+    // -X: no extra attributes; -D: no folder entries; names come from a file list for a stable order.
+    writeFileSync(join(dir, `${modId}.list`), `${files.map((f) => f.name).join("\n")}\n`);
+    execFileSync(
+      "sh",
+      ["-c", `zip -q -X -D ${JSON.stringify(zipPath)} -@ < ${JSON.stringify(join(dir, `${modId}.list`))}`],
+      { cwd: tree },
+    );
+    rmSync(tree, { recursive: true, force: true });
+  } else {
+    const entries: FixtureEntry[] = files.map((f) => ({ name: f.name, data: f.data }));
+    writeFileSync(zipPath, buildZip(entries));
+  }
+  return zipPath;
+}
+
+function writeSidecar(dir: string, zipPath: string, modId: string, build: string): string {
+  const bytes = readFileSync(zipPath);
+  const sidecar = {
+    schema: "svc.mod-release-submission.v1",
+    modId,
+    name: "Bench Mod",
+    version: "1.0.0",
+    targetGameBuild: build,
+    summary: "A generated package for the validation benchmark.",
+    releaseNotes: "Benchmark build.",
+    package: {
+      fileName: `${modId}-1.0.0.zip`,
+      sha256: createHash("sha256").update(bytes).digest("hex"),
+      sizeBytes: bytes.length,
+    },
+    dependencies: [],
+    entrypoints: [{ path: "Binaries/Win64/BenchMod.dll", kind: "native" }],
+    authors: [{ name: "Bench" }],
+  };
+  const path = join(dir, `${modId}.json`);
+  writeFileSync(path, JSON.stringify(sidecar, null, 2));
+  return path;
+}
+
+interface Timing {
+  seconds: number;
+  maxRssKiB: number | null;
+  status: number | null;
+  stdout: string;
+}
+
+const TIME = existsSync("/usr/bin/time") ? "/usr/bin/time" : null;
+
+function timed(command: string, args: string[]): Timing {
+  const started = process.hrtime.bigint();
+  const r = TIME
+    ? spawnSync(TIME, ["-v", command, ...args], { encoding: "utf8", maxBuffer: 256 * 1024 * 1024 })
+    : spawnSync(command, args, { encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const rss = TIME ? /Maximum resident set size \(kbytes\): (\d+)/.exec(r.stderr ?? "") : null;
+  return { seconds, maxRssKiB: rss ? Number(rss[1]) : null, status: r.status, stdout: r.stdout ?? "" };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+function baseline(zipPath: string): number {
+  // Both tools read the same file; the page cache is warm for everyone after the first run.
+  const a = timed("sha256sum", [zipPath]);
+  const b = timed("unzip", ["-tqq", zipPath]);
+  if (a.status !== 0 || b.status !== 0) throw new Error(`baseline failed on ${zipPath}`);
+  return a.seconds + b.seconds;
+}
+
+interface SvcRun {
+  seconds: number;
+  maxRssKiB: number | null;
+  passedChecks: number;
+  failed: string[];
+}
+
+function svc(zipPath: string, metadata: string, antivirus: string[] | null): SvcRun {
+  const args = [
+    SVC,
+    "validate",
+    "--package",
+    zipPath,
+    "--metadata",
+    metadata,
+    "--site",
+    SITE,
+    "--json",
+    ...(antivirus ?? ["--no-antivirus"]),
+  ];
+  const t = timed(process.execPath, args);
+  if (t.status !== 0 && t.status !== 1)
+    throw new Error(`svc validate exited ${t.status}: ${t.stdout.slice(0, 2000)}`);
+  const report = JSON.parse(t.stdout) as {
+    checks: Array<{ id: string; status: string; reasonCode: string | null }>;
+  };
+  return {
+    seconds: t.seconds,
+    maxRssKiB: t.maxRssKiB,
+    passedChecks: report.checks.filter((c) => c.status === "passed").length,
+    failed: report.checks.filter((c) => c.status !== "passed").map((c) => `${c.id}:${c.reasonCode}`),
+  };
+}
+
+function fmt(n: number, digits = 2): string {
+  return n.toFixed(digits);
+}
+
+async function main(): Promise<void> {
+  for (const tool of ["sha256sum", "unzip"])
+    if (!has(tool)) throw new Error(`${tool} is needed for the baseline`);
+  const gameBuilds = JSON.parse(readFileSync(join(SITE, "api/v1/game-builds/latest.json"), "utf8")) as {
+    supportedGameBuilds: string[];
+  };
+  const build = gameBuilds.supportedGameBuilds[0]!;
+  const dir = mkdtempSync(join(tmpdir(), "svc-bench-validate-"));
+  let clamd: RunningClamd | null = null;
+  try {
+    console.log(`generating packages in ${dir} (writer: ${has("zip") ? "Info-ZIP zip" : "built-in"}) ...`);
+    const packages = [
+      { spec: largeSpec(), modId: "bench-large" },
+      { spec: manySpec(), modId: "bench-many" },
+    ].map(({ spec, modId }) => {
+      const zipPath = writePackage(dir, spec, modId, build);
+      console.log(`  ${spec.label}: ${statSync(zipPath).size} bytes`);
+      return {
+        label: spec.label,
+        zipPath,
+        metadata: writeSidecar(dir, zipPath, modId, build),
+        size: statSync(zipPath).size,
+      };
+    });
+    if (values["generate-only"]) {
+      values.keep = true;
+      return;
+    }
+    if (clamdPath) clamd = await startClamd();
+    else console.log("clamd not installed: the antivirus column is skipped");
+
+    console.log(`\n${RUNS} run(s) each, median wall time; node ${process.version}\n`);
+    const rows: string[][] = [];
+    let worstRatio = 0;
+    let worstRss = 0;
+    for (const p of packages) {
+      // Warm the page cache and the tsx transform cache once, outside the timings.
+      baseline(p.zipPath);
+      svc(p.zipPath, p.metadata, null);
+      const base = median(Array.from({ length: RUNS }, () => baseline(p.zipPath)));
+      const off = Array.from({ length: RUNS }, () => svc(p.zipPath, p.metadata, null));
+      const offS = median(off.map((r) => r.seconds));
+      const offRss = Math.max(...off.map((r) => r.maxRssKiB ?? 0)) * 1024;
+      const expectedFail = ["antivirus_scan:antivirus_disabled"];
+      if (off[0]!.failed.join() !== expectedFail.join())
+        throw new Error(`unexpected failures: ${off[0]!.failed.join(", ")}`);
+      let on: SvcRun | null = null;
+      if (clamd) {
+        on = svc(p.zipPath, p.metadata, ["--clamd", clamd.socket]);
+        if (on.failed.length > 0) throw new Error(`antivirus run failed: ${on.failed.join(", ")}`);
+      }
+      const ratio = offS / base;
+      worstRatio = Math.max(worstRatio, ratio);
+      // Node itself takes ~50-90 MiB, so the RSS target is about the ~100 MiB package.
+      if (p.size > 50 * 1048576) worstRss = Math.max(worstRss, offRss / p.size);
+      rows.push([
+        p.label,
+        `${fmt(p.size / 1048576, 1)} MiB`,
+        `${fmt(base)} s`,
+        `${fmt(offS)} s`,
+        `${fmt(ratio)}x`,
+        `${fmt(offRss / 1048576, 0)} MiB (${fmt(offRss / p.size)}x)`,
+        on
+          ? `${fmt(on.seconds)} s (${fmt(on.seconds / base)}x), ${fmt((on.maxRssKiB ?? 0) / 1024, 0)} MiB`
+          : "n/a",
+      ]);
+    }
+    const head = [
+      "package",
+      "size",
+      "sha256sum+unzip -t",
+      "svc (no AV)",
+      "ratio",
+      "svc peak RSS",
+      "svc with clamd",
+    ];
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ");
+    console.log(line(head));
+    console.log(widths.map((w) => "-".repeat(w)).join("  "));
+    for (const r of rows) console.log(line(r));
+    console.log(
+      `\ntarget: ratio <= 1.50x (worst ${fmt(worstRatio)}x: ${worstRatio <= 1.5 ? "met" : "MISSED"}); ` +
+        `peak RSS <= 2x package for the ~100 MiB package (${fmt(worstRss)}x: ${worstRss <= 2 ? "met" : "MISSED"})` +
+        (TIME ? "" : " [peak RSS unavailable without /usr/bin/time]"),
+    );
+  } finally {
+    await clamd?.stop();
+    if (values.keep) console.log(`kept ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
