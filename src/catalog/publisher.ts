@@ -69,8 +69,6 @@ export interface ValidationRequest {
   /** The sidecar as received (the runner's sidecar_schema check judges it). */
   sidecar: unknown;
   config: PortalConfig;
-  /** Every release record, hidden ones included (semantic_version refuses any reuse). */
-  records: readonly ReleaseRecord[];
   /** The artifact URL the release would get (semantic_version: never reuse an immutable URL). */
   artifactUrl: string;
 }
@@ -324,15 +322,15 @@ export async function publishRelease(
     );
   }
   const artifactUrl = options.store.urlFor(key);
-  const before = loadSiteInputs(options.config, options.recordsDir);
-  const existing = before.records.find((r) => r.modId === key.modId && r.version === key.version);
-  if (existing) throw versionExists(existing);
+  // A cheap early refusal; the authoritative check repeats under the lock on freshly loaded records.
+  const recordPath = join(options.recordsDir, RECORD_PATHS.release(key.modId, key.version));
+  if (existsSync(recordPath))
+    throw versionExists(JSON.parse(readFileSync(recordPath, "utf8")) as ReleaseRecord);
   // Validation (antivirus included) runs before the lock: publishers wait only for each other's commits.
   const report = await options.validate({
     packageBytes: bytes,
     sidecar: request.sidecar,
     config: options.config,
-    records: before.records,
     artifactUrl,
   });
   if (!report.passed || failedChecks(report).length > 0) {
