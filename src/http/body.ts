@@ -66,7 +66,8 @@ export async function readJsonBody<T>(
   const required = Object.entries(spec)
     .filter(([, field]) => field.required)
     .map(([name]) => name);
-  if (!hasBody && contentType === "" && required.length === 0) return {} as T;
+  // A body-less request (curl -X POST with or without a content type) is {} when nothing is required.
+  if (!hasBody && required.length === 0) return {} as T;
   if (!/^application\/json\s*(;|$)/i.test(contentType)) {
     res.setHeader("connection", "close");
     throw new SvcError("unsupported_media_type", "send the body as application/json", {
