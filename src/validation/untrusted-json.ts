@@ -68,13 +68,25 @@ export function parseUntrustedJson(
       expectKey = stack[stack.length - 1] instanceof Set;
     }
   }
+  let value: unknown;
   try {
-    const value: unknown = JSON.parse(text);
-    if (/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text)) {
-      return { ok: false, message: "contains a lone UTF-16 surrogate" };
-    }
-    return { ok: true, value };
+    value = JSON.parse(text);
   } catch (error) {
     return { ok: false, message: (error as Error).message };
   }
+  // Depth is bounded above, so this walk cannot overflow the stack.
+  if (hasLoneSurrogate(value))
+    return { ok: false, message: "contains a lone UTF-16 surrogate (invalid Unicode)" };
+  return { ok: true, value };
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function hasLoneSurrogate(value: unknown): boolean {
+  if (typeof value === "string") return LONE_SURROGATE.test(value);
+  if (Array.isArray(value)) return value.some(hasLoneSurrogate);
+  if (value && typeof value === "object") {
+    return Object.entries(value).some(([k, v]) => LONE_SURROGATE.test(k) || hasLoneSurrogate(v));
+  }
+  return false;
 }

@@ -7,7 +7,7 @@ export function passed(id: string, log: string[] = []): CheckOutcome {
 }
 
 /** A failure; the log ends with how to fix the first reason. */
-export function failed(id: string, reasonCode: ReasonCode | string, log: string[]): CheckOutcome {
+export function failed(id: string, reasonCode: ReasonCode, log: string[]): CheckOutcome {
   const fix = fixFor(reasonCode);
   return { id, status: "failed", reasonCode, log: fix ? [...log, `fix: ${fix}`] : log };
 }

@@ -1,0 +1,158 @@
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { CliIo } from "../../src/cli/io.ts";
+import { main } from "../../src/cli/main.ts";
+import { SITE_PATHS } from "../../src/contracts/urls.ts";
+import type { ValidationReport } from "../../src/validation/types.ts";
+import { clamdPath, eicar, type RunningClamd, shouldSkip, startClamd } from "./clamav.ts";
+import { catalog, gameBuilds, goodPackage, packageEntries, policy, sidecarFor } from "./fixtures.ts";
+import { buildZip } from "./zip-builder.ts";
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function svc(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<Run> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  stdout.on("data", (d: Buffer) => out.push(d));
+  stderr.on("data", (d: Buffer) => err.push(d));
+  const io: CliIo = { stdout, stderr, cwd, env };
+  const code = await main(["validate", ...args], io);
+  return { code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
+}
+
+describe("svc validate", () => {
+  let dir: string;
+  let clamd: RunningClamd | null = null;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "svc-cli-validate-"));
+    // A site folder with the three documents the command reads.
+    const site = join(dir, "site");
+    for (const [path, doc] of [
+      [SITE_PATHS.catalog, catalog()],
+      [SITE_PATHS.gameBuilds, gameBuilds()],
+      [SITE_PATHS.validationContract, policy()],
+    ] as const) {
+      mkdirSync(join(site, path, ".."), { recursive: true });
+      writeFileSync(join(site, path), JSON.stringify(doc));
+    }
+    const good = goodPackage();
+    writeFileSync(join(dir, "good.zip"), good.bytes);
+    writeFileSync(join(dir, "good.json"), JSON.stringify(good.sidecar));
+    const evil = buildZip(packageEntries({ extra: [{ name: "../evil.txt", data: "x" }] }));
+    writeFileSync(join(dir, "evil.zip"), evil);
+    writeFileSync(join(dir, "evil.json"), JSON.stringify(sidecarFor(evil)));
+    writeFileSync(
+      join(dir, "dup.json"),
+      '{"schema":"svc.mod-release-submission.v1","modId":"a","modId":"b"}',
+    );
+    if (!shouldSkip(clamdPath, "clamd")) clamd = await startClamd();
+  });
+  afterAll(async () => {
+    await clamd?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("--json prints a parseable report; --no-antivirus fails antivirus_scan and exits 1", async () => {
+    const r = await svc(
+      ["--package", "good.zip", "--metadata", "good.json", "--json", "--no-antivirus"],
+      dir,
+    );
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout) as ValidationReport;
+    expect(report.schema).toBe("svc.validation-report.v1");
+    expect(report.checks.filter((c) => c.status !== "passed").map((c) => c.reasonCode)).toEqual([
+      "antivirus_disabled",
+    ]);
+  });
+
+  it.skipIf(!clamdPath)(
+    "passes a good package with clamd and exits 0; a human table names every check",
+    async () => {
+      const r = await svc(
+        ["--package", "good.zip", "--metadata", "good.json", "--clamd", clamd!.socket],
+        dir,
+      );
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      for (const check of policy().requiredChecks) expect(r.stdout).toContain(check);
+      expect(r.stdout).toContain("PASSED");
+    },
+  );
+
+  it.skipIf(!clamdPath)("shows the failing check, its reason code and the fix beneath it", async () => {
+    const r = await svc(["--package", "evil.zip", "--metadata", "evil.json", "--clamd", clamd!.socket], dir);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/zip_path_safety\s+│\s+FAIL\s+│\s+path_traversal/);
+    expect(r.stdout).toContain("fix (path_traversal)");
+    expect(r.stdout).toContain("FAILED: 1 required check(s) failed: zip_path_safety");
+  });
+
+  it.skipIf(!clamdPath)("EICAR in the package fails antivirus_scan", async () => {
+    const bytes = buildZip(packageEntries({ extra: [{ name: "Content/a.txt", data: eicar() }] }));
+    writeFileSync(join(dir, "eicar.zip"), bytes);
+    writeFileSync(join(dir, "eicar.json"), JSON.stringify(sidecarFor(bytes)));
+    const r = await svc(
+      ["--package", "eicar.zip", "--metadata", "eicar.json", "--json", "--clamd", clamd!.socket],
+      dir,
+    );
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout) as ValidationReport;
+    expect(report.checks.find((c) => c.id === "antivirus_scan")?.reasonCode).toBe("malware_detected");
+  });
+
+  it("a sidecar with duplicate keys fails sidecar_schema as invalid JSON", async () => {
+    const r = await svc(["--package", "good.zip", "--metadata", "dup.json", "--json", "--no-antivirus"], dir);
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout) as ValidationReport;
+    expect(report.checks[0]).toMatchObject({ id: "sidecar_schema", reasonCode: "sidecar_invalid_json" });
+  });
+
+  it("an unreachable clamd fails closed", async () => {
+    const r = await svc(
+      ["--package", "good.zip", "--metadata", "good.json", "--json", "--clamd", join(dir, "none.sock")],
+      dir,
+    );
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout) as ValidationReport;
+    expect(report.checks.find((c) => c.id === "antivirus_scan")?.reasonCode).toBe("scanner_unavailable");
+  });
+
+  it("usage errors exit 2", async () => {
+    expect((await svc([], dir)).code).toBe(2);
+    expect((await svc(["--package", "good.zip"], dir)).code).toBe(2);
+    expect((await svc(["--package", "missing.zip", "--metadata", "good.json"], dir)).code).toBe(2);
+    expect((await svc(["--package", "good.zip", "--metadata", "good.json", "--bogus"], dir)).code).toBe(2);
+    const noSite = await svc(["--package", "good.zip", "--metadata", "good.json", "--site", "nowhere"], dir);
+    expect(noSite.code).toBe(2);
+    expect(noSite.stderr).toContain("validation contract");
+    const help = await svc(["--help"], dir);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("--no-antivirus");
+  });
+
+  it("reads the repository's site by default", async () => {
+    const repo = fileURLToPath(new URL("../../", import.meta.url));
+    const copy = mkdtempSync(join(tmpdir(), "svc-cli-site-"));
+    try {
+      cpSync(join(repo, "site/api"), join(copy, "site/api"), { recursive: true });
+      const good = goodPackage({ dependencies: [] });
+      writeFileSync(join(copy, "p.zip"), good.bytes);
+      writeFileSync(join(copy, "p.json"), JSON.stringify(good.sidecar));
+      const r = await svc(["--package", "p.zip", "--metadata", "p.json", "--json", "--no-antivirus"], copy);
+      const report = JSON.parse(r.stdout) as ValidationReport;
+      expect(report.checks.find((c) => c.id === "target_game_build")?.status).toBe("passed");
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  });
+});

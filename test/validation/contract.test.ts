@@ -1,0 +1,152 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { CHECKS, REQUIRED_PACKAGE_CHECK_IDS } from "../../src/contracts/checks.ts";
+import { checkBackendReadiness } from "../../src/validation/checks/backend_readiness.ts";
+import { checkPublicSmoke } from "../../src/validation/checks/public_smoke.ts";
+import { REASONS } from "../../src/validation/reasons.ts";
+import { PACKAGE_CHECKS } from "../../src/validation/runner.ts";
+import { parseUntrustedJson } from "../../src/validation/untrusted-json.ts";
+import { policy } from "./fixtures.ts";
+
+const docs = readFileSync(fileURLToPath(new URL("../../docs/validation.md", import.meta.url)), "utf8");
+
+describe("the checks, the policy and the docs agree", () => {
+  it("every package check of the contract has an implementation, in the policy's order", () => {
+    expect(Object.keys(PACKAGE_CHECKS)).toEqual([...REQUIRED_PACKAGE_CHECK_IDS]);
+    expect(policy().requiredChecks).toEqual([...REQUIRED_PACKAGE_CHECK_IDS]);
+  });
+
+  it("docs/validation.md documents every check and every reason code", () => {
+    for (const check of CHECKS) expect(docs, check.id).toContain(`### \`${check.id}\``);
+    for (const code of Object.keys(REASONS)) expect(docs, code).toContain(`| \`${code}\` |`);
+    expect(docs).toContain("blocked_by_");
+  });
+
+  it("every reason code belongs to a real check (or to any check) and says how to fix it", () => {
+    const ids = new Set(CHECKS.map((c) => c.id));
+    for (const [code, info] of Object.entries(REASONS)) {
+      expect(code).toMatch(/^[a-z][a-z0-9_]*$/);
+      expect(info.check === "*" || ids.has(info.check), code).toBe(true);
+      expect(info.fix.length, code).toBeGreaterThan(10);
+    }
+  });
+});
+
+describe("untrusted JSON", () => {
+  it("accepts ordinary JSON, with or without a BOM", () => {
+    expect(parseUntrustedJson('{"a":[1,{"b":"x,y{"}]}')).toEqual({
+      ok: true,
+      value: { a: [1, { b: "x,y{" }] },
+    });
+    expect(parseUntrustedJson(Buffer.from('\ufeff{"a":1}'))).toEqual({ ok: true, value: { a: 1 } });
+    expect(parseUntrustedJson('{"a":{"k":1},"b":{"k":2}}').ok).toBe(true);
+  });
+
+  it.each([
+    ['{"a":1,"a":2}', /duplicate key/],
+    ['{"a":{"b":1,"b":2}}', /duplicate key/],
+    ['{"a\\u0022":1,"a\\"":2}', /duplicate key/],
+    ['{"__proto__":{"admin":true}}', /forbidden key/],
+    ['{"constructor":1}', /forbidden key/],
+    [`${"[".repeat(100)}${"]".repeat(100)}`, /nested deeper/],
+    ["{", /JSON|Unexpected|Expected/],
+    ['{"a":"\\ud800"}', /surrogate/],
+  ])("refuses %s", (text, message) => {
+    const r = parseUntrustedJson(text);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.message).toMatch(message);
+  });
+
+  it("refuses invalid UTF-8 and oversized documents", () => {
+    expect(parseUntrustedJson(Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]))).toEqual({
+      ok: false,
+      message: "not valid UTF-8",
+    });
+    expect(parseUntrustedJson(Buffer.alloc(2000, 0x20), { maxBytes: 1000, maxDepth: 10 }).ok).toBe(false);
+  });
+});
+
+describe("workflow-level checks", () => {
+  const readiness = (over: Record<string, unknown> = {}) => ({
+    schema: "svc.production-readiness.v1",
+    overallStatus: "release_ready",
+    liveBackend: true,
+    releaseBlockers: [],
+    gates: [{ id: 1, title: "Accounts", status: "ready", evidence: [], remaining: [] }],
+    ...over,
+  });
+
+  it("backend_readiness passes only with every gate ready, no blockers and a live backend", () => {
+    expect(checkBackendReadiness(readiness()).status).toBe("passed");
+    const notReady = checkBackendReadiness(
+      readiness({
+        overallStatus: "not_release_ready",
+        liveBackend: false,
+        releaseBlockers: [{ id: "email", summary: "no email delivery" }],
+        gates: [{ id: 2, title: "Uploads", status: "blocked" }],
+      }),
+    );
+    expect(notReady).toMatchObject({ status: "failed", reasonCode: "backend_not_ready" });
+    expect(notReady.log.join("\n")).toMatch(/no email delivery[\s\S]*Uploads is blocked/);
+    expect(checkBackendReadiness(null)).toMatchObject({
+      status: "failed",
+      reasonCode: "readiness_unavailable",
+    });
+    expect(checkBackendReadiness({ schema: "other" })).toMatchObject({ reasonCode: "readiness_unavailable" });
+  });
+
+  it("the repository's own readiness.json is not release ready, so the check fails", () => {
+    const doc = JSON.parse(
+      readFileSync(fileURLToPath(new URL("../../site/api/v1/readiness.json", import.meta.url)), "utf8"),
+    );
+    expect(checkBackendReadiness(doc)).toMatchObject({ status: "failed", reasonCode: "backend_not_ready" });
+  });
+
+  const smoke = (over: Record<string, unknown> = {}) => ({
+    schema: "svc.post-publish-smoke.v1",
+    generatedAt: "2026-11-21T10:00:00.000Z",
+    baseUrl: "https://mods.example.com",
+    passed: true,
+    summary: { routesChecked: 1, routesFailed: 0, artifactsChecked: 1, artifactsFailed: 0 },
+    routes: [{ path: "/api/v1/catalog.json", ok: true }],
+    artifacts: [
+      {
+        url: "https://mods.example.com/downloads/mods/a/1.0.0/a.zip",
+        expectedSha256: "a".repeat(64),
+        expectedSizeBytes: 1,
+        ok: true,
+      },
+    ],
+    managerParse: { ok: true, errors: [] },
+    ruleFailures: [],
+    ...over,
+  });
+
+  it("public_smoke passes a passing report and fails a failing, missing or malformed one", () => {
+    expect(checkPublicSmoke(smoke()).status).toBe("passed");
+    const bad = checkPublicSmoke(
+      smoke({
+        passed: false,
+        artifacts: [
+          {
+            url: "https://x/a.zip",
+            expectedSha256: "a".repeat(64),
+            expectedSizeBytes: 1,
+            ok: false,
+            errors: ["sha256 differs"],
+          },
+        ],
+      }),
+    );
+    expect(bad).toMatchObject({ status: "failed", reasonCode: "smoke_failed" });
+    expect(bad.log.join()).toContain("sha256 differs");
+    expect(
+      checkPublicSmoke(smoke({ passed: true, ruleFailures: [{ rule: "5", message: "drift" }] })).status,
+    ).toBe("failed");
+    expect(checkPublicSmoke(undefined)).toMatchObject({ reasonCode: "smoke_report_unavailable" });
+    expect(checkPublicSmoke({ schema: "svc.post-publish-smoke.v1" })).toMatchObject({
+      reasonCode: "smoke_report_unavailable",
+    });
+  });
+});
