@@ -2,6 +2,7 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointById } from "../../src/contracts/endpoints.ts";
 import { tempProject } from "../lib/project.ts";
+import type { BrowserDocument } from "./dom.ts";
 import {
   collectPageErrors,
   launchBrowser,
@@ -10,6 +11,8 @@ import {
   screenshot,
   startPortal,
 } from "./support.ts";
+
+declare const document: BrowserDocument;
 
 const ACCOUNT_ROUTES = [
   "create_account",

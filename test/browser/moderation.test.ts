@@ -2,6 +2,7 @@ import type { Browser, Page, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { schemaRegistry } from "../../src/contracts/schemas.ts";
 import { tempProject } from "../lib/project.ts";
+import type { BrowserElement } from "./dom.ts";
 import {
   collectPageErrors,
   launchBrowser,
@@ -212,7 +213,7 @@ describe.skipIf(SKIP_BROWSER)("moderation pages", () => {
     );
     const offered = await page
       .locator('input[name="decision"]:visible')
-      .evaluateAll((els) => els.map((el) => (el as HTMLInputElement).value));
+      .evaluateAll((els) => els.map((el) => (el as unknown as BrowserElement).value));
     expect(offered).toEqual(["approve", "request_changes", "reject"]);
 
     await page.getByLabel("Request changes").check();

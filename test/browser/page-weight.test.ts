@@ -13,7 +13,12 @@ import { renderCatalogPage } from "../../src/pages/catalog-page.ts";
 import { renderModPage } from "../../src/pages/mod-page.ts";
 import { ASSET_FILES, PAGE_PATHS, pageContext, renderPages } from "../../src/pages/render-pages.ts";
 import { releaseRecord, tempProject } from "../lib/project.ts";
+import type { BrowserDocument, BrowserPerformance, RequestAnimationFrame } from "./dom.ts";
 import { ARTIFACTS_DIR, launchBrowser, SKIP_BROWSER } from "./support.ts";
+
+declare const document: BrowserDocument;
+declare const performance: BrowserPerformance;
+declare const requestAnimationFrame: RequestAnimationFrame;
 
 /**
  * Page weight of the catalog browser for 10,000 mods (1-3 versions each), as served: raw, gzip
@@ -172,20 +177,18 @@ describe("catalog page weight for 10,000 mods", () => {
     const page = await browser.newPage();
     await page.goto(`http://127.0.0.1:${bound.port}/`, { waitUntil: "load" });
     const timing = await page.evaluate(() => {
-      const nav = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
+      const nav = performance.getEntriesByType("navigation")[0]!;
       return { domContentLoadedMs: nav.domContentLoadedEventEnd, loadMs: nav.loadEventEnd };
     });
     await page.locator("#filters").waitFor({ state: "visible" });
     const filter = await page.evaluate(async () => {
-      const q = document.getElementById("q") as HTMLInputElement;
+      const q = document.getElementById("q")!;
       const started = performance.now();
       q.value = "radar";
       q.dispatchEvent(new Event("input", { bubbles: true }));
-      await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+      await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve(null))));
       const filterMs = performance.now() - started;
-      const shown = [...document.querySelectorAll("#mods > li")].filter(
-        (li) => !(li as HTMLElement).hidden,
-      ).length;
+      const shown = [...document.querySelectorAll("#mods > li")].filter((li) => !li.hidden).length;
       return { filterMs, shown };
     });
     figures.chromium = {
