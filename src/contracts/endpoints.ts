@@ -198,6 +198,7 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     rateLimit: { scope: "account", bucket: "apiKeyLifecycle" },
     csrf: true,
     authScheme: "session",
+    errors: ["conflict", "rate_limit_exceeded"],
     request: { body: "{ name?: string (1-100, default 'API key') }", headers: "x-svc-csrf" },
     response: {
       status: "201",
