@@ -1,7 +1,6 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import cliProgress from "cli-progress";
 import type { CatalogDocument } from "../contracts/catalog.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";
@@ -9,7 +8,6 @@ import { createClamdScanner, parseClamdTarget } from "../validation/antivirus/cl
 import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
 import { SIDECAR_JSON_LIMITS } from "../validation/documents.ts";
-import { renderReport } from "../validation/render-report.ts";
 import { runValidation, type ValidationProgress } from "../validation/runner.ts";
 import type { GameBuildsDocument } from "../validation/types.ts";
 import { parseUntrustedJson } from "../validation/untrusted-json.ts";
@@ -59,9 +57,13 @@ function chooseScanner(
   return spec ? createClamdScanner(parseClamdTarget(spec)) : null;
 }
 
-function progressBar(io: CliIo, totalBytes: number): ((p: ValidationProgress) => void) | undefined {
+async function progressBar(
+  io: CliIo,
+  totalBytes: number,
+): Promise<((p: ValidationProgress) => void) | undefined> {
   // Only worth drawing for large packages, and only on a terminal (never into logs or pipes).
   if (!io.stderr.isTTY || totalBytes < 8 * 1024 * 1024) return undefined;
+  const { default: cliProgress } = await import("cli-progress");
   const bar = new cliProgress.SingleBar(
     {
       stream: io.stderr,
@@ -158,12 +160,13 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     gameBuilds: readSiteJson<GameBuildsDocument>(siteDir, SITE_PATHS.gameBuilds),
     scanner,
     antivirusDisabled: values["no-antivirus"] === true,
-    ...(values.json ? {} : { onProgress: progressBar(io, statSync(packagePath).size) }),
+    ...(values.json ? {} : { onProgress: await progressBar(io, statSync(packagePath).size) }),
   });
-  io.stdout.write(
-    values.json
-      ? `${JSON.stringify(report, null, 2)}\n`
-      : renderReport(report, { columns: io.stdout.columns ?? 100 }),
-  );
+  if (values.json) {
+    io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  } else {
+    const { renderReport } = await import("../validation/render-report.ts");
+    io.stdout.write(renderReport(report, { columns: io.stdout.columns ?? 100 }));
+  }
   return report.passed ? EXIT_OK : EXIT_FAILED;
 }

@@ -7,15 +7,13 @@ export const MANIFEST_JSON_LIMITS = { maxBytes: 256 * 1024, maxDepth: 32 };
 export const SIDECAR_JSON_LIMITS = { maxBytes: 256 * 1024, maxDepth: 32 };
 export const CONFIG_JSON_LIMITS = { maxBytes: 4 * 1024 * 1024, maxDepth: 64 };
 
-// Sidecar and manifest schemas pin no base URL, so the source registry validates them for any portal.
-function registry() {
-  return schemaRegistry(SOURCE_SCHEMA_BASE);
-}
-
+// Sidecar and manifest schemas pin no base URL, so any portal's registry validates them. The runner
+// passes the catalog's base URL so the manager reader's registry (and its compiled schemas) is reused.
 export function validateSidecar(
   raw: unknown,
+  baseUrl: string = SOURCE_SCHEMA_BASE,
 ): { ok: true; value: Sidecar } | { ok: false; issues: SchemaIssue[] } {
-  return registry().validate<Sidecar>("mod-release-submission", raw);
+  return schemaRegistry(baseUrl).validate<Sidecar>("mod-release-submission", raw);
 }
 
 export type ManifestRead =
@@ -27,7 +25,11 @@ export type ManifestRead =
     };
 
 /** Read and check svc-mod.json from the analysed package (the runner keeps its bytes). */
-export function readManifest(pkg: PackageAnalysis, fileName: string): ManifestRead {
+export function readManifest(
+  pkg: PackageAnalysis,
+  fileName: string,
+  baseUrl: string = SOURCE_SCHEMA_BASE,
+): ManifestRead {
   const bytes = pkg.files.get(fileName);
   if (!bytes) {
     const near = pkg.entries.find((e) => e.entry.name.toLowerCase().endsWith(fileName.toLowerCase()));
@@ -47,7 +49,7 @@ export function readManifest(pkg: PackageAnalysis, fileName: string): ManifestRe
   const parsed = parseUntrustedJson(bytes, MANIFEST_JSON_LIMITS);
   if (!parsed.ok)
     return { ok: false, code: "manifest_invalid_json", log: [`${fileName}: ${parsed.message}`] };
-  const result = registry().validate<Manifest>("mod-manifest", parsed.value);
+  const result = schemaRegistry(baseUrl).validate<Manifest>("mod-manifest", parsed.value);
   if (!result.ok) {
     return {
       ok: false,

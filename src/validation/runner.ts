@@ -411,15 +411,17 @@ function tailAware(head: Buffer, tail: Buffer, length: number): Buffer {
   return Buffer.concat([head, tail]);
 }
 
-function policyProblems(policy: unknown): string[] {
-  const result = schemaRegistry(SOURCE_SCHEMA_BASE).validate("game-publishing-validation", policy);
+function policyProblems(policy: unknown, baseUrl: string): string[] {
+  const result = schemaRegistry(baseUrl).validate("game-publishing-validation", policy);
   return result.ok ? [] : result.issues.slice(0, 20).map((i) => `policy${i.path}: ${i.message}`);
 }
 
 export async function runValidation(input: ValidationInput): Promise<ValidationReport> {
   const clock = input.clock ?? (() => new Date());
   const startedAt = clock().toISOString();
-  const problems = policyProblems(input.policy);
+  const schemaBaseUrl =
+    typeof input.catalog?.baseUrl === "string" ? input.catalog.baseUrl : SOURCE_SCHEMA_BASE;
+  const problems = policyProblems(input.policy, schemaBaseUrl);
   const declared = Array.isArray(input.policy?.checks)
     ? input.policy.checks.filter((c) => c.scope === "package")
     : [];
@@ -427,7 +429,7 @@ export async function runValidation(input: ValidationInput): Promise<ValidationR
     declared.length > 0 ? declared : Object.keys(PACKAGE_CHECKS).map((id) => ({ id, required: true }));
   const sidecarResult =
     input.sidecarParseError === undefined && input.sidecar !== undefined
-      ? validateSidecar(input.sidecar)
+      ? validateSidecar(input.sidecar, schemaBaseUrl)
       : null;
   const sidecarValid = sidecarResult?.ok ? sidecarResult.value : null;
   const raw = input.sidecar as { modId?: unknown; version?: unknown } | undefined;
@@ -451,7 +453,7 @@ export async function runValidation(input: ValidationInput): Promise<ValidationR
   }
 
   const pkg = await analyzePackage(input);
-  const manifestRead = pkg.structure ? readManifest(pkg, input.policy.manifestFileName) : null;
+  const manifestRead = pkg.structure ? readManifest(pkg, input.policy.manifestFileName, schemaBaseUrl) : null;
   const results = new Map<string, CheckOutcome>();
   const ctx: CheckContext = {
     policy: input.policy,
@@ -464,6 +466,7 @@ export async function runValidation(input: ValidationInput): Promise<ValidationR
     catalog: input.catalog,
     gameBuilds: input.gameBuilds,
     pkg,
+    schemaBaseUrl,
     now: startedAt,
     results,
   };

@@ -139,6 +139,8 @@ export interface CheckContext {
   catalog: CatalogDocument | null;
   gameBuilds: GameBuildsDocument | null;
   pkg: PackageAnalysis;
+  /** Base URL of the schema registry to use (the catalog's), so schemas compile once per process. */
+  schemaBaseUrl: string;
   /** The injected clock's reading when the run started (ISO 8601). */
   now: string;
   /** Results of the checks that already ran, for blocking. */

@@ -9,7 +9,7 @@ export function checkManifestSchema(ctx: CheckContext): CheckOutcome {
   const blocker = contentBlocker(ctx);
   // The manifest itself may still have been read when only other entries were refused.
   if (blocker && !ctx.pkg.files.has(fileName)) return blocked(ID, blocker.check, blocker.why);
-  const read = readManifest(ctx.pkg, fileName);
+  const read = readManifest(ctx.pkg, fileName, ctx.schemaBaseUrl);
   if (read.ok) return passed(ID, [`${fileName} matches svc.mod-manifest.v1`]);
   return failed(ID, read.code, read.log);
 }

@@ -9,7 +9,7 @@ export function checkSidecarSchema(ctx: CheckContext): CheckOutcome {
   if (parseError !== undefined)
     return failed(ID, "sidecar_invalid_json", [`the sidecar is not acceptable JSON: ${parseError}`]);
   if (raw === undefined) return failed(ID, "sidecar_missing", ["no sidecar release metadata was supplied"]);
-  const result = validateSidecar(raw);
+  const result = validateSidecar(raw, ctx.schemaBaseUrl);
   if (result.ok) return passed(ID, ["the sidecar matches svc.mod-release-submission.v1"]);
   return failed(
     ID,
