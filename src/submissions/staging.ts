@@ -14,6 +14,13 @@ export interface StagedPackage {
   path: string;
   sha256: string;
   sizeBytes: number;
+  /**
+   * Moves the complete bytes to their staging path. Deferred so that the caller can still refuse
+   * the request (a stray part after the package) without touching an earlier revision.
+   */
+  commit: () => void;
+  /** Drops the bytes; the folder goes too when no earlier revision lives in it. */
+  abort: () => void;
 }
 
 /**
@@ -73,9 +80,20 @@ export async function stagePackage(
       });
       out.on("error", reject);
     });
-    renameSync(temp, finalPath);
   } catch (error) {
     out.destroy();
+    abort();
+    throw error;
+  }
+  return {
+    path: rel,
+    sha256: hash.digest("hex"),
+    sizeBytes: size,
+    commit: () => renameSync(temp, finalPath),
+    abort,
+  };
+
+  function abort(): void {
     rmSync(temp, { force: true });
     // A first upload leaves no folder behind; a resubmission keeps the revision it replaces.
     try {
@@ -83,9 +101,7 @@ export async function stagePackage(
     } catch {
       // not empty: an earlier revision lives here
     }
-    throw error;
   }
-  return { path: rel, sha256: hash.digest("hex"), sizeBytes: size };
 }
 
 /** Removes a submission's staging folder (on rejection, cancel or after publication). */

@@ -84,6 +84,7 @@ async function submit(bytes: Buffer, sidecar: Sidecar, owner = "acct_modder") {
     fileName: sidecar.package.fileName,
     maxBytes: project.config.limits.maxPackageBytes,
   });
+  staged.commit();
   return createSubmission(deps(), {
     id,
     ownerAccountId: owner,

@@ -112,10 +112,11 @@ function readUpload(
     try {
       parser = busboy({
         headers: req.headers,
+        // One above what is allowed: busboy stops at a limit silently, so the third part must still arrive to be refused.
         limits: {
-          files: 2,
-          fields: 1,
-          parts: 2,
+          files: 3,
+          fields: 3,
+          parts: 3,
           fileSize: max + 1,
           fieldSize: METADATA_MAX_BYTES + 1,
           headerPairs: 16,
@@ -126,54 +127,68 @@ function readUpload(
       return;
     }
     let sidecar: Sidecar | null = null;
+    /** Set as soon as a metadata part starts; resolves once it was read and validated. */
+    let metadata: Promise<Sidecar> | null = null;
     let metadataSha256 = "";
     let staging: Promise<ParsedUpload> | null = null;
     let failed = false;
-    let stagedId: string | null = null;
+    let stagedDone: ParsedUpload | null = null;
     const fail = (error: unknown) => {
       if (failed) return;
       failed = true;
+      // A failure after the package was fully read (a stray part after it) drops its bytes.
+      stagedDone?.staged.abort();
       req.unpipe(parser);
       req.resume();
       reject(error);
     };
-    const acceptMetadata = (raw: Buffer) => {
+    const acceptMetadata = (raw: Buffer): Sidecar => {
       if (sidecar) throw new SvcError("invalid_request", "send exactly one metadata part");
       sidecar = parseMetadata(raw);
       metadataSha256 = createHash("sha256").update(raw).digest("hex");
+      return sidecar;
     };
+    const tooLarge = () =>
+      new SvcError("payload_too_large", `metadata is limited to ${METADATA_MAX_BYTES} bytes`);
+    let parts = 0;
+    const tooManyParts = () =>
+      ++parts > 2 &&
+      (fail(new SvcError("invalid_request", "send exactly two parts: metadata and package")), true);
     parser.on("field", (name, value, info) => {
-      try {
-        if (name !== "metadata")
-          throw new SvcError("invalid_request", `unexpected part '${name}': send only metadata and package`);
-        if (info.valueTruncated)
-          throw new SvcError("payload_too_large", `metadata is limited to ${METADATA_MAX_BYTES} bytes`);
-        acceptMetadata(Buffer.from(value, "utf8"));
-      } catch (error) {
-        fail(error);
+      if (tooManyParts()) return;
+      if (name !== "metadata") {
+        fail(new SvcError("invalid_request", `unexpected part '${name}': send only metadata and package`));
+        return;
       }
+      metadata = info.valueTruncated
+        ? Promise.reject(tooLarge())
+        : new Promise((ok) => ok(acceptMetadata(Buffer.from(value, "utf8"))));
+      metadata.catch(fail);
     });
     parser.on("file", (name, stream, info) => {
-      if (failed) {
+      if (tooManyParts() || failed) {
         stream.resume();
         return;
       }
       if (name === "metadata") {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        stream.on("data", (chunk: Buffer) => {
-          size += chunk.length;
-          if (size <= METADATA_MAX_BYTES) chunks.push(chunk);
+        metadata = new Promise<Sidecar>((ok, no) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          stream.on("data", (chunk: Buffer) => {
+            size += chunk.length;
+            if (size <= METADATA_MAX_BYTES) chunks.push(chunk);
+          });
+          stream.on("error", no);
+          stream.on("end", () => {
+            try {
+              if (size > METADATA_MAX_BYTES) throw tooLarge();
+              ok(acceptMetadata(Buffer.concat(chunks)));
+            } catch (error) {
+              no(error);
+            }
+          });
         });
-        stream.on("end", () => {
-          try {
-            if (size > METADATA_MAX_BYTES)
-              throw new SvcError("payload_too_large", `metadata is limited to ${METADATA_MAX_BYTES} bytes`);
-            acceptMetadata(Buffer.concat(chunks));
-          } catch (error) {
-            fail(error);
-          }
-        });
+        metadata.catch(fail);
         return;
       }
       if (name !== "package") {
@@ -181,7 +196,7 @@ function readUpload(
         fail(new SvcError("invalid_request", `unexpected part '${name}': send only metadata and package`));
         return;
       }
-      if (!sidecar) {
+      if (!metadata) {
         stream.resume();
         fail(
           new SvcError("invalid_request", "send the metadata part before the package part", {
@@ -202,9 +217,9 @@ function readUpload(
         );
         return;
       }
-      const meta = sidecar as Sidecar;
-      staging = chooseTarget(meta).then(async (submissionId) => {
-        stagedId = submissionId;
+      const pending: Promise<Sidecar> = metadata;
+      staging = pending.then(async (meta) => {
+        const submissionId = await chooseTarget(meta);
         const staged = await stagePackage(stream, {
           root: runtime.storageRoot,
           submissionId,
@@ -218,6 +233,13 @@ function readUpload(
         stream.resume();
         fail(error);
       });
+      staging.then(
+        (done) => {
+          stagedDone = done;
+          if (failed) done.staged.abort();
+        },
+        () => {},
+      );
     });
     for (const limit of ["partsLimit", "filesLimit", "fieldsLimit"] as const) {
       parser.on(limit, () =>
@@ -233,13 +255,15 @@ function readUpload(
         fail(
           new SvcError(
             "invalid_payload",
-            sidecar ? "the package part is missing" : "the metadata and package parts are missing",
+            metadata ? "the package part is missing" : "the metadata and package parts are missing",
             { details: { requiredParts: ["metadata", "package"] } },
           ),
         );
         return;
       }
-      staging.then(resolve, fail);
+      staging.then((done) => {
+        if (!failed) resolve(done);
+      }, fail);
     });
     req.on("aborted", () => fail(new SvcError("invalid_request", "the upload was aborted")));
     req.pipe(parser);
@@ -288,6 +312,8 @@ export const createUpload: Handler = async (req, res, route, app) => {
       resubmitting = await findResubmittable(deps.store, owner, sidecar.modId, sidecar.version);
       return resubmitting?.id ?? newSubmissionId(runtime.random);
     });
+    // The whole body was read and accepted: only now do the bytes take their staging path.
+    upload.staged.commit();
     const input = {
       ownerAccountId: owner,
       sidecar: upload.sidecar,
