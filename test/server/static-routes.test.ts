@@ -120,7 +120,7 @@ describe("local portal over loopback HTTP", () => {
     const put = await fetch(`${origin}/api/v1/catalog.json`, { method: "PUT", body: "{}" });
     expect(put.status).toBe(405);
     expect(put.headers.get("allow")).toBe("GET, HEAD");
-    expect((await put.json()).code).toBe("method_not_allowed");
+    expect(((await put.json()) as { code: string }).code).toBe("method_not_allowed");
     const patch = await fetch(`${origin}/api/v1/auth/session`, { method: "PATCH" });
     expect(patch.status).toBe(405);
     expect(patch.headers.get("allow")).toBe("GET, DELETE");
