@@ -1,4 +1,12 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -20,7 +28,12 @@ function snapshot(): Record<string, string> {
     for (const name of readdirSync(dir)) {
       const full = join(dir, name);
       const r = rel ? `${rel}/${name}` : name;
-      if (readdirSync(dir, { withFileTypes: true }).find((d) => d.name === name)!.isDirectory()) walk(full, r);
+      if (
+        readdirSync(dir, { withFileTypes: true })
+          .find((d) => d.name === name)!
+          .isDirectory()
+      )
+        walk(full, r);
       else out[r] = readFileSync(full, "utf8");
     }
   };
@@ -39,9 +52,20 @@ const changes = () => ({
 
 describe("commitFiles", () => {
   it("applies writes and deletes together and skips unchanged files", () => {
-    const result = commitFiles(root, { write: new Map([...changes().write, ["api/v1/mods/a/index.json", "old a"]]), delete: ["api/v1/stale.json"] });
-    expect(result).toEqual({ written: ["api/v1/catalog.json", "api/v1/mods/b/index.json"], deleted: ["api/v1/stale.json"], unchanged: 1 });
-    expect(snapshot()).toEqual({ "api/v1/catalog.json": "new catalog", "api/v1/mods/a/index.json": "old a", "api/v1/mods/b/index.json": "new b" });
+    const result = commitFiles(root, {
+      write: new Map([...changes().write, ["api/v1/mods/a/index.json", "old a"]]),
+      delete: ["api/v1/stale.json"],
+    });
+    expect(result).toEqual({
+      written: ["api/v1/catalog.json", "api/v1/mods/b/index.json"],
+      deleted: ["api/v1/stale.json"],
+      unchanged: 1,
+    });
+    expect(snapshot()).toEqual({
+      "api/v1/catalog.json": "new catalog",
+      "api/v1/mods/a/index.json": "old a",
+      "api/v1/mods/b/index.json": "new b",
+    });
     expect(readdirSync(join(root, ".svc-tmp"))).toEqual([]);
   });
 
@@ -75,14 +99,22 @@ describe("commitFiles", () => {
 
   it("recovers a crash before the next commit starts", () => {
     const before = snapshot();
-    expect(() => commitFiles(root, changes(), { beforeApply: (i) => { if (i === 1) throw new SimulatedCrash("killed"); } })).toThrow();
+    expect(() =>
+      commitFiles(root, changes(), {
+        beforeApply: (i) => {
+          if (i === 1) throw new SimulatedCrash("killed");
+        },
+      }),
+    ).toThrow();
     const result = commitFiles(root, { write: new Map([["api/v1/other.json", "x"]]) });
     expect(result.written).toEqual(["api/v1/other.json"]);
     expect(snapshot()).toEqual({ ...before, "api/v1/other.json": "x" });
   });
 
   it("refuses paths that leave the tree", () => {
-    expect(() => commitFiles(root, { write: new Map([["../escape.json", "x"]]) })).toThrow(/outside the tree/);
+    expect(() => commitFiles(root, { write: new Map([["../escape.json", "x"]]) })).toThrow(
+      /outside the tree/,
+    );
     expect(existsSync(join(root, "..", "escape.json"))).toBe(false);
   });
 });

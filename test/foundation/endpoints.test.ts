@@ -3,10 +3,26 @@ import { ENDPOINTS, matchEndpoint } from "../../src/contracts/endpoints.ts";
 import { HANDLERS } from "../../src/http/handlers/index.ts";
 
 const CONTRACT_IDS = [
-  "backend_health", "create_account", "verify_account", "request_magic_link", "confirm_magic_link", "list_accounts",
-  "update_account_roles", "current_session", "delete_session", "create_api_key", "list_api_keys", "revoke_api_key",
-  "api_key_mod_download", "create_upload", "upload_status", "cancel_upload", "moderation_queue", "moderation_decision",
-  "publish_catalog", "audit_events",
+  "backend_health",
+  "create_account",
+  "verify_account",
+  "request_magic_link",
+  "confirm_magic_link",
+  "list_accounts",
+  "update_account_roles",
+  "current_session",
+  "delete_session",
+  "create_api_key",
+  "list_api_keys",
+  "revoke_api_key",
+  "api_key_mod_download",
+  "create_upload",
+  "upload_status",
+  "cancel_upload",
+  "moderation_queue",
+  "moderation_decision",
+  "publish_catalog",
+  "audit_events",
 ];
 
 describe("endpoint table", () => {
@@ -17,7 +33,9 @@ describe("endpoint table", () => {
   });
 
   it("marks exactly the endpoints with a handler as implemented", () => {
-    const implemented = ENDPOINTS.filter((e) => e.status === "implemented").map((e) => e.id).sort();
+    const implemented = ENDPOINTS.filter((e) => e.status === "implemented")
+      .map((e) => e.id)
+      .sort();
     expect(Object.keys(HANDLERS).sort()).toEqual(implemented);
   });
 
@@ -38,7 +56,9 @@ describe("endpoint table", () => {
     });
     expect(matchEndpoint("GET", "/api/v1/downloads/mods/a/1.0.0/..%2F..%2Fsecret")).toBeNull();
     expect(matchEndpoint("GET", "/api/v1/uploads/%2e%2e")).toBeNull();
-    expect(matchEndpoint("DELETE", "/api/v1/auth/session")).toMatchObject({ endpoint: { id: "delete_session" } });
+    expect(matchEndpoint("DELETE", "/api/v1/auth/session")).toMatchObject({
+      endpoint: { id: "delete_session" },
+    });
     expect(matchEndpoint("PATCH", "/api/v1/auth/session")).toEqual({ methodNotAllowed: ["GET", "DELETE"] });
     expect(matchEndpoint("GET", "/api/v1/nothing")).toBeNull();
   });

@@ -41,7 +41,16 @@ const sidecar = {
   modConfig: {
     file: "Config/better-hud.json",
     settings: [
-      { key: "hud.scale", label: "Scale", type: "select", default: "1.0", options: [{ value: "1.0", label: "100%" }, { value: "1.5", label: "150%" }] },
+      {
+        key: "hud.scale",
+        label: "Scale",
+        type: "select",
+        default: "1.0",
+        options: [
+          { value: "1.0", label: "100%" },
+          { value: "1.5", label: "150%" },
+        ],
+      },
       { key: "hud.compact", label: "Compact", type: "boolean", default: false },
     ],
   },
@@ -116,54 +125,308 @@ const VALID: Record<SchemaName, unknown> = {
 type Mutation = (doc: any) => void;
 /** Each case: a change that must be refused, and the exact place and rule the refusal names. */
 const INVALID: Array<[SchemaName, string, Mutation, { path: string; keyword: string }]> = [
-  ["catalog", "a zero hash", (d) => (d.mods[0].versions[0].sha256 = "0".repeat(64)), { path: "/mods/0/versions/0/sha256", keyword: "not" }],
-  ["catalog", "an unknown top-level field", (d) => (d.extra = 1), { path: "/", keyword: "additionalProperties" }],
-  ["catalog", "a mod id with path characters", (d) => (d.mods[0].id = "../x"), { path: "/mods/0/id", keyword: "pattern" }],
-  ["catalog", "a placeholder artifact", (d) => (d.mods[0].versions[0].artifactStatus = "placeholder"), { path: "/mods/0/versions/0/artifactStatus", keyword: "enum" }],
-  ["catalog", "a version without release notes", (d) => delete d.mods[0].versions[0].releaseNotes, { path: "/mods/0/versions/0", keyword: "required" }],
-  ["readiness", "release_ready with blockers", (d) => (d.overallStatus = "release_ready"), { path: "/releaseBlockers", keyword: "maxItems" }],
-  ["readiness", "a ready gate with work remaining", (d) => (d.gates[1].status = "ready"), { path: "/gates/1/remaining", keyword: "maxItems" }],
-  ["readiness", "a missing evidence URL", (d) => delete d.evidence.catalogUrl, { path: "/evidence", keyword: "required" }],
-  ["runtime", "resolving the upstream latest", (d) => (d.resolveLatest = true), { path: "/resolveLatest", keyword: "const" }],
-  ["runtime", "a planned asset with a URL", (d) => (d.asset.url = "https://github.com/a/b/x.zip"), { path: "/asset", keyword: "not" }],
-  ["framework", "published without a hash", (d) => Object.assign(d, { artifactStatus: "published", tag: "v1", fileName: "f.zip", packageUrl: "https://x.test/f.zip", packageSizeBytes: 5 }), { path: "/", keyword: "required" }],
-  ["manager", "a manager ZIP hosted under downloads/manager", (d) => Object.assign(d, { artifactStatus: "published", downloadEnabled: true, tag: "v1", assetName: "m.zip", downloadUrl: "https://portal.test/downloads/manager/m.zip", sha256: "d".repeat(64), packageSizeBytes: 9 }), { path: "/downloadUrl", keyword: "not" }],
-  ["game-builds", "an unknown validation status", (d) => (d.builds[0].validationStatus = "ok"), { path: "/builds/0/validationStatus", keyword: "enum" }],
+  [
+    "catalog",
+    "a zero hash",
+    (d) => (d.mods[0].versions[0].sha256 = "0".repeat(64)),
+    { path: "/mods/0/versions/0/sha256", keyword: "not" },
+  ],
+  [
+    "catalog",
+    "an unknown top-level field",
+    (d) => (d.extra = 1),
+    { path: "/", keyword: "additionalProperties" },
+  ],
+  [
+    "catalog",
+    "a mod id with path characters",
+    (d) => (d.mods[0].id = "../x"),
+    { path: "/mods/0/id", keyword: "pattern" },
+  ],
+  [
+    "catalog",
+    "a placeholder artifact",
+    (d) => (d.mods[0].versions[0].artifactStatus = "placeholder"),
+    { path: "/mods/0/versions/0/artifactStatus", keyword: "enum" },
+  ],
+  [
+    "catalog",
+    "a version without release notes",
+    (d) => delete d.mods[0].versions[0].releaseNotes,
+    { path: "/mods/0/versions/0", keyword: "required" },
+  ],
+  [
+    "readiness",
+    "release_ready with blockers",
+    (d) => (d.overallStatus = "release_ready"),
+    { path: "/releaseBlockers", keyword: "maxItems" },
+  ],
+  [
+    "readiness",
+    "a ready gate with work remaining",
+    (d) => (d.gates[1].status = "ready"),
+    { path: "/gates/1/remaining", keyword: "maxItems" },
+  ],
+  [
+    "readiness",
+    "a missing evidence URL",
+    (d) => delete d.evidence.catalogUrl,
+    { path: "/evidence", keyword: "required" },
+  ],
+  [
+    "runtime",
+    "resolving the upstream latest",
+    (d) => (d.resolveLatest = true),
+    { path: "/resolveLatest", keyword: "const" },
+  ],
+  [
+    "runtime",
+    "a planned asset with a URL",
+    (d) => (d.asset.url = "https://github.com/a/b/x.zip"),
+    { path: "/asset", keyword: "not" },
+  ],
+  [
+    "framework",
+    "published without a hash",
+    (d) =>
+      Object.assign(d, {
+        artifactStatus: "published",
+        tag: "v1",
+        fileName: "f.zip",
+        packageUrl: "https://x.test/f.zip",
+        packageSizeBytes: 5,
+      }),
+    { path: "/", keyword: "required" },
+  ],
+  [
+    "manager",
+    "a manager ZIP hosted under downloads/manager",
+    (d) =>
+      Object.assign(d, {
+        artifactStatus: "published",
+        downloadEnabled: true,
+        tag: "v1",
+        assetName: "m.zip",
+        downloadUrl: "https://portal.test/downloads/manager/m.zip",
+        sha256: "d".repeat(64),
+        packageSizeBytes: 9,
+      }),
+    { path: "/downloadUrl", keyword: "not" },
+  ],
+  [
+    "game-builds",
+    "an unknown validation status",
+    (d) => (d.builds[0].validationStatus = "ok"),
+    { path: "/builds/0/validationStatus", keyword: "enum" },
+  ],
   ["mods-index", "a missing count", (d) => delete d.count, { path: "/", keyword: "required" }],
-  ["mod-detail", "an unknown field", (d) => (d.downloads = 5), { path: "/", keyword: "unevaluatedProperties" }],
-  ["mod-versions", "blank release notes", (d) => (d.versions[0].releaseNotes = "   "), { path: "/versions/0/releaseNotes", keyword: "pattern" }],
+  [
+    "mod-detail",
+    "an unknown field",
+    (d) => (d.downloads = 5),
+    { path: "/", keyword: "unevaluatedProperties" },
+  ],
+  [
+    "mod-versions",
+    "blank release notes",
+    (d) => (d.versions[0].releaseNotes = "   "),
+    { path: "/versions/0/releaseNotes", keyword: "pattern" },
+  ],
   ["workflow", "a missing state", (d) => d.states.pop(), { path: "/states", keyword: "minItems" }],
-  ["workflow", "a wrong staging template", (d) => (d.upload.stagingPathTemplate = "uploads/{fileName}"), { path: "/upload/stagingPathTemplate", keyword: "const" }],
-  ["backend-contract", "an extra top-level field", (d) => (d.notes = "x"), { path: "/", keyword: "additionalProperties" }],
-  ["backend-contract", "another base URL", (d) => (d.baseUrl = "https://evil.test"), { path: "/baseUrl", keyword: "const" }],
-  ["backend-contract", "required checks without antivirus_scan", (d) => (d.validationWorker.requiredChecks = d.validationWorker.requiredChecks.filter((c: string) => c !== "antivirus_scan")), { path: "/validationWorker/requiredChecks", keyword: "minItems" }],
-  ["backend-contract", "an endpoint id with capitals", (d) => (d.endpoints[0].id = "Health"), { path: "/endpoints/0/id", keyword: "pattern" }],
-  ["backend-contract", "plain HTTP allowed", (d) => (d.security.requiresHttps = false), { path: "/security/requiresHttps", keyword: "const" }],
-  ["game-publishing-validation", "native binaries elsewhere", (d) => (d.content.nativeBinaryDirectory = "Binaries"), { path: "/content/nativeBinaryDirectory", keyword: "const" }],
-  ["game-publishing-validation", "a compression method other than stored/deflate", (d) => d.package.allowedCompressionMethods.push(12), { path: "/package/allowedCompressionMethods/2", keyword: "enum" }],
-  ["upload-submission", "a required check skipped", (d) => (d.validationChecks[0].status = "skipped"), { path: "/validationChecks/0/status", keyword: "not" }],
-  ["upload-submission", "a client-chosen submission id", (d) => (d.submissionId = "../../etc"), { path: "/submissionId", keyword: "pattern" }],
-  ["mod-release-submission", "a server-owned field (mass assignment)", (d) => (d.state = "published"), { path: "/", keyword: "additionalProperties" }],
-  ["mod-release-submission", "a non-semver version", (d) => (d.version = "1.2"), { path: "/version", keyword: "pattern" }],
-  ["mod-release-submission", "build metadata in the version", (d) => (d.version = "1.2.0+build5"), { path: "/version", keyword: "pattern" }],
-  ["mod-release-submission", "a mod id with a slash", (d) => (d.modId = "a/b"), { path: "/modId", keyword: "pattern" }],
-  ["mod-release-submission", "a javascript: link", (d) => (d.links = { homepage: "javascript:alert(1)" }), { path: "/links/homepage", keyword: "pattern" }],
-  ["mod-release-submission", "blank release notes", (d) => (d.releaseNotes = "\n\t "), { path: "/releaseNotes", keyword: "pattern" }],
-  ["mod-release-submission", "a package file name with traversal", (d) => (d.package.fileName = "..x.zip"), { path: "/package/fileName", keyword: "not" }],
-  ["mod-release-submission", "a plain-http package URL", (d) => (d.package.url = "http://cdn.test/a.zip"), { path: "/package/url", keyword: "pattern" }],
-  ["mod-release-submission", "a boolean setting with options", (d) => (d.modConfig.settings[1].options = [{ value: true, label: "on" }, { value: false, label: "off" }]), { path: "/modConfig/settings/1/options", keyword: "false schema" }],
-  ["mod-release-submission", "a __proto__ config key", (d) => (d.modConfig.settings[0].key = "__proto__.polluted"), { path: "/modConfig/settings/0/key", keyword: "pattern" }],
-  ["mod-manifest", "an entrypoint that escapes", (d) => (d.entrypoints[0].path = "../evil.dll"), { path: "/entrypoints/0/path", keyword: "pattern" }],
-  ["mod-manifest", "an entrypoint with a trailing dot", (d) => (d.entrypoints[0].path = "Content/Paks/x.pak."), { path: "/entrypoints/0/path", keyword: "not" }],
-  ["mod-manifest", "a Windows path", (d) => (d.entrypoints[0].path = "C:\\mods\\x.pak"), { path: "/entrypoints/0/path", keyword: "pattern" }],
-  ["release-record", "hidden without the status to restore", (d) => (d.status = "hidden"), { path: "/", keyword: "required" }],
+  [
+    "workflow",
+    "a wrong staging template",
+    (d) => (d.upload.stagingPathTemplate = "uploads/{fileName}"),
+    { path: "/upload/stagingPathTemplate", keyword: "const" },
+  ],
+  [
+    "backend-contract",
+    "an extra top-level field",
+    (d) => (d.notes = "x"),
+    { path: "/", keyword: "additionalProperties" },
+  ],
+  [
+    "backend-contract",
+    "another base URL",
+    (d) => (d.baseUrl = "https://evil.test"),
+    { path: "/baseUrl", keyword: "const" },
+  ],
+  [
+    "backend-contract",
+    "required checks without antivirus_scan",
+    (d) =>
+      (d.validationWorker.requiredChecks = d.validationWorker.requiredChecks.filter(
+        (c: string) => c !== "antivirus_scan",
+      )),
+    { path: "/validationWorker/requiredChecks", keyword: "minItems" },
+  ],
+  [
+    "backend-contract",
+    "an endpoint id with capitals",
+    (d) => (d.endpoints[0].id = "Health"),
+    { path: "/endpoints/0/id", keyword: "pattern" },
+  ],
+  [
+    "backend-contract",
+    "plain HTTP allowed",
+    (d) => (d.security.requiresHttps = false),
+    { path: "/security/requiresHttps", keyword: "const" },
+  ],
+  [
+    "game-publishing-validation",
+    "native binaries elsewhere",
+    (d) => (d.content.nativeBinaryDirectory = "Binaries"),
+    { path: "/content/nativeBinaryDirectory", keyword: "const" },
+  ],
+  [
+    "game-publishing-validation",
+    "a compression method other than stored/deflate",
+    (d) => d.package.allowedCompressionMethods.push(12),
+    { path: "/package/allowedCompressionMethods/2", keyword: "enum" },
+  ],
+  [
+    "upload-submission",
+    "a required check skipped",
+    (d) => (d.validationChecks[0].status = "skipped"),
+    { path: "/validationChecks/0/status", keyword: "not" },
+  ],
+  [
+    "upload-submission",
+    "a client-chosen submission id",
+    (d) => (d.submissionId = "../../etc"),
+    { path: "/submissionId", keyword: "pattern" },
+  ],
+  [
+    "mod-release-submission",
+    "a server-owned field (mass assignment)",
+    (d) => (d.state = "published"),
+    { path: "/", keyword: "additionalProperties" },
+  ],
+  [
+    "mod-release-submission",
+    "a non-semver version",
+    (d) => (d.version = "1.2"),
+    { path: "/version", keyword: "pattern" },
+  ],
+  [
+    "mod-release-submission",
+    "build metadata in the version",
+    (d) => (d.version = "1.2.0+build5"),
+    { path: "/version", keyword: "pattern" },
+  ],
+  [
+    "mod-release-submission",
+    "a mod id with a slash",
+    (d) => (d.modId = "a/b"),
+    { path: "/modId", keyword: "pattern" },
+  ],
+  [
+    "mod-release-submission",
+    "a javascript: link",
+    (d) => (d.links = { homepage: "javascript:alert(1)" }),
+    { path: "/links/homepage", keyword: "pattern" },
+  ],
+  [
+    "mod-release-submission",
+    "blank release notes",
+    (d) => (d.releaseNotes = "\n\t "),
+    { path: "/releaseNotes", keyword: "pattern" },
+  ],
+  [
+    "mod-release-submission",
+    "a package file name with traversal",
+    (d) => (d.package.fileName = "..x.zip"),
+    { path: "/package/fileName", keyword: "not" },
+  ],
+  [
+    "mod-release-submission",
+    "a plain-http package URL",
+    (d) => (d.package.url = "http://cdn.test/a.zip"),
+    { path: "/package/url", keyword: "pattern" },
+  ],
+  [
+    "mod-release-submission",
+    "a boolean setting with options",
+    (d) =>
+      (d.modConfig.settings[1].options = [
+        { value: true, label: "on" },
+        { value: false, label: "off" },
+      ]),
+    { path: "/modConfig/settings/1/options", keyword: "false schema" },
+  ],
+  [
+    "mod-release-submission",
+    "a __proto__ config key",
+    (d) => (d.modConfig.settings[0].key = "__proto__.polluted"),
+    { path: "/modConfig/settings/0/key", keyword: "pattern" },
+  ],
+  [
+    "mod-manifest",
+    "an entrypoint that escapes",
+    (d) => (d.entrypoints[0].path = "../evil.dll"),
+    { path: "/entrypoints/0/path", keyword: "pattern" },
+  ],
+  [
+    "mod-manifest",
+    "an entrypoint with a trailing dot",
+    (d) => (d.entrypoints[0].path = "Content/Paks/x.pak."),
+    { path: "/entrypoints/0/path", keyword: "not" },
+  ],
+  [
+    "mod-manifest",
+    "a Windows path",
+    (d) => (d.entrypoints[0].path = "C:\\mods\\x.pak"),
+    { path: "/entrypoints/0/path", keyword: "pattern" },
+  ],
+  [
+    "release-record",
+    "hidden without the status to restore",
+    (d) => (d.status = "hidden"),
+    { path: "/", keyword: "required" },
+  ],
   ["release-record", "a zero hash", (d) => (d.sha256 = "0".repeat(64)), { path: "/sha256", keyword: "not" }],
-  ["portal-config", "a plain-http public base URL", (d) => (d.baseUrl = "http://mods.example.org"), { path: "/baseUrl", keyword: "pattern" }],
-  ["portal-config", "a package cap above 100 MiB", (d) => (d.limits.maxPackageBytes = 104857601), { path: "/limits/maxPackageBytes", keyword: "maximum" }],
-  ["post-publish-smoke", "passed as a string", (d) => (d.passed = "yes"), { path: "/passed", keyword: "type" }],
-  ["submission-report", "a head SHA that is not a full lower-case SHA", (d) => (d.headSha = "ABC"), { path: "/headSha", keyword: "pattern" }],
-  ["submission-report", "a sidecar outside submissions/", (d) => (d.sidecarPath = "../.github/workflows/x.json"), { path: "/sidecarPath", keyword: "pattern" }],
-  ["artifact", "a published artifact without a hash", (d) => Object.assign(d, { artifactStatus: "published", name: "a.zip", url: "https://x.test/a.zip", sizeBytes: 3 }), { path: "/", keyword: "required" }],
+  [
+    "portal-config",
+    "a plain-http public base URL",
+    (d) => (d.baseUrl = "http://mods.example.org"),
+    { path: "/baseUrl", keyword: "pattern" },
+  ],
+  [
+    "portal-config",
+    "a package cap above 100 MiB",
+    (d) => (d.limits.maxPackageBytes = 104857601),
+    { path: "/limits/maxPackageBytes", keyword: "maximum" },
+  ],
+  [
+    "post-publish-smoke",
+    "passed as a string",
+    (d) => (d.passed = "yes"),
+    { path: "/passed", keyword: "type" },
+  ],
+  [
+    "submission-report",
+    "a head SHA that is not a full lower-case SHA",
+    (d) => (d.headSha = "ABC"),
+    { path: "/headSha", keyword: "pattern" },
+  ],
+  [
+    "submission-report",
+    "a sidecar outside submissions/",
+    (d) => (d.sidecarPath = "../.github/workflows/x.json"),
+    { path: "/sidecarPath", keyword: "pattern" },
+  ],
+  [
+    "artifact",
+    "a published artifact without a hash",
+    (d) =>
+      Object.assign(d, {
+        artifactStatus: "published",
+        name: "a.zip",
+        url: "https://x.test/a.zip",
+        sizeBytes: 3,
+      }),
+    { path: "/", keyword: "required" },
+  ],
 ];
 
 describe("schemas", () => {
@@ -177,7 +440,11 @@ describe("schemas", () => {
   });
 
   it("has a valid fixture for every schema", () => {
-    expect(Object.keys(VALID).sort()).toEqual(schemaFiles().map((f) => f.name).sort());
+    expect(Object.keys(VALID).sort()).toEqual(
+      schemaFiles()
+        .map((f) => f.name)
+        .sort(),
+    );
   });
 
   for (const [name, document] of Object.entries(VALID)) {

@@ -18,17 +18,27 @@ describe("svc build", () => {
     expect(result.code).toBe(0);
     const files = listGeneratedFiles(project.site(""));
     for (const path of [
-      "api/v1/catalog.json", "api/v1/readiness.json", "api/v1/runtime/latest.json", "api/v1/framework/latest.json",
-      "api/v1/game-builds/latest.json", "api/v1/mods/index.json", "api/v1/manager/latest.json",
-      "api/v1/publishing/workflow.json", "api/v1/publishing/backend-contract.json",
-      "api/v1/publishing/backend-contract.schema.json", "api/v1/publishing/game-publishing-validation.v1.json",
-      "api/v1/publishing/game-publishing-validation.schema.json", "api/v1/publishing/upload-submission.schema.json",
+      "api/v1/catalog.json",
+      "api/v1/readiness.json",
+      "api/v1/runtime/latest.json",
+      "api/v1/framework/latest.json",
+      "api/v1/game-builds/latest.json",
+      "api/v1/mods/index.json",
+      "api/v1/manager/latest.json",
+      "api/v1/publishing/workflow.json",
+      "api/v1/publishing/backend-contract.json",
+      "api/v1/publishing/backend-contract.schema.json",
+      "api/v1/publishing/game-publishing-validation.v1.json",
+      "api/v1/publishing/game-publishing-validation.schema.json",
+      "api/v1/publishing/upload-submission.schema.json",
       "api/v1/publishing/mod-release-submission.schema.json",
     ]) {
       expect(files).toContain(path);
     }
     expect(json<CatalogDocument>("site/api/v1/catalog.json").mods).toEqual([]);
-    const readiness = json<{ overallStatus: string; releaseBlockers: unknown[]; liveBackend: boolean }>("site/api/v1/readiness.json");
+    const readiness = json<{ overallStatus: string; releaseBlockers: unknown[]; liveBackend: boolean }>(
+      "site/api/v1/readiness.json",
+    );
     expect(readiness.overallStatus).toBe("not_release_ready");
     expect(readiness.liveBackend).toBe(false);
     expect(readiness.releaseBlockers.length).toBeGreaterThan(0);
@@ -40,18 +50,30 @@ describe("svc build", () => {
     project = tempProject();
     project.addRecord(releaseRecord());
     await runCli(["build"], project.root);
-    const before = new Map(listGeneratedFiles(project.site("")).map((p) => [p, readFileSync(project.site(p))]));
+    const before = new Map(
+      listGeneratedFiles(project.site("")).map((p) => [p, readFileSync(project.site(p))]),
+    );
     const second = await runCli(["build"], project.root);
     expect(second.stdout).toMatch(/0 written, 0 removed/);
-    for (const [path, bytes] of before) expect(readFileSync(project.site(path)).equals(bytes), path).toBe(true);
+    for (const [path, bytes] of before)
+      expect(readFileSync(project.site(path)).equals(bytes), path).toBe(true);
   });
 
   it("derives catalog, index, detail and versions from release records; hidden versions leave, superseded stay", async () => {
     project = tempProject();
     project.addRecord(releaseRecord({ version: "1.0.0", status: "superseded" }));
     project.addRecord(releaseRecord({ version: "1.1.0" }));
-    project.addRecord(releaseRecord({ version: "1.2.0-beta.1", status: "hidden", statusBeforeHidden: "published" }));
-    project.addRecord(releaseRecord({ modId: "ghost-mod", version: "2.0.0", status: "hidden", statusBeforeHidden: "published" }));
+    project.addRecord(
+      releaseRecord({ version: "1.2.0-beta.1", status: "hidden", statusBeforeHidden: "published" }),
+    );
+    project.addRecord(
+      releaseRecord({
+        modId: "ghost-mod",
+        version: "2.0.0",
+        status: "hidden",
+        statusBeforeHidden: "published",
+      }),
+    );
     expect((await runCli(["build"], project.root)).code).toBe(0);
     const catalog = json<CatalogDocument>("site/api/v1/catalog.json");
     expect(catalog.mods.map((m) => m.id)).toEqual(["better-hud"]);
@@ -65,7 +87,9 @@ describe("svc build", () => {
     const detail = json<ModDetailDocument>("site/api/v1/mods/better-hud/index.json");
     expect(detail.versions).toEqual(mod.versions);
     expect(detail.description).toBe("Rearranges the HUD.");
-    expect(json<ModsIndexDocument>("site/api/v1/mods/index.json").mods.map((m) => [m.id, m.versionCount])).toEqual([["better-hud", 2]]);
+    expect(
+      json<ModsIndexDocument>("site/api/v1/mods/index.json").mods.map((m) => [m.id, m.versionCount]),
+    ).toEqual([["better-hud", 2]]);
     expect(listGeneratedFiles(project.site("")).some((p) => p.includes("ghost-mod"))).toBe(false);
   });
 
@@ -84,7 +108,10 @@ describe("svc build", () => {
     project = tempProject();
     await runCli(["build"], project.root);
     const before = project.read("site/api/v1/catalog.json");
-    project.write("records/mods/better-hud/1.0.0.json", JSON.stringify({ ...releaseRecord(), sha256: "0".repeat(64) }));
+    project.write(
+      "records/mods/better-hud/1.0.0.json",
+      JSON.stringify({ ...releaseRecord(), sha256: "0".repeat(64) }),
+    );
     const result = await runCli(["build"], project.root);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/records\/mods\/better-hud\/1\.0\.0\.json is not a valid release record/);

@@ -33,11 +33,17 @@ describe("submission state machine", () => {
   it("maps each moderation decision to its target state", () => {
     expect(transition("pending_review", "approve", "moderator")).toMatchObject({ ok: true, to: "approved" });
     expect(transition("pending_review", "reject", "moderator")).toMatchObject({ ok: true, to: "rejected" });
-    expect(transition("pending_review", "request_changes", "moderator")).toMatchObject({ ok: true, to: "changes_requested" });
+    expect(transition("pending_review", "request_changes", "moderator")).toMatchObject({
+      ok: true,
+      to: "changes_requested",
+    });
     expect(transition("published", "hide", "moderator")).toMatchObject({ ok: true, to: "hidden" });
     expect(transition("superseded", "hide", "moderator")).toMatchObject({ ok: true, to: "hidden" });
     expect(transition("hidden", "unhide", "moderator")).toMatchObject({ ok: true, to: "published" });
-    expect(transition("hidden", "unhide", "moderator", { unhideTo: "superseded" })).toMatchObject({ ok: true, to: "superseded" });
+    expect(transition("hidden", "unhide", "moderator", { unhideTo: "superseded" })).toMatchObject({
+      ok: true,
+      to: "superseded",
+    });
   });
 
   it("lets a modder cancel a draft, uploaded or failed submission, never an approved one", () => {
@@ -45,7 +51,11 @@ describe("submission state machine", () => {
       expect(transition(from, "cancel", "modder")).toMatchObject({ ok: true, to: "cancelled" });
     }
     for (const from of ["approved", "published", "validating", "pending_review"] as const) {
-      expect(transition(from, "cancel", "modder")).toMatchObject({ ok: false, code: "illegal_transition", from });
+      expect(transition(from, "cancel", "modder")).toMatchObject({
+        ok: false,
+        code: "illegal_transition",
+        from,
+      });
     }
   });
 

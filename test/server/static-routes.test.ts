@@ -16,7 +16,10 @@ const artifact = Buffer.alloc(300_000, 7);
 beforeAll(async () => {
   project = tempProject();
   project.addRecord(releaseRecord({ packageSizeBytes: artifact.length }));
-  writeSite(project.site(""), renderSite(loadSiteInputs(project.config, `${project.root}/records`), project.site("")));
+  writeSite(
+    project.site(""),
+    renderSite(loadSiteInputs(project.config, `${project.root}/records`), project.site("")),
+  );
   project.write("site/downloads/mods/better-hud/1.0.0/better-hud-1.0.0.zip", artifact as unknown as string);
   project.write("site/.secret", "do not serve");
   const app = {
@@ -94,18 +97,24 @@ describe("local portal over loopback HTTP", () => {
   it("gzips when asked, with its own ETag, and serves identity otherwise", async () => {
     const { request } = await import("node:http");
     const raw = await new Promise<{ headers: Record<string, unknown>; body: Buffer }>((resolve, reject) => {
-      request(`${origin}/api/v1/publishing/workflow.json`, { headers: { "accept-encoding": "gzip" } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c) => chunks.push(c));
-        res.on("end", () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
-      })
+      request(
+        `${origin}/api/v1/publishing/workflow.json`,
+        { headers: { "accept-encoding": "gzip" } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c) => chunks.push(c));
+          res.on("end", () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+        },
+      )
         .on("error", reject)
         .end();
     });
     expect(raw.headers["content-encoding"]).toBe("gzip");
     expect(raw.headers.vary).toBe("Accept-Encoding");
     expect(String(raw.headers.etag)).toMatch(/-gzip"$/);
-    const identity = await fetch(`${origin}/api/v1/publishing/workflow.json`, { headers: { "accept-encoding": "identity" } });
+    const identity = await fetch(`${origin}/api/v1/publishing/workflow.json`, {
+      headers: { "accept-encoding": "identity" },
+    });
     expect(gunzipSync(raw.body).toString()).toBe(await identity.text());
   });
 
@@ -113,7 +122,10 @@ describe("local portal over loopback HTTP", () => {
     const response = await fetch(`${origin}/api/v1/nothing-here`);
     expect(response.status).toBe(404);
     expect(response.headers.get("content-type")).toBe("application/json; charset=utf-8");
-    expect(await response.json()).toEqual({ code: "not_found", message: "no resource at /api/v1/nothing-here" });
+    expect(await response.json()).toEqual({
+      code: "not_found",
+      message: "no resource at /api/v1/nothing-here",
+    });
   });
 
   it("answers a wrong method with 405, Allow and the error body", async () => {
@@ -127,7 +139,14 @@ describe("local portal over loopback HTTP", () => {
   });
 
   it("never serves hidden files or paths outside the site", async () => {
-    for (const path of ["/.secret", "/%2e%2e/portal.config.json", "/api/v1/..%2f..%2fportal.config.json", "/.svc-tmp/x", "/a%00b", "/%E0%A4%A"]) {
+    for (const path of [
+      "/.secret",
+      "/%2e%2e/portal.config.json",
+      "/api/v1/..%2f..%2fportal.config.json",
+      "/.svc-tmp/x",
+      "/a%00b",
+      "/%E0%A4%A",
+    ]) {
       const response = await fetch(origin + path);
       expect([400, 404], path).toContain(response.status);
       expect(((await response.json()) as { code: string }).code, path).toMatch(/not_found|invalid_request/);
