@@ -131,7 +131,7 @@ export class StaticSite {
     if (file.gzip) headers.vary = "Accept-Encoding";
     if (ext === ".json") headers["access-control-allow-origin"] = "*";
     const inm = req.headers["if-none-match"];
-    if (inm && inm.split(",").some((tag) => tag.trim() === etag || tag.trim() === `W/${etag}`)) {
+    if (inm?.split(",").some((tag) => tag.trim() === etag || tag.trim() === `W/${etag}`)) {
       res.writeHead(304, {
         etag,
         "cache-control": headers["cache-control"] as string,

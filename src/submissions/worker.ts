@@ -184,7 +184,7 @@ export async function runNextValidationJob(deps: WorkerDeps): Promise<JobOutcome
   const detail = detailPage(report, row.metadata, catalog);
   await deps.store.transaction(async (tx) => {
     const current = await loadSubmission(tx, row.id, true);
-    if (!current || current.state !== "validating" || current.revision !== job.revision) return;
+    if (current?.state !== "validating" || current.revision !== job.revision) return;
     const checks = report.checks.map((c) => ({
       ...c,
       startedAt: report.startedAt,

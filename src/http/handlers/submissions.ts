@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage } from "node:http";
 import { join } from "node:path";
 import busboy from "busboy";
 import type { RandomBytes } from "../../accounts/secrets.ts";
@@ -151,9 +151,12 @@ function readUpload(
     const tooLarge = () =>
       new SvcError("payload_too_large", `metadata is limited to ${METADATA_MAX_BYTES} bytes`);
     let parts = 0;
-    const tooManyParts = () =>
-      ++parts > 2 &&
-      (fail(new SvcError("invalid_request", "send exactly two parts: metadata and package")), true);
+    const tooManyParts = (): boolean => {
+      parts += 1;
+      if (parts <= 2) return false;
+      fail(new SvcError("invalid_request", "send exactly two parts: metadata and package"));
+      return true;
+    };
     parser.on("field", (name, value, info) => {
       if (tooManyParts()) return;
       if (name !== "metadata") {
