@@ -290,6 +290,16 @@ describe("publisher", () => {
     expectNoDrift(project);
   });
 
+  it("takes over the lock of a publisher that died", async () => {
+    project = catalogProject();
+    const { mkdirSync, writeFileSync } = await import("node:fs");
+    mkdirSync(join(project.root, ".svc-tmp"), { recursive: true });
+    // No process can have pid 2^22 + 1: Linux pids never exceed 2^22.
+    writeFileSync(join(project.root, ".svc-tmp/publish.lock"), "4194305 dead 2026-11-01T00:00:00.000Z\n");
+    await publish(project, {}, { lockTimeoutMs: 1000 });
+    expect(project.exists(".svc-tmp/publish.lock")).toBe(false);
+  });
+
   it("waits for a held lock and reports a conflict when it times out", async () => {
     project = catalogProject();
     let release!: () => void;
