@@ -270,3 +270,43 @@ describe.skipIf(skip)("submissions core", () => {
     expect(existsSync(join(storageRoot, `uploads/staging/${id}`))).toBe(false);
   });
 });
+
+describe.skipIf(skip)("a restart in the middle of validation", () => {
+  it("leaves no submission stuck in validating: the next process picks the job up from the store on disk", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "svc-restart-"));
+    const first = await createPgliteStore(join(dataDir, "db"));
+    await migrate(first, MIGRATIONS);
+    await first.query(
+      `INSERT INTO accounts (id, email, email_normalized, display_name, roles, created_at, verified_at, updated_at)
+       VALUES ('acct_modder', 'm@example.test', 'm@example.test', 'M', ARRAY['modder'], $1, $1, $1)`,
+      [clock.toISOString()],
+    );
+    store = first;
+    const { packageBytes, sidecar } = modRelease({ modId: "restart-mod" });
+    const row = await submit(packageBytes, sidecar as Sidecar);
+    // The first process claims the job (uploaded -> validating) and dies before it reports.
+    const slow = {
+      ...workerDeps(clamscan),
+      leaseMs: 120_000,
+      scanner: () => {
+        throw new Error("process killed");
+      },
+    };
+    await expect(runNextValidationJob(slow)).rejects.toThrow("process killed");
+    expect((await loadSubmission(first, row.id))!.state).toBe("validating");
+    await first.close();
+
+    const second = await createPgliteStore(join(dataDir, "db"));
+    await migrate(second, MIGRATIONS);
+    store = second;
+    expect(await runNextValidationJob(workerDeps(clamscan))).toBeNull(); // the dead worker's lease still holds
+    clock = new Date(clock.getTime() + 121_000);
+    expect(await runNextValidationJob(workerDeps(clamscan))).toMatchObject({
+      submissionId: row.id,
+      outcome: "pending_review",
+    });
+    expect((await loadSubmission(second, row.id))!.state).toBe("pending_review");
+    await second.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+});
