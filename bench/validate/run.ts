@@ -21,6 +21,38 @@ import { buildZip, type FixtureEntry } from "../../test/validation/zip-builder.t
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SVC = join(ROOT, "bin/svc.js");
+// bench/out is git-ignored; ../../schemas from there is the repository's schemas folder, as for src/contracts.
+const BUNDLE = join(ROOT, "bench/out/svc-bundle.mjs");
+
+/**
+ * The same CLI bundled with esbuild (as actions ship their dist/): shows how much of the time is
+ * tsx start-up rather than validation.
+ */
+async function bundleCli(): Promise<boolean> {
+  try {
+    const { build } = await import("esbuild");
+    await build({
+      stdin: {
+        contents:
+          'import { main } from "../../src/cli/main.ts";\nprocess.exitCode = await main(process.argv.slice(2));\n',
+        resolveDir: dirname(BUNDLE),
+        sourcefile: "svc-bundle-entry.ts",
+        loader: "ts",
+      },
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      packages: "external",
+      outfile: BUNDLE,
+      logLevel: "silent",
+    });
+    return true;
+  } catch (error) {
+    console.log(`esbuild bundle failed, skipping that column: ${(error as Error).message.split("\n")[0]}`);
+    return false;
+  }
+}
 const SITE = join(ROOT, "site");
 const { values } = parseArgs({
   options: { runs: { type: "string" }, keep: { type: "boolean" }, "generate-only": { type: "boolean" } },
@@ -198,9 +230,9 @@ interface SvcRun {
   failed: string[];
 }
 
-function svc(zipPath: string, metadata: string, antivirus: string[] | null): SvcRun {
+function svc(zipPath: string, metadata: string, antivirus: string[] | null, entry = SVC): SvcRun {
   const args = [
-    SVC,
+    entry,
     "validate",
     "--package",
     zipPath,
@@ -257,6 +289,8 @@ async function main(): Promise<void> {
       values.keep = true;
       return;
     }
+    mkdirSync(dirname(BUNDLE), { recursive: true });
+    const bundled = await bundleCli();
     if (clamdPath) clamd = await startClamd();
     else console.log("clamd not installed: the antivirus column is skipped");
 
@@ -280,6 +314,23 @@ async function main(): Promise<void> {
         on = svc(p.zipPath, p.metadata, ["--clamd", clamd.socket]);
         if (on.failed.length > 0) throw new Error(`antivirus run failed: ${on.failed.join(", ")}`);
       }
+      const bundledS = bundled
+        ? median(Array.from({ length: RUNS }, () => svc(p.zipPath, p.metadata, null, BUNDLE).seconds))
+        : null;
+      const engineArgs = [
+        "--import",
+        "tsx",
+        join(ROOT, "bench/validate/engine.ts"),
+        p.zipPath,
+        p.metadata,
+        SITE,
+      ];
+      const engine = median(
+        Array.from({ length: RUNS }, () => {
+          const out = execFileSync(process.execPath, engineArgs, { cwd: ROOT, encoding: "utf8" });
+          return (JSON.parse(out) as { seconds: number }).seconds;
+        }),
+      );
       const ratio = offS / base;
       worstRatio = Math.max(worstRatio, ratio);
       // Node itself takes ~50-90 MiB, so the RSS target is about the ~100 MiB package.
@@ -291,6 +342,8 @@ async function main(): Promise<void> {
         `${fmt(offS)} s`,
         `${fmt(ratio)}x`,
         `${fmt(offRss / 1048576, 0)} MiB (${fmt(offRss / p.size)}x)`,
+        bundledS === null ? "n/a" : `${fmt(bundledS)} s (${fmt(bundledS / base)}x)`,
+        `${fmt(engine)} s (${fmt(engine / base)}x)`,
         on
           ? `${fmt(on.seconds)} s (${fmt(on.seconds / base)}x), ${fmt((on.maxRssKiB ?? 0) / 1024, 0)} MiB`
           : "n/a",
@@ -303,6 +356,8 @@ async function main(): Promise<void> {
       "svc (no AV)",
       "ratio",
       "svc peak RSS",
+      "bundled svc (no AV)",
+      "engine only",
       "svc with clamd",
     ];
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
@@ -311,7 +366,9 @@ async function main(): Promise<void> {
     console.log(widths.map((w) => "-".repeat(w)).join("  "));
     for (const r of rows) console.log(line(r));
     console.log(
-      `\ntarget: ratio <= 1.50x (worst ${fmt(worstRatio)}x: ${worstRatio <= 1.5 ? "met" : "MISSED"}); ` +
+      "\nsvc: node bin/svc.js validate --json (tsx); bundled: the same CLI bundled by esbuild; " +
+        "engine only: runValidation in a warm process.\n" +
+        `target: ratio <= 1.50x (worst ${fmt(worstRatio)}x: ${worstRatio <= 1.5 ? "met" : "MISSED"}); ` +
         `peak RSS <= 2x package for the ~100 MiB package (${fmt(worstRss)}x: ${worstRss <= 2 ? "met" : "MISSED"})` +
         (TIME ? "" : " [peak RSS unavailable without /usr/bin/time]"),
     );

@@ -373,7 +373,8 @@ async function analyzeSource(input: ValidationInput, source: ByteSource): Promis
       item.kind = sniffFileType(
         tailAware(data.subarray(0, 4096), data.subarray(Math.max(0, data.length - 4096)), data.length),
       );
-      if (keep.has(entry.name)) files.set(entry.name, Buffer.from(data));
+      // First one wins, as for the manifest above; duplicates fail zip_path_safety anyway.
+      if (keep.has(entry.name) && !files.has(entry.name)) files.set(entry.name, Buffer.from(data));
       if (queue) await queue.add(entry.index, JSON.stringify(entry.name), data);
     }
   }

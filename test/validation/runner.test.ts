@@ -5,10 +5,19 @@ import { join } from "node:path";
 import * as zlib from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClamdScanner } from "../../src/validation/antivirus/clamd.ts";
+import { createClamscanScanner } from "../../src/validation/antivirus/clamscan.ts";
 import type { AntivirusScanner } from "../../src/validation/antivirus/scanner.ts";
 import { runValidation, type ValidationInput } from "../../src/validation/runner.ts";
 import type { ValidationReport } from "../../src/validation/types.ts";
-import { clamdPath, eicar, type RunningClamd, shouldSkip, startClamd } from "./clamav.ts";
+import {
+  clamdPath,
+  clamscanPath,
+  eicar,
+  makeSignatureDatabase,
+  type RunningClamd,
+  shouldSkip,
+  startClamd,
+} from "./clamav.ts";
 import {
   catalog,
   gameBuilds,
@@ -760,5 +769,26 @@ describe.skipIf(shouldSkip(clamdPath, "clamd"))("with a real clamd", () => {
       "antivirus_scan",
       "scanner_unavailable",
     );
+  });
+});
+
+describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("with real clamscan (batched entry scans)", () => {
+  let dir: string;
+  let scanner: AntivirusScanner;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), "svc-runner-clamscan-"));
+    scanner = createClamscanScanner(clamscanPath!, { database: makeSignatureDatabase(dir) });
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("passes a clean package and names the infected entry of a dirty one", async () => {
+    const { bytes, sidecar } = goodPackage();
+    expect(check(await runValidation(input(bytes, sidecar, { scanner })), "antivirus_scan").status).toBe(
+      "passed",
+    );
+    const dirty = buildZip(packageEntries({ extra: [{ name: "Content/notes.txt", data: eicar() }] }));
+    const report = await runValidation(input(dirty, sidecarFor(dirty), { scanner }));
+    expectFailure(report, "antivirus_scan", "malware_detected");
+    expect(check(report, "antivirus_scan").log.join("\n")).toContain('"Content/notes.txt"');
   });
 });

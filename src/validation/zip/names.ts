@@ -29,6 +29,8 @@ const RESERVED = new Set([
 ]);
 
 export function isReservedDeviceName(segment: string): boolean {
+  // Every device name starts with C, P, A, N or L.
+  if (!/^[cpanl]/i.test(segment)) return false;
   const base = segment
     .split(".")[0]!
     .replace(/[ .]+$/, "")
@@ -82,27 +84,31 @@ export function analyzeName(
   const segments = name.split(/[/\\]/);
   if (segments.length > 1 && segments[segments.length - 1] === "" && entry.isDirectory) segments.pop();
   const startsAbsolute = /^[/\\]/.test(name);
+  // One finding per code and name, however many segments share the problem.
   const seen = new Set<string>();
-  segments.forEach((segment, i) => {
-    const report = (code: ZipFinding["code"], why: string) => {
-      if (seen.has(code)) return;
-      seen.add(code);
-      add(code, why);
-    };
+  const once = (code: ZipFinding["code"], why: string) => {
+    if (seen.has(code)) return;
+    seen.add(code);
+    add(code, why);
+  };
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
     if (segment === "") {
-      if (!(startsAbsolute && i <= 1)) report("empty_path_segment", "name has an empty segment");
+      if (!(startsAbsolute && i <= 1)) once("empty_path_segment", "name has an empty segment");
     } else if (segment === ".") {
-      report("dot_path_segment", "name has a '.' segment");
+      once("dot_path_segment", "name has a '.' segment");
     } else if (segment === "..") {
-      report("path_traversal", "name has a '..' segment");
+      once("path_traversal", "name has a '..' segment");
     } else {
-      if (/[. ]$/.test(segment))
-        report("trailing_dot_or_space", `segment ${JSON.stringify(segment)} ends with a dot or space`);
+      const last = segment.charCodeAt(segment.length - 1);
+      if (last === 0x2e || last === 0x20) {
+        once("trailing_dot_or_space", `segment ${JSON.stringify(segment)} ends with a dot or space`);
+      }
       if (isReservedDeviceName(segment)) {
-        report("reserved_device_name", `segment ${JSON.stringify(segment)} is a Windows device name`);
+        once("reserved_device_name", `segment ${JSON.stringify(segment)} is a Windows device name`);
       }
     }
-  });
+  }
   if (segments.length > caps.maxPathDepth) {
     add("path_too_deep", `path is ${segments.length} levels deep; the cap is ${caps.maxPathDepth}`);
   }
@@ -158,10 +164,11 @@ export function analyzeCollisions(entries: ZipEntry[]): ZipFinding[] {
     folded.set(f, bare);
     if (entry.isDirectory) dirs.set(f, bare);
     else files.set(f, bare);
-    const parts = f.split("/");
-    for (let i = 1; i < parts.length; i++) {
-      const dir = parts.slice(0, i).join("/");
-      if (!dirs.has(dir)) dirs.set(dir, bare.split("/").slice(0, i).join("/"));
+    // Ancestors, nearest first: once one is known, all of its ancestors are too.
+    for (let slash = f.lastIndexOf("/"); slash > 0; slash = f.lastIndexOf("/", slash - 1)) {
+      const dir = f.slice(0, slash);
+      if (dirs.has(dir)) break;
+      dirs.set(dir, dir);
     }
   }
   for (const [key, file] of files) {
