@@ -5,6 +5,7 @@ import type { CatalogDocument } from "../contracts/catalog.ts";
 import { SOURCE_SCHEMA_BASE, schemaRegistry } from "../contracts/schemas.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";
 import type { AntivirusScanner, ScanItem, ScanResult } from "./antivirus/scanner.ts";
+import { tarChunks } from "./antivirus/tar-batch.ts";
 import { checkAntivirusScan } from "./checks/antivirus_scan.ts";
 import { checkArchiveContentPolicy } from "./checks/archive_content_policy.ts";
 import { checkArtifactHash } from "./checks/artifact_hash.ts";
@@ -97,6 +98,11 @@ const HASH_CHUNK = 4 * 1024 * 1024;
 const READ_WINDOW = 1024 * 1024;
 const SCAN_BATCH_BYTES = 64 * 1024 * 1024;
 const SCAN_BATCH_ITEMS = 2000;
+// Entries up to 1 MiB are scanned in tar batches of at most 1,000 members or 16 MiB (clamd MaxFiles
+// defaults to 10,000, so a batch never hits it).
+const TAR_MEMBER_MAX_BYTES = 1024 * 1024;
+const TAR_BATCH_BYTES = 16 * 1024 * 1024;
+const TAR_BATCH_ITEMS = 1000;
 
 export function zipCapsFromPolicy(policy: ValidationContract): ZipCaps {
   const p = policy.package;
@@ -200,6 +206,8 @@ class ScanQueue {
   private readonly inflight = new Set<Promise<void>>();
   private batch: Array<ScanItem & { order: number }> = [];
   private batchBytes = 0;
+  private tar: Array<ScanItem & { order: number }> = [];
+  private tarBytes = 0;
   scannedBytes = 0;
 
   constructor(
@@ -215,18 +223,65 @@ class ScanQueue {
       if (this.batchBytes >= SCAN_BATCH_BYTES || this.batch.length >= SCAN_BATCH_ITEMS) await this.flush();
       return;
     }
-    const job = this.scanner
-      .scan(name, bytes)
+    if (this.scanner.scanStream && bytes.length <= TAR_MEMBER_MAX_BYTES && order >= 0) {
+      this.tar.push({ order, name, bytes });
+      this.tarBytes += bytes.length;
+      if (this.tarBytes >= TAR_BATCH_BYTES || this.tar.length >= TAR_BATCH_ITEMS) await this.flushTar();
+      return;
+    }
+    await this.track(this.scanOne({ order, name, bytes }));
+  }
+
+  private async track(job: Promise<void>): Promise<void> {
+    this.inflight.add(job);
+    void job.finally(() => this.inflight.delete(job));
+    if (this.inflight.size >= this.concurrency) await Promise.race(this.inflight);
+  }
+
+  private scanOne(item: ScanItem & { order: number }): Promise<void> {
+    return this.scanner
+      .scan(item.name, item.bytes)
       .catch(
         (error: unknown): ScanResult => ({ status: "error", errorKind: "scanner", message: String(error) }),
       )
       .then((result) => {
-        this.verdicts.push({ order, target: name, result });
-        this.done(bytes.length);
+        this.verdicts.push({ order: item.order, target: item.name, result });
+        this.done(item.bytes.length);
       });
-    this.inflight.add(job);
-    void job.finally(() => this.inflight.delete(job));
-    if (this.inflight.size >= this.concurrency) await Promise.race(this.inflight);
+  }
+
+  /** Small entries go to the scanner as one tar stream; a batch that is not clean is rescanned per entry. */
+  private async flushTar(): Promise<void> {
+    const items = this.tar;
+    this.tar = [];
+    this.tarBytes = 0;
+    if (items.length === 0 || !this.scanner.scanStream) return;
+    const scanStream = this.scanner.scanStream.bind(this.scanner);
+    const job = scanStream(`${items.length} entries`, tarChunks(items.map((i) => i.bytes)))
+      .catch(
+        (error: unknown): ScanResult => ({ status: "error", errorKind: "scanner", message: String(error) }),
+      )
+      .then(async (result) => {
+        if (result.status === "clean") {
+          for (const item of items) {
+            this.verdicts.push({ order: item.order, target: item.name, result });
+            this.done(item.bytes.length);
+          }
+          return;
+        }
+        const before = this.verdicts.length;
+        for (const item of items) await this.scanOne(item);
+        // Fail closed: if no single entry reproduces the batch's answer, the batch answer stands.
+        if (!this.verdicts.slice(before).some((v) => v.result.status === result.status)) {
+          const first = items[0]!;
+          this.verdicts.push({
+            order: first.order,
+            target: `${items.length} entries scanned together`,
+            result,
+          });
+        }
+      });
+    await this.track(job);
   }
 
   /** A scan whose input is produced by `run` (a stream of the package). */
@@ -272,6 +327,7 @@ class ScanQueue {
 
   async drain(): Promise<ScanVerdict[]> {
     await this.flush();
+    await this.flushTar();
     await Promise.all(this.inflight);
     return this.verdicts.sort((a, b) => a.order - b.order).map(({ target, result }) => ({ target, result }));
   }

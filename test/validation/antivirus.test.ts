@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClamdScanner, parseClamdTarget } from "../../src/validation/antivirus/clamd.ts";
 import { createClamscanScanner } from "../../src/validation/antivirus/clamscan.ts";
 import { parseClamResult } from "../../src/validation/antivirus/scanner.ts";
+import { tarChunks } from "../../src/validation/antivirus/tar-batch.ts";
 import {
   clamdPath,
   clamscanPath,
@@ -204,3 +206,26 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))(
     });
   },
 );
+
+describe("tar batches", () => {
+  it("are valid ustar streams that tar lists and extracts byte for byte, under generated names", () => {
+    const members = [Buffer.from("a"), Buffer.alloc(0), Buffer.alloc(1500, 7), Buffer.from("../not-a-name")];
+    const dir = mkdtempSync(join(tmpdir(), "svc-tar-"));
+    try {
+      writeFileSync(join(dir, "b.tar"), Buffer.concat(tarChunks(members)));
+      const listing = execFileSync("tar", ["-tvf", join(dir, "b.tar")], { encoding: "utf8" })
+        .trim()
+        .split("\n");
+      expect(listing.map((l) => l.split(/\s+/).at(-1))).toEqual([
+        "m000000.bin",
+        "m000001.bin",
+        "m000002.bin",
+        "m000003.bin",
+      ]);
+      const third = execFileSync("tar", ["-xOf", join(dir, "b.tar"), "m000002.bin"]);
+      expect(third.equals(members[2]!)).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -665,6 +665,19 @@ describe("catalog-aware and package checks", () => {
     );
   });
 
+  it("a batch answer that no single entry reproduces still fails (a fake scanner stands in for clamd)", async () => {
+    const { bytes, sidecar } = goodPackage();
+    const contradictory: AntivirusScanner = {
+      description: "fake scanner (tar batches infected, single entries clean)",
+      scan: async () => ({ status: "clean" }),
+      scanStream: async (name) =>
+        name === "package" ? { status: "clean" } : { status: "infected", signature: "Batch.Only" },
+    };
+    const report = await runValidation(input(bytes, sidecar, { scanner: contradictory }));
+    expectFailure(report, "antivirus_scan", "malware_detected");
+    expect(check(report, "antivirus_scan").log.join("\n")).toMatch(/entries scanned together: Batch.Only/);
+  });
+
   it("an invalid policy fails every check with policy_invalid", async () => {
     const { bytes, sidecar } = goodPackage();
     const broken = {
