@@ -243,7 +243,10 @@ function commitPlan(
   if (failures.length > 0) {
     throw new SvcError(
       "invalid_payload",
-      `the publication would break contract rules; nothing was written:\n${failures.map((f) => `  ${f.rule}: ${f.message}`).join("\n")}`,
+      `the publication would break contract rules; nothing was written:\n${failures
+        .slice(0, 20)
+        .map((f) => `  ${f.rule}: ${f.message}`)
+        .join("\n")}${failures.length > 20 ? `\n  ... and ${failures.length - 20} more` : ""}`,
       { details: failures },
     );
   }

@@ -58,7 +58,10 @@ export async function commitRecordUpdates(
         if (failures.length > 0) {
           throw new SvcError(
             "invalid_payload",
-            `the update would break contract rules; nothing was written:\n${failures.map((f) => `  ${f.rule}: ${f.message}`).join("\n")}`,
+            `the update would break contract rules; nothing was written:\n${failures
+              .slice(0, 20)
+              .map((f) => `  ${f.rule}: ${f.message}`)
+              .join("\n")}${failures.length > 20 ? `\n  ... and ${failures.length - 20} more` : ""}`,
             { details: failures },
           );
         }
