@@ -86,57 +86,77 @@ function looksLikeText(bytes: Uint8Array): boolean {
 }
 
 /** Identify `bytes` (an entry's content, or at least its first 4 KiB plus the tar header block). */
+// Magic numbers, allocated once (the sniffer runs for every entry).
+const ELF = [0x7f, 0x45, 0x4c, 0x46];
+const MACHO_BE32 = [0xfe, 0xed, 0xfa, 0xce];
+const MACHO_BE64 = [0xfe, 0xed, 0xfa, 0xcf];
+const MACHO_LE32 = [0xce, 0xfa, 0xed, 0xfe];
+const MACHO_LE64 = [0xcf, 0xfa, 0xed, 0xfe];
+const CAFEBABE = [0xca, 0xfe, 0xba, 0xbe];
+const WASM = [0x00, 0x61, 0x73, 0x6d];
+const ZIP_LOCAL = [0x50, 0x4b, 0x03, 0x04];
+const ZIP_END = [0x50, 0x4b, 0x05, 0x06];
+const ZIP_SPANNED = [0x50, 0x4b, 0x07, 0x08];
+const SEVEN_ZIP = [0x37, 0x7a, 0xbc, 0xaf, 0x27, 0x1c];
+const GZIP = [0x1f, 0x8b];
+const XZ = [0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00];
+const ZSTD = [0x28, 0xb5, 0x2f, 0xfd];
+const OLE_COMPOUND = [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1];
+const LNK = [0x4c, 0x00, 0x00, 0x00, 0x01, 0x14, 0x02, 0x00];
+const PNG = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+const JPEG = [0xff, 0xd8, 0xff];
+const TRUETYPE = [0x00, 0x01, 0x00, 0x00, 0x00];
+const MP3_FRAME = [0xff, 0xfb];
+const UASSET = [0xc1, 0x83, 0x2a, 0x9e];
+const PAK_FOOTER = [0xe1, 0x12, 0x6f, 0x5a];
+
 export function sniffFileType(bytes: Uint8Array): FileKind {
   if (bytes.length === 0) return "empty";
   if (isPe(bytes)) return "pe";
-  if (startsWith(bytes, [0x7f, 0x45, 0x4c, 0x46])) return "elf";
+  if (startsWith(bytes, ELF)) return "elf";
   if (
-    startsWith(bytes, [0xfe, 0xed, 0xfa, 0xce]) ||
-    startsWith(bytes, [0xfe, 0xed, 0xfa, 0xcf]) ||
-    startsWith(bytes, [0xce, 0xfa, 0xed, 0xfe]) ||
-    startsWith(bytes, [0xcf, 0xfa, 0xed, 0xfe])
+    startsWith(bytes, MACHO_BE32) ||
+    startsWith(bytes, MACHO_BE64) ||
+    startsWith(bytes, MACHO_LE32) ||
+    startsWith(bytes, MACHO_LE64)
   ) {
     return "macho";
   }
-  if (startsWith(bytes, [0xca, 0xfe, 0xba, 0xbe])) {
+  if (startsWith(bytes, CAFEBABE)) {
     // Mach-O universal binaries and Java classes share a magic; the next word tells them apart.
     const next =
       bytes.length >= 8 ? ((bytes[4]! << 24) | (bytes[5]! << 16) | (bytes[6]! << 8) | bytes[7]!) >>> 0 : 0;
     return next > 0 && next < 45 ? "macho" : "java_class";
   }
-  if (startsWith(bytes, [0x00, 0x61, 0x73, 0x6d])) return "wasm";
-  if (
-    startsWith(bytes, [0x50, 0x4b, 0x03, 0x04]) ||
-    startsWith(bytes, [0x50, 0x4b, 0x05, 0x06]) ||
-    startsWith(bytes, [0x50, 0x4b, 0x07, 0x08])
-  ) {
+  if (startsWith(bytes, WASM)) return "wasm";
+  if (startsWith(bytes, ZIP_LOCAL) || startsWith(bytes, ZIP_END) || startsWith(bytes, ZIP_SPANNED)) {
     return "zip";
   }
-  if (startsWith(bytes, [0x37, 0x7a, 0xbc, 0xaf, 0x27, 0x1c])) return "7z";
+  if (startsWith(bytes, SEVEN_ZIP)) return "7z";
   if (ascii(bytes, 0, "Rar!\x1a\x07")) return "rar";
-  if (startsWith(bytes, [0x1f, 0x8b])) return "gzip";
+  if (startsWith(bytes, GZIP)) return "gzip";
   if (ascii(bytes, 0, "BZh")) return "bzip2";
-  if (startsWith(bytes, [0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00])) return "xz";
-  if (startsWith(bytes, [0x28, 0xb5, 0x2f, 0xfd])) return "zstd";
+  if (startsWith(bytes, XZ)) return "xz";
+  if (startsWith(bytes, ZSTD)) return "zstd";
   if (ascii(bytes, 0, "MSCF")) return "cab";
-  if (startsWith(bytes, [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1])) return "ole";
+  if (startsWith(bytes, OLE_COMPOUND)) return "ole";
   if (ascii(bytes, 257, "ustar")) return "tar";
-  if (startsWith(bytes, [0x4c, 0x00, 0x00, 0x00, 0x01, 0x14, 0x02, 0x00])) return "lnk";
-  if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return "png";
-  if (startsWith(bytes, [0xff, 0xd8, 0xff])) return "jpeg";
+  if (startsWith(bytes, LNK)) return "lnk";
+  if (startsWith(bytes, PNG)) return "png";
+  if (startsWith(bytes, JPEG)) return "jpeg";
   if (ascii(bytes, 0, "GIF87a") || ascii(bytes, 0, "GIF89a")) return "gif";
   if (ascii(bytes, 0, "BM") && bytes.length >= 14) return "bmp";
   // RIFF covers WAVE audio (and WebP/AVI, which the policy's extension map tells apart).
   if (ascii(bytes, 0, "RIFF")) return "riff";
-  if (startsWith(bytes, [0x00, 0x01, 0x00, 0x00, 0x00]) || ascii(bytes, 0, "true")) return "truetype";
+  if (startsWith(bytes, TRUETYPE) || ascii(bytes, 0, "true")) return "truetype";
   if (ascii(bytes, 0, "OTTO")) return "opentype";
   if (ascii(bytes, 0, "Microsoft C/C++ MSF 7.00")) return "msf";
   if (ascii(bytes, 0, "DDS ")) return "dds";
   if (ascii(bytes, 0, "OggS")) return "ogg";
   if (ascii(bytes, 0, "fLaC")) return "flac";
-  if (ascii(bytes, 0, "ID3") || startsWith(bytes, [0xff, 0xfb])) return "mp3";
+  if (ascii(bytes, 0, "ID3") || startsWith(bytes, MP3_FRAME)) return "mp3";
   if (ascii(bytes, 0, "%PDF-")) return "pdf";
-  if (startsWith(bytes, [0xc1, 0x83, 0x2a, 0x9e])) return "ue_uasset";
+  if (startsWith(bytes, UASSET)) return "ue_uasset";
   if (ascii(bytes, 0, "#!")) return "shebang";
   if (looksLikeText(bytes)) return "text";
   if (isTruevisionTga(bytes)) return "tga";
@@ -147,7 +167,7 @@ export function sniffFileType(bytes: Uint8Array): FileKind {
 function hasPakFooter(bytes: Uint8Array): boolean {
   // Unreal .pak files end with an index footer whose magic is 0x5A6F12E1; its offset varies by version.
   for (let at = Math.max(0, bytes.length - 256); at + 4 <= bytes.length; at++) {
-    if (startsWith(bytes, [0xe1, 0x12, 0x6f, 0x5a], at)) return true;
+    if (startsWith(bytes, PAK_FOOTER, at)) return true;
   }
   return false;
 }
