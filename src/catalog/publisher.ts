@@ -285,6 +285,9 @@ async function locked<T>(options: PublisherOptions, fn: () => Promise<T>): Promi
     return await withTreeLock(
       options.root,
       async () => {
+        // A crashed `svc build` leaves its journal under site/: roll it back too, or a later
+        // recovery would restore its backups over this publication.
+        recoverTransactions(options.siteDir);
         recoverTransactions(options.root);
         // Staging left by a publisher that died is garbage: only the lock holder stages.
         rmSync(stagingDir(options.root), { recursive: true, force: true });

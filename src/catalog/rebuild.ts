@@ -50,6 +50,7 @@ export async function commitRecordUpdates(
     return await withTreeLock(
       options.root,
       () => {
+        recoverTransactions(options.siteDir);
         recoverTransactions(options.root);
         let inputs = loadSiteInputs(options.config, options.recordsDir);
         for (const update of updates) inputs = update.apply(inputs);

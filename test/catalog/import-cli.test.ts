@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -9,11 +9,13 @@ import { type CatalogProject, catalogProject, modRelease, runCli } from "../supp
 let project: CatalogProject;
 afterEach(() => project?.cleanup());
 
+let dbDir = "";
 let db = "";
 beforeAll(() => {
-  db = makeSignatureDatabase(mkdtempSync(join(tmpdir(), "svc-import-db-")));
+  dbDir = mkdtempSync(join(tmpdir(), "svc-import-db-"));
+  db = makeSignatureDatabase(dbDir);
 });
-afterAll(() => {});
+afterAll(() => rmSync(dbDir, { recursive: true, force: true }));
 
 function writeRelease(p: CatalogProject, fixture: Parameters<typeof modRelease>[0] = {}) {
   const { packageBytes, sidecar } = modRelease(fixture);

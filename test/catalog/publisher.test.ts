@@ -269,6 +269,30 @@ describe("publisher", () => {
     expectNoDrift(project);
   });
 
+  it("rolls back a crashed site build before publishing, so that journal can never undo the publication", async () => {
+    project = catalogProject();
+    await publish(project);
+    const { commitFiles } = await import("../../src/catalog/atomic-files.ts");
+    const crash = () => {
+      throw new SimulatedCrash("build killed (injected)");
+    };
+    expect(() =>
+      commitFiles(
+        project.siteDir,
+        {
+          write: new Map([
+            ["api/v1/catalog.json", "half-written build\n"],
+            ["api/v1/mods/index.json", "half-written build\n"],
+          ]),
+        },
+        { beforeApply: (i) => (i === 1 ? crash() : undefined) },
+      ),
+    ).toThrow(SimulatedCrash);
+    await publish(project, { version: "1.1.0" });
+    expect(recoverTransactions(project.siteDir).rolledBack).toBe(0);
+    expectNoDrift(project);
+  });
+
   it("serializes two publishers: both commit, neither loses the other's release", async () => {
     project = catalogProject();
     const [a, b] = await Promise.all([
