@@ -655,6 +655,8 @@ export function inflateEntry(input: Buffer | ByteSource, entry: ZipEntry): Infla
     try {
       const result = zlib.inflateRawSync(compressed, {
         maxOutputLength: entry.uncompressedSize + 1,
+        // Output chunks sized to the declared size: small entries no longer allocate 16 KiB each.
+        chunkSize: Math.min(Math.max(entry.uncompressedSize + 1, 64), 1 << 20),
         info: true,
       }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
       data = result.buffer;
