@@ -163,6 +163,37 @@ describe("svc sync (against the OpenAPI-checked loopback GitHub)", () => {
     expect(project.snapshot()).toEqual(before);
   });
 
+  it("refuses an asset for which the release publishes no digest", async () => {
+    project = catalogProject();
+    api = await startGitHubApi();
+    api.expect({
+      route: "GET /repos/{owner}/{repo}/releases/latest",
+      reply: () => ({
+        status: 200,
+        body: githubRelease({
+          id: 1,
+          tag: "v1.4.0",
+          repo: "svc-portal/manager",
+          assets: [
+            releaseAsset({
+              id: 11,
+              name: "svc-manager-1.4.0.zip",
+              size: 10,
+              repo: "svc-portal/manager",
+              tag: "v1.4.0",
+            }),
+          ],
+        }),
+      }),
+    });
+    const before = project.snapshot();
+    const result = await runCli(["sync", "releases"], project.root, env(api));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/publishes no digest for svc-manager-1\.4\.0\.zip/);
+    api.assertDone();
+    expect(project.snapshot()).toEqual(before);
+  });
+
   it("refreshes game builds from the framework release; the catalog's supportedGameBuilds follows", async () => {
     project = catalogProject();
     api = await startGitHubApi();
