@@ -38,6 +38,7 @@ export async function stagePackage(
     isTruncated?: () => boolean;
   },
 ): Promise<StagedPackage> {
+  if (source.destroyed) throw new SvcError("invalid_request", "the package part ended before it was read");
   const rel = stagingPath(options.submissionId, options.fileName);
   const finalPath = join(options.root, rel);
   const dir = dirname(finalPath);
@@ -66,6 +67,14 @@ export async function stagePackage(
         }
       });
       source.on("error", reject);
+      // A part cut off by the request failing elsewhere closes without "end": never wait on it.
+      let ended = false;
+      source.on("end", () => {
+        ended = true;
+      });
+      source.on("close", () => {
+        if (!ended) reject(new SvcError("invalid_request", "the package part ended before it was complete"));
+      });
       source.on("end", () => {
         // busboy marks a part it cut at its fileSize limit as truncated without raising an error.
         if (options.isTruncated?.()) {

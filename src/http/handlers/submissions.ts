@@ -133,11 +133,14 @@ function readUpload(
     let staging: Promise<ParsedUpload> | null = null;
     let failed = false;
     let stagedDone: ParsedUpload | null = null;
+    let packageStream: (NodeJS.ReadableStream & { destroy(error?: Error): void }) | null = null;
     const fail = (error: unknown) => {
       if (failed) return;
       failed = true;
-      // A failure after the package was fully read (a stray part after it) drops its bytes.
+      // A failure after the package was fully read (a stray part after it) drops its bytes; one
+      // while it is still streaming ends that stream, and staging removes its partial file.
       stagedDone?.staged.abort();
+      packageStream?.destroy(error instanceof Error ? error : new Error(String(error)));
       req.unpipe(parser);
       req.resume();
       reject(error);
@@ -220,6 +223,7 @@ function readUpload(
         );
         return;
       }
+      packageStream = stream;
       const pending: Promise<Sidecar> = metadata;
       staging = pending.then(async (meta) => {
         const submissionId = await chooseTarget(meta);
