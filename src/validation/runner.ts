@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { readSync } from "node:fs";
 import { open } from "node:fs/promises";
 import type { CatalogDocument } from "../contracts/catalog.ts";
-import { SOURCE_SCHEMA_BASE, schemaRegistry } from "../contracts/schemas.ts";
+import { SOURCE_SCHEMA_BASE } from "../contracts/schemas.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";
 import type { AntivirusScanner, ScanItem, ScanResult } from "./antivirus/scanner.ts";
 import { tarChunks } from "./antivirus/tar-batch.ts";
@@ -34,6 +34,7 @@ import type {
   ScanVerdict,
   ValidationReport,
 } from "./types.ts";
+import { policyShapeProblems } from "./policy-shape.ts";
 import { parseUntrustedJson } from "./untrusted-json.ts";
 import { analyzeCollisions, analyzeName } from "./zip/names.ts";
 import {
@@ -468,17 +469,12 @@ function tailAware(head: Buffer, tail: Buffer, length: number): Buffer {
   return Buffer.concat([head, tail]);
 }
 
-function policyProblems(policy: unknown, baseUrl: string): string[] {
-  const result = schemaRegistry(baseUrl).validate("game-publishing-validation", policy);
-  return result.ok ? [] : result.issues.slice(0, 20).map((i) => `policy${i.path}: ${i.message}`);
-}
-
 export async function runValidation(input: ValidationInput): Promise<ValidationReport> {
   const clock = input.clock ?? (() => new Date());
   const startedAt = clock().toISOString();
   const schemaBaseUrl =
     typeof input.catalog?.baseUrl === "string" ? input.catalog.baseUrl : SOURCE_SCHEMA_BASE;
-  const problems = policyProblems(input.policy, schemaBaseUrl);
+  const problems = policyShapeProblems(input.policy);
   const declared = Array.isArray(input.policy?.checks)
     ? input.policy.checks.filter((c) => c.scope === "package")
     : [];

@@ -6,6 +6,8 @@ import { checkBackendReadiness } from "../../src/validation/checks/backend_readi
 import { checkPublicSmoke } from "../../src/validation/checks/public_smoke.ts";
 import { REASONS } from "../../src/validation/reasons.ts";
 import { PACKAGE_CHECKS } from "../../src/validation/runner.ts";
+import { SOURCE_SCHEMA_BASE, schemaRegistry } from "../../src/contracts/schemas.ts";
+import { policyShapeProblems } from "../../src/validation/policy-shape.ts";
 import { parseUntrustedJson } from "../../src/validation/untrusted-json.ts";
 import { policy } from "./fixtures.ts";
 
@@ -30,6 +32,31 @@ describe("the checks, the policy and the docs agree", () => {
       expect(info.check === "*" || ids.has(info.check), code).toBe(true);
       expect(info.fix.length, code).toBeGreaterThan(10);
     }
+  });
+});
+
+describe("the runner's policy shape check", () => {
+  const schemaAccepts = (doc: unknown) =>
+    schemaRegistry(SOURCE_SCHEMA_BASE).validate("game-publishing-validation", doc).ok;
+
+  it("accepts the built policy, which the schema accepts too", () => {
+    expect(schemaAccepts(policy())).toBe(true);
+    expect(policyShapeProblems(policy())).toEqual([]);
+  });
+
+  it.each<[string, (p: Record<string, any>) => void]>([
+    ["a cap of the wrong type", (p) => (p.package.maxEntries = "many")],
+    ["a missing cap", (p) => delete p.package.maxCompressionRatio],
+    ["a zero cap", (p) => (p.package.maxPackageBytes = 0)],
+    ["a missing extension list", (p) => delete p.content.allowedExtensions],
+    ["a signature map of strings", (p) => (p.signatures.byExtension = { ".dll": "pe" })],
+    ["checks without scope", (p) => (p.checks = [{ id: "x", required: true }])],
+    ["another schema id", (p) => (p.schema = "svc.other.v1")],
+  ])("refuses %s, as the schema does", (_label, mutate) => {
+    const broken = structuredClone(policy()) as Record<string, any>;
+    mutate(broken);
+    expect(schemaAccepts(broken)).toBe(false);
+    expect(policyShapeProblems(broken).length).toBeGreaterThan(0);
   });
 });
 
