@@ -37,6 +37,9 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   const env = values.dev ? { SVC_DEV_EMAIL: "return-token", SVC_LIVE_UPLOADS: "1", ...io.env } : io.env;
   const { paths, config } = openProject(values, io);
   const settings = parseSettings(env, { dataDir: join(paths.root, ".data") });
+  // A publication that crashed is rolled back before anything is served (publisher transactions are
+  // rooted at the project, builds at the site).
+  recoverTransactions(paths.root);
   recoverTransactions(paths.siteDir);
   // The portal always serves what svc build would write, so a fresh clone needs no separate build step.
   const build = writeSite(paths.siteDir, renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir));
