@@ -18,6 +18,7 @@ import {
   recoverTransactions,
   stagingDir,
   withTreeLock,
+  listFilesUnder,
 } from "./atomic-files.ts";
 import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
 import { RECORD_PATHS, type ReleaseRecord } from "./records.ts";
@@ -177,22 +178,6 @@ function settleStatuses(records: ReleaseRecord[], modId: string, at: string): Re
   return changed;
 }
 
-/** Files below the given site folders (a mod's JSON and its page), relative to the site root. */
-function filesUnder(siteDir: string, folders: string[]): string[] {
-  const out: string[] = [];
-  const walk = (rel: string) => {
-    const full = join(siteDir, rel);
-    if (!existsSync(full)) return;
-    if (!statSync(full).isDirectory()) {
-      out.push(rel);
-      return;
-    }
-    for (const name of readdirSync(full).sort()) walk(`${rel}/${name}`);
-  };
-  for (const folder of folders) walk(folder);
-  return out;
-}
-
 /** A path->text view of the site for the contract rules: rendered files first, the committed tree behind them. */
 class SiteOverlay extends Map<string, string> {
   constructor(
@@ -235,7 +220,9 @@ function commitPlan(
   const rendered = renderSite(next, options.siteDir, now, full ? {} : { onlyMods: plan.affectedMods });
   const staleCandidates = full
     ? listGeneratedFiles(options.siteDir)
-    : [...plan.affectedMods].flatMap((m) => filesUnder(options.siteDir, [`api/v1/mods/${m}`, `mods/${m}`]));
+    : [...plan.affectedMods].flatMap((m) =>
+        listFilesUnder(options.siteDir, [`api/v1/mods/${m}`, `mods/${m}`]),
+      );
   const stale = staleCandidates.filter((p) => !rendered.has(p) && existsSync(join(options.siteDir, p)));
   const overlay = new SiteOverlay(options.siteDir, new Set(stale));
   for (const [path, text] of rendered) overlay.set(path, text);

@@ -35,7 +35,7 @@ import { SITE_PATHS } from "../contracts/urls.ts";
 import { buildValidationContract } from "../contracts/validation-contract.ts";
 import { buildWorkflowDocument } from "../contracts/workflow.ts";
 import { listPageFiles, renderPages } from "../pages/render-pages.ts";
-import { commitFiles, type CommitResult } from "./atomic-files.ts";
+import { type CommitResult, commitFiles, listFilesUnder } from "./atomic-files.ts";
 import {
   loadOptionalJson,
   loadReleaseRecords,
@@ -245,19 +245,7 @@ export function renderSite(
 
 /** Every generated file currently on disk: site/api/v1 and the pages (relative to the site root). */
 export function listGeneratedFiles(siteDir: string): string[] {
-  const base = join(siteDir, "api", "v1");
-  if (!existsSync(base)) return listPageFiles(siteDir);
-  const out: string[] = [];
-  const walk = (dir: string, rel: string) => {
-    for (const name of readdirSync(dir).sort()) {
-      const full = join(dir, name);
-      const relPath = `${rel}/${name}`;
-      if (statSync(full).isDirectory()) walk(full, relPath);
-      else out.push(relPath);
-    }
-  };
-  walk(base, "api/v1");
-  return [...out, ...listPageFiles(siteDir)];
+  return [...listFilesUnder(siteDir, ["api/v1"]), ...listPageFiles(siteDir)];
 }
 
 /** Writes site/api/v1 as one transaction: every file or none; stale files are removed in the same commit. */

@@ -16,6 +16,7 @@ import type { PageContext } from "./layout.ts";
 import { renderModPage } from "./mod-page.ts";
 import { renderModerationQueuePage, renderModerationReviewPage } from "./moderation-pages.ts";
 import { type ReadinessView, renderStatusPage } from "./status-page.ts";
+import { listFilesUnder } from "../catalog/atomic-files.ts";
 
 /** Site-relative paths of the generated pages and assets. */
 export const PAGE_PATHS = {
@@ -102,16 +103,5 @@ export function renderPages(files: ReadonlyMap<string, string>, config: PortalCo
 
 /** Every page file currently on disk (relative to the site root), for stale removal and svc check. */
 export function listPageFiles(siteDir: string): string[] {
-  const out: string[] = [];
-  const walk = (rel: string) => {
-    const full = join(siteDir, rel);
-    if (!existsSync(full)) return;
-    if (!statSync(full).isDirectory()) {
-      out.push(rel);
-      return;
-    }
-    for (const name of readdirSync(full).sort()) walk(`${rel}/${name}`);
-  };
-  for (const root of PAGE_ROOTS) walk(root);
-  return out;
+  return listFilesUnder(siteDir, PAGE_ROOTS);
 }

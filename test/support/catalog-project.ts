@@ -181,22 +181,8 @@ export function publisherOptions(
   };
 }
 
-class Capture extends Writable {
-  text = "";
-  override _write(chunk: Buffer, _enc: string, done: () => void) {
-    this.text += chunk.toString();
-    done();
-  }
-}
-
-/** Runs the svc CLI in-process with captured output. */
-export async function runCli(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}) {
-  const stdout = new Capture();
-  const stderr = new Capture();
-  const io: CliIo = { stdout, stderr, cwd, env };
-  const code = await main(args, io);
-  return { code, stdout: stdout.text, stderr: stderr.text };
-}
+/** The one in-process CLI runner of the tests. */
+export { runCli } from "../lib/project.ts";
 
 /** The local portal server on 127.0.0.1:0 over a project's site (constructed the way `svc serve` does). */
 export async function startPortal(project: CatalogProject) {
