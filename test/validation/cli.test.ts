@@ -8,7 +8,15 @@ import type { CliIo } from "../../src/cli/io.ts";
 import { main } from "../../src/cli/main.ts";
 import { SITE_PATHS } from "../../src/contracts/urls.ts";
 import type { ValidationReport } from "../../src/validation/types.ts";
-import { clamdPath, eicar, type RunningClamd, shouldSkip, startClamd } from "./clamav.ts";
+import {
+  clamdPath,
+  clamscanPath,
+  eicar,
+  makeSignatureDatabase,
+  type RunningClamd,
+  shouldSkip,
+  startClamd,
+} from "./clamav.ts";
 import { catalog, gameBuilds, goodPackage, packageEntries, policy, sidecarFor } from "./fixtures.ts";
 import { buildZip } from "./zip-builder.ts";
 
@@ -18,9 +26,9 @@ interface Run {
   stderr: string;
 }
 
-async function svc(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<Run> {
+async function svc(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, tty = false): Promise<Run> {
   const stdout = new PassThrough();
-  const stderr = new PassThrough();
+  const stderr = Object.assign(new PassThrough(), { isTTY: tty, columns: 80 });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   stdout.on("data", (d: Buffer) => out.push(d));
@@ -108,6 +116,28 @@ describe("svc validate", () => {
     expect(r.code).toBe(1);
     const report = JSON.parse(r.stdout) as ValidationReport;
     expect(report.checks.find((c) => c.id === "antivirus_scan")?.reasonCode).toBe("malware_detected");
+  });
+
+  it.skipIf(!clamscanPath)("--clamscan with --clamscan-db scans with clamscan", async () => {
+    const db = makeSignatureDatabase(join(dir, "clamscan"));
+    const r = await svc(
+      ["--package", "good.zip", "--metadata", "good.json", "--clamscan", clamscanPath!, "--clamscan-db", db],
+      dir,
+    );
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("PASSED");
+  });
+
+  it("draws a progress bar on a terminal for a large package, and the table still follows", async () => {
+    const big = goodPackage({ pakBytes: 12 * 1024 * 1024 });
+    writeFileSync(join(dir, "big.zip"), big.bytes);
+    writeFileSync(join(dir, "big.json"), JSON.stringify(big.sidecar));
+    const r = await svc(["--package", "big.zip", "--metadata", "big.json", "--no-antivirus"], dir, {}, true);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/hashing|inspecting/);
+    expect(r.stdout).toContain("antivirus_disabled");
+    const quiet = await svc(["--package", "big.zip", "--metadata", "big.json", "--no-antivirus"], dir);
+    expect(quiet.stderr).toBe("");
   });
 
   it("a sidecar with duplicate keys fails sidecar_schema as invalid JSON", async () => {
