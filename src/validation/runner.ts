@@ -168,6 +168,9 @@ async function openPackage(source: ValidationInput["package"], maxBytes: number)
       read(offset, length) {
         if (length > READ_WINDOW / 4) return direct(offset, length);
         if (offset < window.base || offset + length > window.base + window.buf.length) {
+          // Only forward moves refill the window, so hostile offsets (an archive whose central
+          // directory points backwards and forwards) cost a small read each, never a megabyte.
+          if (offset < window.base + window.buf.length) return direct(offset, length);
           window = { base: offset, buf: direct(offset, Math.max(READ_WINDOW, length)) };
         }
         const start = offset - window.base;
