@@ -678,6 +678,22 @@ describe("catalog-aware and package checks", () => {
     expect(check(report, "antivirus_scan").log.join("\n")).toMatch(/entries scanned together: Batch.Only/);
   });
 
+  it("a required check the validator does not implement fails with check_error; a non-required one does not block", async () => {
+    const { bytes, sidecar } = goodPackage();
+    const p = policy();
+    p.checks = [
+      ...p.checks,
+      { id: "future_check", required: true, scope: "package", description: "not implemented here" },
+    ];
+    const report = await runValidation(input(bytes, sidecar, { policy: p, antivirusDisabled: false }));
+    expectFailure(report, "future_check", "check_error");
+    const optional = policy();
+    optional.checks = optional.checks.map((c) => (c.id === "antivirus_scan" ? { ...c, required: false } : c));
+    const relaxed = await runValidation(input(bytes, sidecar, { policy: optional, scanner: null }));
+    expect(check(relaxed, "antivirus_scan")).toMatchObject({ required: false, status: "failed" });
+    expect(relaxed.passed).toBe(true);
+  });
+
   it("an invalid policy fails every check with policy_invalid", async () => {
     const { bytes, sidecar } = goodPackage();
     const broken = {
