@@ -13,7 +13,15 @@ svc_postgres_start() {
     echo ".ci/postgres.sh: no PostgreSQL binaries under /usr/lib/postgresql/*/bin" >&2
     return 1
   fi
-  SVC_PG_PORT="${SVC_PG_PORT:-54329}"
+  if [ -z "${SVC_PG_PORT:-}" ]; then
+    # The first free port from 54329: a cluster left running by an earlier run must not stop this one.
+    for candidate in $(seq 54329 54399); do
+      if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then
+        SVC_PG_PORT=$candidate
+        break
+      fi
+    done
+  fi
   SVC_PG_DIR="$(mktemp -d /tmp/svc-pg.XXXXXX)" || return 1
   chmod 755 "$SVC_PG_DIR" && mkdir -p "$SVC_PG_DIR/data" "$SVC_PG_DIR/sock" || return 1
   if [ "$(id -u)" = "0" ]; then chown -R postgres:postgres "$SVC_PG_DIR" || return 1; fi
