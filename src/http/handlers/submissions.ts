@@ -133,14 +133,16 @@ function readUpload(
     let staging: Promise<ParsedUpload> | null = null;
     let failed = false;
     let stagedDone: ParsedUpload | null = null;
-    let packageStream: (NodeJS.ReadableStream & { destroy(error?: Error): void }) | null = null;
+    let packageStream: (NodeJS.ReadableStream & { destroy(): void }) | null = null;
     const fail = (error: unknown) => {
       if (failed) return;
       failed = true;
       // A failure after the package was fully read (a stray part after it) drops its bytes; one
       // while it is still streaming ends that stream, and staging removes its partial file.
       stagedDone?.staged.abort();
-      packageStream?.destroy(error instanceof Error ? error : new Error(String(error)));
+      // Destroyed without an error: staging sees "close" before "end" and refuses; no "error" event
+      // can reach a stream that has no listener yet.
+      packageStream?.destroy();
       req.unpipe(parser);
       req.resume();
       reject(error);
@@ -224,6 +226,8 @@ function readUpload(
         return;
       }
       packageStream = stream;
+      // busboy reports a broken body on the parser too; this keeps it from surfacing twice as an uncaught error.
+      stream.on("error", () => {});
       const pending: Promise<Sidecar> = metadata;
       staging = pending.then(async (meta) => {
         const submissionId = await chooseTarget(meta);
