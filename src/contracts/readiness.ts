@@ -48,7 +48,8 @@ export const SERVICES: readonly ServiceDefinition[] = [
     id: "validation_worker",
     description: "The mod-validation queue worker running every required check with durable logs.",
     endpoints: [],
-    implemented: false,
+    // src/submissions/worker.ts; it still needs a deployment and a smoke run to be live.
+    implemented: true,
   },
   {
     id: "moderation_queue",
@@ -71,7 +72,8 @@ export const SERVICES: readonly ServiceDefinition[] = [
     description:
       "Post-publish smoke: fetch every route, download artifacts, verify hashes, run the manager reader.",
     endpoints: [],
-    implemented: false,
+    // svc smoke (src/catalog/smoke.ts); live once a passing report for the public base URL is recorded.
+    implemented: true,
   },
 ];
 
