@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import type { Sidecar } from "../validation/types.ts";
+import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import semver from "semver";
 import type { PortalConfig } from "../config/portal-config.ts";
@@ -30,25 +31,8 @@ import {
   serializeDocument,
 } from "./site.ts";
 
-/** The sidecar (svc.mod-release-submission.v1) as the schema allows it. */
-export interface ReleaseSubmission {
-  schema: "svc.mod-release-submission.v1";
-  modId: string;
-  name: string;
-  version: string;
-  targetGameBuild: string;
-  summary: string;
-  description?: string;
-  releaseNotes: string;
-  package: { fileName: string; sha256: string; sizeBytes: number; url?: string };
-  dependencies: ReleaseRecord["dependencies"];
-  entrypoints: ReleaseRecord["entrypoints"];
-  modConfig?: unknown;
-  authors: ReleaseRecord["authors"];
-  tags?: string[];
-  links?: ReleaseRecord["links"];
-  license?: string;
-}
+/** The sidecar (svc.mod-release-submission.v1) as the schema allows it: the validation engine's type. */
+export type ReleaseSubmission = Sidecar;
 
 /** One check as the validation runner reports it (the upload-submission checkResult shape). */
 export interface ValidationCheckResult {

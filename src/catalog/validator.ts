@@ -28,24 +28,35 @@ function readSiteJson<T>(siteDir: string, path: string): T | null {
 }
 
 /**
+ * The public documents the catalog-aware checks read: the policy (required: without it nothing can
+ * be validated), and the catalog and compatibility matrix a manager sees now.
+ */
+export function readValidationDocuments(siteDir: string): {
+  policy: ValidationContract;
+  catalog: CatalogDocument | null;
+  gameBuilds: GameBuildsDocument | null;
+} {
+  const policy = readSiteJson<ValidationContract>(siteDir, SITE_PATHS.validationContract);
+  if (!policy) {
+    throw new SvcError("config_invalid", `${SITE_PATHS.validationContract} is missing: run svc build first`);
+  }
+  return {
+    policy,
+    catalog: readSiteJson<CatalogDocument>(siteDir, SITE_PATHS.catalog),
+    gameBuilds: readSiteJson<GameBuildsDocument>(siteDir, SITE_PATHS.gameBuilds),
+  };
+}
+
+/**
  * The publisher's validator for real publications: the validation runner over the exact bytes, with
  * the public documents as the catalog, compatibility matrix and policy (what a manager sees now).
  */
 export function runnerValidator(options: RunnerValidatorOptions): PackageValidator {
   return async (request) => {
-    const policy = readSiteJson<ValidationContract>(options.siteDir, SITE_PATHS.validationContract);
-    if (!policy) {
-      throw new SvcError(
-        "config_invalid",
-        `${SITE_PATHS.validationContract} is missing: run svc build first`,
-      );
-    }
     return runValidation({
       package: { bytes: request.packageBytes },
       sidecar: request.sidecar,
-      policy,
-      catalog: readSiteJson<CatalogDocument>(options.siteDir, SITE_PATHS.catalog),
-      gameBuilds: readSiteJson<GameBuildsDocument>(options.siteDir, SITE_PATHS.gameBuilds),
+      ...readValidationDocuments(options.siteDir),
       scanner: options.scanner,
       ...(options.clock ? { clock: options.clock } : {}),
     });

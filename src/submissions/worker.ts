@@ -1,13 +1,12 @@
-import { existsSync, readFileSync } from "node:fs";
+
 import { join } from "node:path";
 import { appendAuditEvent } from "../accounts/audit.ts";
+import { readValidationDocuments } from "../catalog/validator.ts";
 import type { CatalogDocument } from "../contracts/catalog.ts";
-import { SITE_PATHS } from "../contracts/urls.ts";
-import type { ValidationContract } from "../contracts/validation-contract.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
 import { detailPageRequirements } from "../validation/checks/detail_page.ts";
 import { runValidation } from "../validation/runner.ts";
-import type { CheckContext, GameBuildsDocument, ValidationReport } from "../validation/types.ts";
+import type { Sidecar, ValidationReport } from "../validation/types.ts";
 import { transition } from "../workflow/machine.ts";
 import { type CheckEntry, loadSubmission, SUBMISSION_AUDIT, type SubmissionDeps } from "./service.ts";
 
@@ -33,11 +32,6 @@ export interface WorkerDeps extends SubmissionDeps {
 
 export const defaultBackoffMs = (attempt: number): number =>
   Math.min(10 * 60_000, 5_000 * 2 ** (attempt - 1));
-
-function readJson<T>(siteDir: string, rel: string): T | null {
-  const path = join(siteDir, rel);
-  return existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as T) : null;
-}
 
 interface ClaimedJob {
   submission_id: string;
@@ -112,16 +106,11 @@ export async function runNextValidationJob(deps: WorkerDeps): Promise<JobOutcome
   const job = await claimJob(deps);
   if (!job) return null;
   const row = (await loadSubmission(deps.store, job.submission_id))!;
-  const policy = readJson<ValidationContract>(deps.siteDir, SITE_PATHS.validationContract);
-  const catalog = readJson<CatalogDocument>(deps.siteDir, SITE_PATHS.catalog);
-  const gameBuilds = readJson<GameBuildsDocument>(deps.siteDir, SITE_PATHS.gameBuilds);
-  if (!policy) throw new Error(`${SITE_PATHS.validationContract} is missing; run svc build`);
+  const documents = readValidationDocuments(deps.siteDir);
   const report = await runValidation({
     package: { path: join(deps.storageRoot, row.staging_path ?? "") },
     sidecar: row.metadata,
-    policy,
-    catalog,
-    gameBuilds,
+    ...documents,
     scanner: deps.scanner(),
     clock: deps.now,
   });
@@ -181,7 +170,7 @@ export async function runNextValidationJob(deps: WorkerDeps): Promise<JobOutcome
   }
   const step = transition("validating", report.passed ? "pass_validation" : "fail_validation", "system");
   if (!step.ok) throw new Error(step.message);
-  const detail = detailPage(report, row.metadata, catalog);
+  const detail = detailPage(report, row.metadata, documents.catalog);
   await deps.store.transaction(async (tx) => {
     const current = await loadSubmission(tx, row.id, true);
     if (current?.state !== "validating" || current.revision !== job.revision) return;
@@ -219,13 +208,10 @@ export async function runNextValidationJob(deps: WorkerDeps): Promise<JobOutcome
   return { submissionId: row.id, outcome: step.to as "pending_review" | "validation_failed", report };
 }
 
-function detailPage(report: ValidationReport, sidecar: unknown, catalog: CatalogDocument | null) {
+function detailPage(report: ValidationReport, sidecar: Sidecar, catalog: CatalogDocument | null) {
   const check = report.checks.find((c) => c.id === "detail_page");
   if (!check || check.reasonCode?.startsWith("blocked")) return { requirements: [], satisfied: false };
-  const requirements = detailPageRequirements({
-    sidecar: { raw: sidecar, valid: sidecar },
-    catalog,
-  } as unknown as CheckContext);
+  const requirements = detailPageRequirements(sidecar, catalog);
   return { requirements, satisfied: requirements.every((r) => r.satisfied) };
 }
 

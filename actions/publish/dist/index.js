@@ -37413,8 +37413,7 @@ function unsafeLinkReason(value) {
   if (/[\s<>"'`]/.test(value)) return "contains characters that could break out of an HTML attribute";
   return null;
 }
-function detailPageRequirements(ctx) {
-  const s = ctx.sidecar.valid;
+function detailPageRequirements(s, catalog) {
   const req = (id, satisfied, message) => ({
     id,
     satisfied,
@@ -37430,7 +37429,7 @@ function detailPageRequirements(ctx) {
     return why ? [`${where} ${why}`] : [];
   });
   const markup = ["name", "summary"].filter((f) => MARKUP.test(s[f]));
-  const pageUrl = ctx.catalog ? portalUrls(ctx.catalog.baseUrl).modPage(s.modId) : `/mods/${s.modId}/`;
+  const pageUrl = catalog ? portalUrls(catalog.baseUrl).modPage(s.modId) : `/mods/${s.modId}/`;
   return [
     req("name", s.name.trim().length > 0, "a display name"),
     req("summary", s.summary.trim().length > 0, "a one-line summary"),
@@ -37461,7 +37460,7 @@ function detailPageRequirements(ctx) {
 function checkDetailPage(ctx) {
   if (!ctx.sidecar.valid)
     return blocked(ID5, "sidecar_schema", "the detail page is generated from a valid sidecar");
-  const requirements = detailPageRequirements(ctx);
+  const requirements = detailPageRequirements(ctx.sidecar.valid, ctx.catalog);
   const log = requirements.map((r) => `${r.satisfied ? "ok" : "MISSING"} ${r.id}: ${r.message}`);
   const unmet = requirements.filter((r) => !r.satisfied);
   if (unmet.length === 0) return passed(ID5, log);
@@ -38626,21 +38625,23 @@ function readSiteJson(siteDir, path) {
     return null;
   }
 }
+function readValidationDocuments(siteDir) {
+  const policy = readSiteJson(siteDir, SITE_PATHS.validationContract);
+  if (!policy) {
+    throw new SvcError("config_invalid", `${SITE_PATHS.validationContract} is missing: run svc build first`);
+  }
+  return {
+    policy,
+    catalog: readSiteJson(siteDir, SITE_PATHS.catalog),
+    gameBuilds: readSiteJson(siteDir, SITE_PATHS.gameBuilds)
+  };
+}
 function runnerValidator(options) {
   return async (request2) => {
-    const policy = readSiteJson(options.siteDir, SITE_PATHS.validationContract);
-    if (!policy) {
-      throw new SvcError(
-        "config_invalid",
-        `${SITE_PATHS.validationContract} is missing: run svc build first`
-      );
-    }
     return runValidation({
       package: { bytes: request2.packageBytes },
       sidecar: request2.sidecar,
-      policy,
-      catalog: readSiteJson(options.siteDir, SITE_PATHS.catalog),
-      gameBuilds: readSiteJson(options.siteDir, SITE_PATHS.gameBuilds),
+      ...readValidationDocuments(options.siteDir),
       scanner: options.scanner,
       ...options.clock ? { clock: options.clock } : {}
     });
@@ -38684,7 +38685,7 @@ import { join as join9 } from "node:path";
 
 // src/catalog/publisher.ts
 var import_semver6 = __toESM(require_semver2(), 1);
-import { existsSync as existsSync7, readFileSync as readFileSync8, rmSync as rmSync3, statSync as statSync4 } from "node:fs";
+import { existsSync as existsSync6, readFileSync as readFileSync8, rmSync as rmSync3, statSync as statSync2 } from "node:fs";
 import { join as join8, relative as relative4 } from "node:path";
 
 // src/catalog/contract-rules.ts
@@ -38838,7 +38839,7 @@ function loadOptionalJson(recordsDir, relativePath) {
 }
 
 // src/catalog/site.ts
-import { existsSync as existsSync6, readFileSync as readFileSync7 } from "node:fs";
+import { existsSync as existsSync5, readFileSync as readFileSync7 } from "node:fs";
 import { join as join7 } from "node:path";
 
 // src/contracts/checks.ts
@@ -40809,7 +40810,7 @@ function renderSite(inputs, siteDir, now = () => /* @__PURE__ */ new Date(), opt
     const pending = serializeDocument(document);
     const existingPath = join7(siteDir, path);
     let text;
-    if (existsSync6(existingPath)) {
+    if (existsSync5(existingPath)) {
       const existing = readFileSync7(existingPath, "utf8");
       try {
         const parsed = JSON.parse(existing);
@@ -40903,7 +40904,7 @@ var SiteOverlay = class extends Map {
     const own = super.get(path);
     if (own !== void 0 || this.deleted.has(path)) return own;
     const full = join8(this.siteDir, path);
-    return existsSync7(full) ? readFileSync8(full, "utf8") : void 0;
+    return existsSync6(full) ? readFileSync8(full, "utf8") : void 0;
   }
 };
 function commitPlan(options, inputs, plan, artifact) {
@@ -40917,7 +40918,7 @@ function commitPlan(options, inputs, plan, artifact) {
   const staleCandidates = full ? listGeneratedFiles(options.siteDir) : [...plan.affectedMods].flatMap(
     (m) => listFilesUnder(options.siteDir, [`api/v1/mods/${m}`, `mods/${m}`])
   );
-  const stale = staleCandidates.filter((p) => !rendered.has(p) && existsSync7(join8(options.siteDir, p)));
+  const stale = staleCandidates.filter((p) => !rendered.has(p) && existsSync6(join8(options.siteDir, p)));
   const overlay = new SiteOverlay(options.siteDir, new Set(stale));
   for (const [path, text] of rendered) overlay.set(path, text);
   const failures = checkContractRules(overlay);
@@ -40943,8 +40944,8 @@ ${failures.slice(0, 20).map((f) => `  ${f.rule}: ${f.message}`).join("\n")}${fai
       ...options.commit,
       beforeCommit: () => {
         for (const [path, { stagedFile }] of create) {
-          const placed = statSync4(join8(root, path));
-          const staged = statSync4(stagedFile);
+          const placed = statSync2(join8(root, path));
+          const staged = statSync2(stagedFile);
           if (placed.ino !== staged.ino || placed.size !== artifact.sizeBytes) {
             throw new SvcError("internal_error", `${path} is not the artifact that was hashed`);
           }
@@ -40994,7 +40995,7 @@ async function publishRelease(options, request2) {
   }
   const artifactUrl = options.store.urlFor(key);
   const recordPath = join8(options.recordsDir, RECORD_PATHS.release(key.modId, key.version));
-  if (existsSync7(recordPath))
+  if (existsSync6(recordPath))
     throw versionExists(JSON.parse(readFileSync8(recordPath, "utf8")));
   const report = await options.validate({
     packageBytes: bytes,

@@ -35920,8 +35920,7 @@ function unsafeLinkReason(value) {
   if (/[\s<>"'`]/.test(value)) return "contains characters that could break out of an HTML attribute";
   return null;
 }
-function detailPageRequirements(ctx) {
-  const s = ctx.sidecar.valid;
+function detailPageRequirements(s, catalog) {
   const req = (id, satisfied, message) => ({
     id,
     satisfied,
@@ -35937,7 +35936,7 @@ function detailPageRequirements(ctx) {
     return why ? [`${where} ${why}`] : [];
   });
   const markup = ["name", "summary"].filter((f) => MARKUP.test(s[f]));
-  const pageUrl = ctx.catalog ? portalUrls(ctx.catalog.baseUrl).modPage(s.modId) : `/mods/${s.modId}/`;
+  const pageUrl = catalog ? portalUrls(catalog.baseUrl).modPage(s.modId) : `/mods/${s.modId}/`;
   return [
     req("name", s.name.trim().length > 0, "a display name"),
     req("summary", s.summary.trim().length > 0, "a one-line summary"),
@@ -35968,7 +35967,7 @@ function detailPageRequirements(ctx) {
 function checkDetailPage(ctx) {
   if (!ctx.sidecar.valid)
     return blocked(ID5, "sidecar_schema", "the detail page is generated from a valid sidecar");
-  const requirements = detailPageRequirements(ctx);
+  const requirements = detailPageRequirements(ctx.sidecar.valid, ctx.catalog);
   const log = requirements.map((r) => `${r.satisfied ? "ok" : "MISSING"} ${r.id}: ${r.message}`);
   const unmet = requirements.filter((r) => !r.satisfied);
   if (unmet.length === 0) return passed(ID5, log);

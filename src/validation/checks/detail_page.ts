@@ -1,5 +1,6 @@
 import { portalUrls } from "../../contracts/urls.ts";
-import type { CheckContext, CheckOutcome } from "../types.ts";
+import type { CatalogDocument } from "../../contracts/catalog.ts";
+import type { CheckContext, CheckOutcome, Sidecar } from "../types.ts";
 import { blocked, failed, passed } from "./common.ts";
 
 const ID = "detail_page";
@@ -27,8 +28,7 @@ export function unsafeLinkReason(value: string): string | null {
 }
 
 /** What the generated public detail page needs from the sidecar; shared with the upload status response. */
-export function detailPageRequirements(ctx: CheckContext): DetailPageRequirement[] {
-  const s = ctx.sidecar.valid!;
+export function detailPageRequirements(s: Sidecar, catalog: CatalogDocument | null): DetailPageRequirement[] {
   const req = (id: string, satisfied: boolean, message: string): DetailPageRequirement => ({
     id,
     satisfied,
@@ -44,7 +44,7 @@ export function detailPageRequirements(ctx: CheckContext): DetailPageRequirement
     return why ? [`${where} ${why}`] : [];
   });
   const markup = (["name", "summary"] as const).filter((f) => MARKUP.test(s[f]));
-  const pageUrl = ctx.catalog ? portalUrls(ctx.catalog.baseUrl).modPage(s.modId) : `/mods/${s.modId}/`;
+  const pageUrl = catalog ? portalUrls(catalog.baseUrl).modPage(s.modId) : `/mods/${s.modId}/`;
   return [
     req("name", s.name.trim().length > 0, "a display name"),
     req("summary", s.summary.trim().length > 0, "a one-line summary"),
@@ -76,7 +76,7 @@ export function detailPageRequirements(ctx: CheckContext): DetailPageRequirement
 export function checkDetailPage(ctx: CheckContext): CheckOutcome {
   if (!ctx.sidecar.valid)
     return blocked(ID, "sidecar_schema", "the detail page is generated from a valid sidecar");
-  const requirements = detailPageRequirements(ctx);
+  const requirements = detailPageRequirements(ctx.sidecar.valid, ctx.catalog);
   const log = requirements.map((r) => `${r.satisfied ? "ok" : "MISSING"} ${r.id}: ${r.message}`);
   const unmet = requirements.filter((r) => !r.satisfied);
   if (unmet.length === 0) return passed(ID, log);
