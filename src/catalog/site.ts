@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { GameBuildEntry, PortalConfig } from "../config/portal-config.ts";
 import { SvcError } from "../errors.ts";

@@ -1,4 +1,4 @@
-import { readFileSync, } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PortalConfig } from "../config/portal-config.ts";
 import type { CatalogDocument, ModDetailDocument } from "../contracts/catalog.ts";

@@ -1,4 +1,3 @@
-
 import { join } from "node:path";
 import { appendAuditEvent } from "../accounts/audit.ts";
 import { readValidationDocuments } from "../catalog/validator.ts";

@@ -11,7 +11,6 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { Writable } from "node:stream";
 import { filesystemArtifactStore } from "../../src/catalog/artifact-store.ts";
 import type {
   PackageValidator,
@@ -20,8 +19,6 @@ import type {
   ValidationReport,
 } from "../../src/catalog/publisher.ts";
 import { loadSiteInputs, renderSite, writeSite } from "../../src/catalog/site.ts";
-import type { CliIo } from "../../src/cli/io.ts";
-import { main } from "../../src/cli/main.ts";
 import { loadPortalConfig, type PortalConfig } from "../../src/config/portal-config.ts";
 import { parseSettings } from "../../src/config/settings.ts";
 import { createPortalServer, listen } from "../../src/http/server.ts";
