@@ -24,6 +24,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run: Com
     summary: "sync manager/framework releases (`sync releases`) or game builds (`sync game-builds`)",
     load: () => import("./sync.ts"),
   },
+  new: {
+    summary: "scaffold a release's sidecar (submissions/{modId}/{version}.json) from its package",
+    load: () => import("./new.ts"),
+  },
   validate: {
     summary: "run every validation check on a package and its sidecar",
     load: () => import("./validate.ts"),
