@@ -1,7 +1,8 @@
 // Bundles every actions/<name>/main.ts into actions/<name>/dist/index.js (npm run build:actions).
 // The bundles are committed; test/github/actions-dist.test.ts proves they match a fresh build.
 import { existsSync, readdirSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { readFile } from "node:fs/promises";
+import { dirname, join, posix, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
@@ -12,6 +13,34 @@ export function actionNames() {
     .filter((name) => existsSync(join(ACTIONS, name, "main.ts")))
     .sort();
 }
+
+const REPO = join(ACTIONS, "..");
+
+/**
+ * The core finds files relative to its own modules (schemas/ from src/contracts/schemas.ts, page
+ * assets from src/pages/render-pages.ts). In a bundle import.meta is that of
+ * actions/<name>/dist/index.js, so each repository module's import.meta.url, .dirname and .filename
+ * are rewritten to that module's own path, resolved from the bundle at run time (a bundle is always
+ * run from its place in the repository). Dependencies under node_modules are left alone.
+ */
+const sourceLocations = {
+  name: "svc-source-locations",
+  setup(build) {
+    build.onLoad({ filter: /\.ts$/ }, async (args) => {
+      if (args.path.includes(`${sep}node_modules${sep}`)) return undefined;
+      const rel = relative(REPO, args.path).split(sep).join("/");
+      const dir = posix.dirname(rel);
+      const text = await readFile(args.path, "utf8");
+      return {
+        loader: "ts",
+        contents: text
+          .replaceAll("import.meta.url", `__svcSourceUrl(${JSON.stringify(rel)})`)
+          .replaceAll("import.meta.dirname", `__svcSourcePath(${JSON.stringify(dir)})`)
+          .replaceAll("import.meta.filename", `__svcSourcePath(${JSON.stringify(rel)})`),
+      };
+    });
+  },
+};
 
 /** esbuild options for one action; outfile may be redirected (the check-dist test builds to a temp dir). */
 export function buildOptions(name, outfile = join(ACTIONS, name, "dist/index.js")) {
@@ -24,14 +53,14 @@ export function buildOptions(name, outfile = join(ACTIONS, name, "dist/index.js"
     format: "esm",
     legalComments: "none",
     logLevel: "warning",
-    // The core finds schemas/ relative to its own module (src/contracts/schemas.ts); in the bundle
-    // import.meta.url is that of actions/<name>/dist/index.js, so it is pointed back at src/contracts.
-    define: { "import.meta.url": "__svcModuleUrl" },
+    plugins: [sourceLocations],
     banner: {
       js: [
         'import { createRequire as __svcCreateRequire } from "node:module";',
+        'import { fileURLToPath as __svcFileURLToPath } from "node:url";',
         "const require = __svcCreateRequire(import.meta.url);",
-        'const __svcModuleUrl = new URL("../../../src/contracts/module.js", import.meta.url).href;',
+        'const __svcSourceUrl = (path) => new URL("../../../" + path, import.meta.url).href;',
+        "const __svcSourcePath = (path) => __svcFileURLToPath(__svcSourceUrl(path));",
       ].join("\n"),
     },
   };

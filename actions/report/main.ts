@@ -29,6 +29,20 @@ async function run(): Promise<void> {
       log: (message) => core.info(message),
     },
   );
+  const plan = result.plan;
+  await core.summary
+    .addHeading("svc report")
+    .addTable([
+      ["pull request", "state", "GitHub actions"].map((data) => ({ data, header: true })),
+      [
+        result.number === null ? "refused" : `#${result.number}`,
+        plan ? `${plan.from} → ${plan.to}` : "",
+        String(result.executed.length),
+      ],
+    ])
+    // The summary is HTML and core.summary does not escape; log lines may quote people's text.
+    .addList(result.log.map((line) => line.replace(/[&<>]/g, (c) => `&#${c.charCodeAt(0)};`)))
+    .write();
   core.setOutput("pull-request", result.number === null ? "" : String(result.number));
   core.setOutput("state", result.plan?.to ?? "");
   core.setOutput("actions", String(result.executed.length));

@@ -1,6 +1,8 @@
 import { createRequire as __svcCreateRequire } from "node:module";
+import { fileURLToPath as __svcFileURLToPath } from "node:url";
 const require = __svcCreateRequire(import.meta.url);
-const __svcModuleUrl = new URL("../../../src/contracts/module.js", import.meta.url).href;
+const __svcSourceUrl = (path) => new URL("../../../" + path, import.meta.url).href;
+const __svcSourcePath = (path) => __svcFileURLToPath(__svcSourceUrl(path));
 var __create = Object.create;
 var __defProp = Object.defineProperty;
 var __getOwnPropDesc = Object.getOwnPropertyDescriptor;
@@ -18783,9 +18785,9 @@ var require_io = __commonJS({
           }
           return result;
         }
-        const matches = yield findInPath(tool);
-        if (matches && matches.length > 0) {
-          return matches[0];
+        const matches2 = yield findInPath(tool);
+        if (matches2 && matches2.length > 0) {
+          return matches2[0];
         }
         return "";
       });
@@ -18822,14 +18824,14 @@ var require_io = __commonJS({
             }
           }
         }
-        const matches = [];
+        const matches2 = [];
         for (const directory of directories) {
           const filePath = yield ioUtil.tryGetExecutablePath(path.join(directory, tool), extensions);
           if (filePath) {
-            matches.push(filePath);
+            matches2.push(filePath);
           }
         }
-        return matches;
+        return matches2;
       });
     }
     exports.findInPath = findInPath;
@@ -19747,10 +19749,10 @@ Support boolean input list: \`true | True | TRUE | false | False | FALSE\``);
       (0, command_1.issueCommand)("error", (0, utils_1.toCommandProperties)(properties), message instanceof Error ? message.toString() : message);
     }
     exports.error = error;
-    function warning(message, properties = {}) {
+    function warning2(message, properties = {}) {
       (0, command_1.issueCommand)("warning", (0, utils_1.toCommandProperties)(properties), message instanceof Error ? message.toString() : message);
     }
-    exports.warning = warning;
+    exports.warning = warning2;
     function notice(message, properties = {}) {
       (0, command_1.issueCommand)("notice", (0, utils_1.toCommandProperties)(properties), message instanceof Error ? message.toString() : message);
     }
@@ -22581,11 +22583,11 @@ var require_validate = __commonJS({
         jsonPointer = $data;
         data = names_1.default.rootData;
       } else {
-        const matches = RELATIVE_JSON_POINTER.exec($data);
-        if (!matches)
+        const matches2 = RELATIVE_JSON_POINTER.exec($data);
+        if (!matches2)
           throw new Error(`Invalid JSON-pointer: ${$data}`);
-        const up = +matches[1];
-        jsonPointer = matches[2];
+        const up = +matches2[1];
+        jsonPointer = matches2[2];
         if (jsonPointer === "#") {
           if (up >= dataLevel)
             throw new Error(errorMsg("property/index", up));
@@ -23504,11 +23506,11 @@ var require_schemes = __commonJS({
         urnComponent.error = "URN can not be parsed";
         return urnComponent;
       }
-      const matches = urnComponent.path.match(URN_REG);
-      if (matches && matches[0] === urnComponent.path) {
+      const matches2 = urnComponent.path.match(URN_REG);
+      if (matches2 && matches2[0] === urnComponent.path) {
         const scheme = options.scheme || urnComponent.scheme || "urn";
-        urnComponent.nid = matches[1].toLowerCase();
-        urnComponent.nss = matches[2];
+        urnComponent.nid = matches2[1].toLowerCase();
+        urnComponent.nss = matches2[2];
         const urnScheme = `${scheme}:${options.nid || urnComponent.nid}`;
         const schemeHandler = getSchemeHandler(urnScheme);
         urnComponent.path = void 0;
@@ -23829,8 +23831,8 @@ var require_fast_uri = __commonJS({
     var URI_PARSE = /^(?:([^#/:?]+):)?(?:\/\/((?:([^#/?@]*)@)?(\[[^#/?\]]+\]|[^#/:?]*)(?::(\d*))?))?([^#?]*)(?:\?([^#]*))?(?:#((?:.|[\n\r])*))?/u;
     var AUTHORITY_PREFIX = /^(?:[^#/:?]+:)?\/\/([^/?#]*)/;
     var AUTHORITY_INTRODUCER_REGION = /^(?:[^#/:?]+:)?([/\\\t\n\r]*)/;
-    function getParseError(parsed, matches) {
-      if (matches[2] !== void 0 && parsed.path && parsed.path[0] !== "/") {
+    function getParseError(parsed, matches2) {
+      if (matches2[2] !== void 0 && parsed.path && parsed.path[0] !== "/") {
         return 'URI path must start with "/" when authority is present.';
       }
       if (typeof parsed.port === "number" && (parsed.port < 0 || parsed.port > 65535)) {
@@ -23852,9 +23854,9 @@ var require_fast_uri = __commonJS({
     function isIPLiteral(host) {
       return host[0] === "[" && host[host.length - 1] === "]";
     }
-    function hasMalformedComponentPercentEncoding(matches) {
-      const host = matches[4];
-      return hasMalformedPercentEncoding(matches[3]) || host !== void 0 && !isIPLiteral(host) && hasMalformedPercentEncoding(host) || hasMalformedPercentEncoding(matches[6]) || hasMalformedPercentEncoding(matches[7]) || hasMalformedPercentEncoding(matches[8]);
+    function hasMalformedComponentPercentEncoding(matches2) {
+      const host = matches2[4];
+      return hasMalformedPercentEncoding(matches2[3]) || host !== void 0 && !isIPLiteral(host) && hasMalformedPercentEncoding(host) || hasMalformedPercentEncoding(matches2[6]) || hasMalformedPercentEncoding(matches2[7]) || hasMalformedPercentEncoding(matches2[8]);
     }
     function canonicalizeHost(parsed, options, schemeHandler, isIP) {
       if (hasForbiddenDomainHost(parsed, options, schemeHandler, isIP)) {
@@ -23929,15 +23931,15 @@ var require_fast_uri = __commonJS({
           }
         }
       }
-      const matches = uri.match(URI_PARSE);
-      if (matches) {
-        parsed.scheme = matches[1];
-        parsed.userinfo = matches[3];
-        parsed.host = matches[4];
-        parsed.port = parseInt(matches[5], 10);
-        parsed.path = matches[6] || "";
-        parsed.query = matches[7];
-        parsed.fragment = matches[8];
+      const matches2 = uri.match(URI_PARSE);
+      if (matches2) {
+        parsed.scheme = matches2[1];
+        parsed.userinfo = matches2[3];
+        parsed.host = matches2[4];
+        parsed.port = parseInt(matches2[5], 10);
+        parsed.path = matches2[6] || "";
+        parsed.query = matches2[7];
+        parsed.fragment = matches2[8];
         if (parsed.scheme !== void 0) {
           if (VALID_SCHEME.test(parsed.scheme)) {
             parsed.scheme = parsed.scheme.toLowerCase();
@@ -23946,14 +23948,14 @@ var require_fast_uri = __commonJS({
             malformedScheme = true;
           }
         }
-        malformedPercentEncoding = hasMalformedComponentPercentEncoding(matches);
+        malformedPercentEncoding = hasMalformedComponentPercentEncoding(matches2);
         if (malformedPercentEncoding) {
           parsed.error = parsed.error || "URI contains malformed percent-encoding.";
         }
         if (isNaN(parsed.port)) {
-          parsed.port = matches[5];
+          parsed.port = matches2[5];
         }
-        const parseError = getParseError(parsed, matches);
+        const parseError = getParseError(parsed, matches2);
         if (parseError !== void 0) {
           parsed.error = parsed.error || parseError;
           malformedAuthorityOrPort = true;
@@ -24585,14 +24587,14 @@ var require_core2 = __commonJS({
           this.addFormat(name, format);
       }
     }
-    function addInitialKeywords(defs) {
-      if (Array.isArray(defs)) {
-        this.addVocabulary(defs);
+    function addInitialKeywords(defs2) {
+      if (Array.isArray(defs2)) {
+        this.addVocabulary(defs2);
         return;
       }
       this.logger.warn("keywords option as map is deprecated, pass array");
-      for (const keyword in defs) {
-        const def = defs[keyword];
+      for (const keyword in defs2) {
+        const def = defs2[keyword];
         if (!def.keyword)
           def.keyword = keyword;
         this.addKeyword(def);
@@ -27378,12 +27380,12 @@ var require_formats = __commonJS({
     var DATE = /^(\d\d\d\d)-(\d\d)-(\d\d)$/;
     var DAYS = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
     function date(str) {
-      const matches = DATE.exec(str);
-      if (!matches)
+      const matches2 = DATE.exec(str);
+      if (!matches2)
         return false;
-      const year = +matches[1];
-      const month = +matches[2];
-      const day = +matches[3];
+      const year = +matches2[1];
+      const month = +matches2[2];
+      const day = +matches2[3];
       return month >= 1 && month <= 12 && day >= 1 && day <= (month === 2 && isLeapYear(year) ? 29 : DAYS[month]);
     }
     function compareDate(d1, d2) {
@@ -27398,16 +27400,16 @@ var require_formats = __commonJS({
     var TIME = /^(\d\d):(\d\d):(\d\d(?:\.\d+)?)(z|([+-])(\d\d)(?::?(\d\d))?)?$/i;
     function getTime(strictTimeZone) {
       return function time(str) {
-        const matches = TIME.exec(str);
-        if (!matches)
+        const matches2 = TIME.exec(str);
+        if (!matches2)
           return false;
-        const hr = +matches[1];
-        const min = +matches[2];
-        const sec = +matches[3];
-        const tz = matches[4];
-        const tzSign = matches[5] === "-" ? -1 : 1;
-        const tzH = +(matches[6] || 0);
-        const tzM = +(matches[7] || 0);
+        const hr = +matches2[1];
+        const min = +matches2[2];
+        const sec = +matches2[3];
+        const tz = matches2[4];
+        const tzSign = matches2[5] === "-" ? -1 : 1;
+        const tzH = +(matches2[6] || 0);
+        const tzM = +(matches2[7] || 0);
         if (tzH > 23 || tzM > 59 || strictTimeZone && !tz)
           return false;
         if (hr <= 23 && min <= 59 && sec < 60)
@@ -30291,11 +30293,11 @@ function removeNonChars(variableName) {
   return variableName.replace(/(?:^\W+)|(?:(?<!\W)\W+$)/g, "").split(/,/);
 }
 function extractUrlVariableNames(url) {
-  const matches = url.match(urlVariableRegex);
-  if (!matches) {
+  const matches2 = url.match(urlVariableRegex);
+  if (!matches2) {
     return [];
   }
-  return matches.map(removeNonChars).reduce((a, b) => a.concat(b), []);
+  return matches2.map(removeNonChars).reduce((a, b) => a.concat(b), []);
 }
 function omit(object, keysToOmit) {
   const result = { __proto__: null };
@@ -31151,8 +31153,8 @@ async function fetchWrapper(requestOptions) {
     data: ""
   };
   if ("deprecation" in responseHeaders) {
-    const matches = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
-    const deprecationLink = matches && matches.pop();
+    const matches2 = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
+    const deprecationLink = matches2 && matches2.pop();
     log.warn(
       `[@octokit/request] "${requestOptions.method} ${requestOptions.url}" is deprecated. It is scheduled to be removed on ${responseHeaders.sunset}${deprecationLink ? `. See ${deprecationLink}` : ""}`
     );
@@ -34141,7 +34143,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 var SOURCE_SCHEMA_BASE = "https://svc.invalid";
-var SCHEMAS_DIR = fileURLToPath(new URL("../../schemas/", __svcModuleUrl));
+var SCHEMAS_DIR = fileURLToPath(new URL("../../schemas/", __svcSourceUrl("src/contracts/schemas.ts")));
 function listSchemaFiles() {
   const files = [];
   for (const folder of ["schemas", "publishing"]) {
@@ -35318,6 +35320,16 @@ function decisionNote(kind, login, reason) {
   };
   return `@${login} ${verbs[kind]}${reason ? `: ${inlineCode(reason, 500)}` : "."}`;
 }
+function portalDecisionNote(kind, moderator, notes) {
+  const verbs = {
+    approve: "approved",
+    request_changes: "requested changes",
+    reject: "rejected this submission",
+    hide: "hid this release",
+    unhide: "restored this release"
+  };
+  return `A portal moderator (${inlineCode(moderator, 80)}) ${verbs[kind]} through the portal API: ${inlineCode(notes, 500)}`;
+}
 function receiptComment(receipt) {
   if (!receipt.ok) {
     return [
@@ -35411,6 +35423,8 @@ function decide(view, event) {
       return decideClosed(view, event.merged);
     case "published":
       return decidePublished(view, event.receipt);
+    case "portal_decision":
+      return decidePortalDecision(view, event);
   }
 }
 function decidePush(view, action) {
@@ -35583,6 +35597,24 @@ function decideCommand(view, event) {
   actions.push(...statusActions(view, moved.to, { notes: [note] }));
   return { from: view.state, to: moved.to, actions, log: [] };
 }
+function decidePortalDecision(view, event) {
+  if (!view.open && event.decision !== "hide" && event.decision !== "unhide")
+    return nothing(view, "the pull request is closed");
+  const moved = walk(view.state, [[event.decision, "moderator"]]);
+  if (!moved.ok) return nothing(view, moved.message);
+  const actions = [];
+  if ((event.decision === "hide" || event.decision === "unhide") && view.shape.kind === "submission") {
+    actions.push({
+      type: "dispatch_visibility",
+      action: event.decision,
+      modId: view.shape.sidecar.modId,
+      version: view.shape.sidecar.version
+    });
+  }
+  const note = portalDecisionNote(event.decision, event.moderator, event.notes);
+  actions.push(...statusActions(view, moved.to, { notes: [note] }));
+  return { from: view.state, to: moved.to, actions, log: [] };
+}
 function decideClosed(view, merged) {
   if (merged) return nothing(view, "merged: the publish workflow takes over");
   const moved = walk(view.state, [["cancel", "modder"]]);
@@ -35601,6 +35633,18 @@ function decidePublished(view, receipt) {
 var SUBMISSIONS_DIR = "submissions";
 var MOD_ID = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 var SEMVER = /^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:-((?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*))?$/;
+var STAGING_TAG_PREFIX = "svc-upload-";
+var UPLOAD_BRANCH_PREFIX = "svc/upload/";
+var SUBMISSION_ID = /^sub_[0-9a-z]{25,26}$/;
+function stagedUploadId(head, portal) {
+  if (!head.repository || head.repository.toLowerCase() !== portal.toLowerCase()) return null;
+  if (!head.ref.startsWith(UPLOAD_BRANCH_PREFIX)) return null;
+  const id = head.ref.slice(UPLOAD_BRANCH_PREFIX.length);
+  return SUBMISSION_ID.test(id) ? id : null;
+}
+function submissionPath(modId, version) {
+  return `${SUBMISSIONS_DIR}/${modId}/${version}.json`;
+}
 function parseSubmissionPath(path) {
   const parts = path.split("/");
   if (parts.length !== 3 || parts[0] !== SUBMISSIONS_DIR) return null;
@@ -35994,6 +36038,7 @@ var ERROR_STATUS = {
   rate_limit_exceeded: 429,
   internal_error: 500,
   not_implemented: 501,
+  github_unavailable: 502,
   email_delivery_unavailable: 503,
   uploads_disabled: 503,
   scanner_unavailable: 503,
@@ -38680,6 +38725,7 @@ function loadPortalConfig(path) {
 }
 
 // src/github/publish-merged.ts
+import { createHash as createHash4 } from "node:crypto";
 import { readFileSync as readFileSync9 } from "node:fs";
 import { join as join9 } from "node:path";
 
@@ -40657,7 +40703,7 @@ var ASSET_FILES = [
   "account.js",
   "moderation.js"
 ];
-var ASSET_DIR = join6(import.meta.dirname, "assets");
+var ASSET_DIR = join6(__svcSourcePath("src/pages"), "assets");
 function pageContext(config) {
   return {
     portalName: config.portal.name,
@@ -41082,6 +41128,54 @@ async function publishRelease(options, request2) {
     }
   });
 }
+async function changeVisibility(options, modId, version, hide) {
+  const now = options.now ?? (() => /* @__PURE__ */ new Date());
+  return locked(options, async () => {
+    const inputs = loadSiteInputs(options.config, options.recordsDir);
+    const current = inputs.records.find((r) => r.modId === modId && r.version === version);
+    if (!current) throw new SvcError("not_found", `no release ${modId}@${version}`);
+    if (hide === (current.status === "hidden")) {
+      throw new SvcError(
+        "illegal_transition",
+        `${modId}@${version} is ${current.status}; ${hide ? "hide" : "unhide"} does not apply`,
+        { details: { from: current.status, to: hide ? "hidden" : "published" } }
+      );
+    }
+    const at = now().toISOString();
+    const records = [...inputs.records];
+    const index = records.indexOf(current);
+    let changed = [];
+    if (hide) {
+      const { statusBeforeHidden: _, ...rest } = current;
+      records[index] = {
+        ...rest,
+        status: "hidden",
+        statusBeforeHidden: current.status,
+        updatedAt: at
+      };
+    } else {
+      const { statusBeforeHidden, ...rest } = current;
+      records[index] = { ...rest, status: statusBeforeHidden ?? "published", updatedAt: at };
+      changed = settleStatuses(records, modId, at);
+    }
+    const record = records.find((r) => r.modId === modId && r.version === version);
+    const touched = [record, ...changed.filter((r) => r !== record)];
+    const result = commitPlan(options, inputs, { records, touched, affectedMods: /* @__PURE__ */ new Set([modId]) }, null);
+    return {
+      record,
+      changed: changed.filter((r) => r !== record),
+      artifact: null,
+      ...result,
+      report: null
+    };
+  });
+}
+function hideRelease(options, modId, version) {
+  return changeVisibility(options, modId, version, true);
+}
+function unhideRelease(options, modId, version) {
+  return changeVisibility(options, modId, version, false);
+}
 
 // src/github/download.ts
 import { createHash as createHash3 } from "node:crypto";
@@ -41200,7 +41294,17 @@ async function publishMergedSubmissions(api, input) {
       continue;
     }
     const sidecar = JSON.parse(readFileSync9(join9(input.publisher.root, file.filename), "utf8"));
-    const download = await downloadCapped(
+    const staged = sidecar.package?.url ? null : stagedUploadId(
+      { ref: merged.head.ref, repository: merged.head.repo?.full_name ?? null },
+      `${input.repo.owner}/${input.repo.repo}`
+    );
+    const download = staged ? await downloadStagedPackage(
+      api,
+      input.repo,
+      staged,
+      sidecar.package?.fileName ?? "",
+      input.publisher.config.limits.maxPackageBytes
+    ) : await downloadCapped(
       sidecar.package?.url ?? "",
       input.publisher.config.limits.maxPackageBytes,
       input.fetch,
@@ -41251,6 +41355,159 @@ async function publishMergedSubmissions(api, input) {
     }
   }
   return results;
+}
+async function downloadStagedPackage(api, repo, submissionId, fileName, maxBytes) {
+  const tag = `${STAGING_TAG_PREFIX}${submissionId}`;
+  const releases = await api.paginate(api.rest.repos.listReleases, { ...repo, per_page: 100 });
+  const release = releases.find((r) => r.tag_name === tag && r.draft);
+  const asset = release?.assets.find((a) => a.name === fileName);
+  if (!asset)
+    return {
+      ok: false,
+      code: "download_failed",
+      message: `the staged package ${fileName} of upload ${submissionId} is not in the draft release ${tag}`
+    };
+  if (asset.size > maxBytes)
+    return {
+      ok: false,
+      code: "package_too_large",
+      message: `${fileName} is ${asset.size} bytes; the limit is ${maxBytes}`
+    };
+  const { data } = await api.request("GET /repos/{owner}/{repo}/releases/assets/{asset_id}", {
+    ...repo,
+    asset_id: asset.id,
+    headers: { accept: "application/octet-stream" }
+  });
+  const bytes = Buffer.from(data);
+  if (bytes.length > maxBytes)
+    return { ok: false, code: "package_too_large", message: `${fileName} is over ${maxBytes} bytes` };
+  return {
+    ok: true,
+    bytes,
+    sha256: createHash4("sha256").update(bytes).digest("hex"),
+    sizeBytes: bytes.length
+  };
+}
+
+// src/github/publish-visibility.ts
+var VisibilityRefusal = class extends Error {
+  constructor(code, message) {
+    super(message);
+    this.code = code;
+    this.name = "VisibilityRefusal";
+  }
+  code;
+};
+var EXPECTED_STATE = { hide: "hidden", unhide: "published" };
+var defs;
+function commonDefs() {
+  if (!defs) {
+    const common = schemaFiles().find((f) => f.name === "common");
+    if (!common) throw new Error("schemas/schemas/common.schema.json is missing");
+    const $defs = JSON.parse(common.text).$defs;
+    defs = { modId: $defs.modId, semver: $defs.semver };
+  }
+  return defs;
+}
+function matches(def, value) {
+  return value.length >= (def.minLength ?? 0) && value.length <= (def.maxLength ?? Number.POSITIVE_INFINITY) && new RegExp(def.pattern, "u").test(value);
+}
+function parseVisibilityInputs(inputs) {
+  const fail = (message) => new VisibilityRefusal("visibility_input_invalid", message);
+  if (!inputs || typeof inputs !== "object" || Array.isArray(inputs))
+    throw fail("the dispatch carries no inputs");
+  const { visibility, modId, version, pullRequest } = inputs;
+  if (visibility !== "hide" && visibility !== "unhide")
+    throw fail(`visibility must be hide or unhide, not ${inlineCode(String(visibility ?? ""), 40)}`);
+  if (typeof modId !== "string" || !matches(commonDefs().modId, modId))
+    throw fail(`modId ${inlineCode(String(modId ?? ""), 80)} is not a mod id (a lower-case slug)`);
+  if (typeof version !== "string" || !matches(commonDefs().semver, version))
+    throw fail(`version ${inlineCode(String(version ?? ""), 80)} is not a semantic version`);
+  if (typeof pullRequest !== "string" || !/^[1-9][0-9]{0,9}$/.test(pullRequest))
+    throw fail(`pullRequest ${inlineCode(String(pullRequest ?? ""), 40)} is not a pull request number`);
+  return { action: visibility, modId, version, pullRequest: Number(pullRequest) };
+}
+async function applyVisibility(api, input) {
+  const { request: request2 } = input;
+  const release = `${request2.modId}@${request2.version}`;
+  const view = deriveSubmission(
+    await fetchPullRequestInfo(api, input.repo, request2.pullRequest),
+    input.botLogins
+  );
+  if (view.shape.kind !== "submission" || !view.merged) {
+    throw new VisibilityRefusal(
+      "visibility_not_a_release",
+      `#${request2.pullRequest} is not a merged submission pull request`
+    );
+  }
+  const sidecar = view.shape.sidecar;
+  if (sidecar.modId !== request2.modId || sidecar.version !== request2.version) {
+    throw new VisibilityRefusal(
+      "visibility_release_mismatch",
+      `#${request2.pullRequest} submitted ${sidecar.modId}@${sidecar.version}, not ${release}`
+    );
+  }
+  const expected = EXPECTED_STATE[request2.action];
+  if (view.state !== expected) {
+    throw new VisibilityRefusal(
+      "visibility_state_mismatch",
+      `#${request2.pullRequest} is ${view.state} in the bot's status comment; ${request2.action} applies only to a ${expected} submission (the bot records the decision before it dispatches)`
+    );
+  }
+  const base = input.publisher.config.baseUrl;
+  const entry = (status, receipt) => ({
+    path: submissionPath(request2.modId, request2.version),
+    pullRequest: request2.pullRequest,
+    visibility: request2.action,
+    status,
+    receipt: { modId: request2.modId, version: request2.version, ...receipt }
+  });
+  try {
+    const apply = request2.action === "hide" ? hideRelease : unhideRelease;
+    const result = await apply(input.publisher, request2.modId, request2.version);
+    return entry(result.record.status, {
+      ok: true,
+      catalogUrl: `${base}/${SITE_PATHS.catalog}`,
+      detailUrl: `${base}/${SITE_PATHS.modDetail(request2.modId)}`
+    });
+  } catch (error) {
+    if (!isSvcError(error)) throw error;
+    const code = error.code === "not_found" ? "unknown_release" : error.code;
+    const message = error.code === "not_found" ? `${release} is not a release in records/: nothing to ${request2.action}` : error.message;
+    return entry(null, { ok: false, error: { code, message } });
+  }
+}
+function visibilityReceiptComment(entry) {
+  const release = `\`${entry.receipt.modId}@${entry.receipt.version}\``;
+  if (!entry.receipt.ok) {
+    return [
+      `### svc could not ${entry.visibility} ${release}`,
+      "",
+      `\`${entry.receipt.error?.code ?? "internal_error"}\`: ${inlineCode(entry.receipt.error?.message ?? "unknown error", 1e3)}`,
+      "",
+      "The public catalog is unchanged. An admin can rerun the publish workflow."
+    ].join("\n");
+  }
+  return [
+    entry.visibility === "hide" ? `### svc hid ${release} from the public catalog` : `### svc restored ${release} to the public catalog`,
+    "",
+    "| | |",
+    "|---|---|",
+    `| status | \`${entry.status ?? ""}\` |`,
+    `| catalog | ${entry.receipt.catalogUrl ?? ""} |`,
+    `| mod detail | ${entry.receipt.detailUrl ?? ""} |`,
+    ...entry.visibility === "hide" ? ["", "The artifact stays at its immutable URL; `/svc unhide` lists the release again."] : []
+  ].join("\n");
+}
+function isVisibilityEntry(value) {
+  return typeof value === "object" && value !== null && "visibility" in value;
+}
+async function postVisibilityReceipt(api, repo, entry) {
+  await api.rest.issues.createComment({
+    ...repo,
+    issue_number: entry.pullRequest,
+    body: visibilityReceiptComment(entry)
+  });
 }
 
 // src/validation/antivirus/clamscan.ts
@@ -41389,6 +41646,20 @@ function createClamscanScanner(binary = "clamscan", options = {}) {
 }
 
 // actions/publish/main.ts
+function publisherOptions(root) {
+  const config = loadPortalConfig(join11(root, "portal.config.json"));
+  const siteDir = join11(root, "site");
+  const database = core.getInput("clamscan-db");
+  const scanner = core.getInput("scanner") === "none" ? null : createClamscanScanner("clamscan", database ? { database } : {});
+  return {
+    root,
+    recordsDir: join11(root, "records"),
+    siteDir,
+    config,
+    store: filesystemArtifactStore({ root, siteDir, baseUrl: config.baseUrl }),
+    validate: runnerValidator({ siteDir, scanner })
+  };
+}
 async function run() {
   const api = new Octokit2({
     auth: core.getInput("github-token", { required: true }),
@@ -41398,40 +41669,54 @@ async function run() {
   const botLogins = (core.getInput("bot-logins") || "github-actions[bot]").split(",").map((s) => s.trim());
   const receiptsPath = core.getInput("receipts-path") || "publish-receipts.json";
   if (core.getInput("mode") === "receipts") {
-    const merged2 = JSON.parse(readFileSync10(receiptsPath, "utf8"));
-    for (const m of merged2)
-      if (m.pullRequest !== null)
+    const entries2 = JSON.parse(readFileSync10(receiptsPath, "utf8"));
+    for (const m of entries2)
+      if (isVisibilityEntry(m)) await postVisibilityReceipt(api, repo, m);
+      else if (m.pullRequest !== null)
         await handlePublishReceipt(api, repo, m.pullRequest, m.receipt, { botLogins });
     return;
   }
   const event = JSON.parse(readFileSync10(process.env.GITHUB_EVENT_PATH ?? "", "utf8"));
   const root = process.env.GITHUB_WORKSPACE ?? process.cwd();
-  const config = loadPortalConfig(join11(root, "portal.config.json"));
-  const siteDir = join11(root, "site");
-  const scanner = core.getInput("scanner") === "none" ? null : createClamscanScanner();
-  const merged = await publishMergedSubmissions(api, {
-    repo,
-    before: event.before,
-    after: event.after,
-    botLogins,
-    publisher: {
-      root,
-      recordsDir: join11(root, "records"),
-      siteDir,
-      config,
-      store: filesystemArtifactStore({ root, siteDir, baseUrl: config.baseUrl }),
-      validate: runnerValidator({ siteDir, scanner })
-    }
-  });
-  writeFileSync2(receiptsPath, `${JSON.stringify(merged, null, 2)}
+  let entries;
+  let message;
+  if (process.env.GITHUB_EVENT_NAME === "workflow_dispatch") {
+    const request2 = parseVisibilityInputs(event.inputs);
+    entries = [await applyVisibility(api, { repo, request: request2, botLogins, publisher: publisherOptions(root) })];
+    message = `${request2.action === "hide" ? "Hide" : "Unhide"} ${request2.modId}@${request2.version} (#${request2.pullRequest})`;
+  } else {
+    const publisher = publisherOptions(root);
+    entries = await publishMergedSubmissions(api, {
+      repo,
+      before: event.before,
+      after: event.after,
+      botLogins,
+      publisher
+    });
+    message = "Publish merged submissions";
+  }
+  writeFileSync2(receiptsPath, `${JSON.stringify(entries, null, 2)}
 `);
-  const table2 = merged.map((m) => [
+  const rows = entries.map((m) => [
     m.path,
-    m.receipt.ok ? "published" : `failed: ${m.receipt.error?.code}`,
-    m.receipt.artifactUrl ?? ""
+    isVisibilityEntry(m) ? m.visibility : "publish",
+    m.receipt.ok ? isVisibilityEntry(m) ? `${m.status}` : "published" : `failed: ${m.receipt.error?.code}`,
+    m.receipt.ok ? m.receipt.artifactUrl ?? m.receipt.detailUrl ?? "" : ""
   ]);
-  await core.summary.addHeading("svc publish").addTable([["sidecar", "result", "artifact"], ...table2]).write();
-  core.setOutput("published", String(merged.filter((m) => m.receipt.ok).length));
+  await core.summary.addHeading("svc publish").addTable([
+    ["sidecar", "action", "result", "artifact or page"].map((data) => ({ data, header: true })),
+    ...rows
+  ]).write();
+  for (const m of entries.filter((e) => !e.receipt.ok))
+    core.warning(`${m.path}: ${m.receipt.error?.code}: ${m.receipt.error?.message}`);
+  const applied = entries.filter((m) => m.receipt.ok);
+  core.setOutput("published", String(applied.filter((m) => !isVisibilityEntry(m)).length));
+  core.setOutput("visibility", applied.find(isVisibilityEntry)?.visibility ?? "");
+  core.setOutput("commit-message", message);
   core.setOutput("receipts-path", receiptsPath);
 }
-run().catch((error) => core.setFailed(error instanceof Error ? error.message : String(error)));
+run().catch(
+  (error) => core.setFailed(
+    error instanceof VisibilityRefusal ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error)
+  )
+);

@@ -1,6 +1,8 @@
 import { createRequire as __svcCreateRequire } from "node:module";
+import { fileURLToPath as __svcFileURLToPath } from "node:url";
 const require = __svcCreateRequire(import.meta.url);
-const __svcModuleUrl = new URL("../../../src/contracts/module.js", import.meta.url).href;
+const __svcSourceUrl = (path) => new URL("../../../" + path, import.meta.url).href;
+const __svcSourcePath = (path) => __svcFileURLToPath(__svcSourceUrl(path));
 var __create = Object.create;
 var __defProp = Object.defineProperty;
 var __getOwnPropDesc = Object.getOwnPropertyDescriptor;
@@ -31927,7 +31929,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 var SOURCE_SCHEMA_BASE = "https://svc.invalid";
-var SCHEMAS_DIR = fileURLToPath(new URL("../../schemas/", __svcModuleUrl));
+var SCHEMAS_DIR = fileURLToPath(new URL("../../schemas/", __svcSourceUrl("src/contracts/schemas.ts")));
 function listSchemaFiles() {
   const files = [];
   for (const folder of ["schemas", "publishing"]) {
@@ -33091,8 +33093,8 @@ function renderStatusComment(content) {
 }
 function checkRunOutput(check) {
   const title = check.status === "passed" ? `${check.id} passed` : check.status === "skipped" ? `${check.id} skipped` : `${check.id} failed${check.reasonCode ? `: ${check.reasonCode}` : ""}`;
-  const summary = `${check.required ? "Required" : "Optional"} check \`${check.id}\`: **${check.status}**${check.reasonCode ? ` (reason code \`${check.reasonCode}\`)` : ""}.`;
-  return { title, summary, text: check.log.length > 0 ? codeBlock(check.log, 200) : void 0 };
+  const summary2 = `${check.required ? "Required" : "Optional"} check \`${check.id}\`: **${check.status}**${check.reasonCode ? ` (reason code \`${check.reasonCode}\`)` : ""}.`;
+  return { title, summary: summary2, text: check.log.length > 0 ? codeBlock(check.log, 200) : void 0 };
 }
 function shapeCheckOutput(problems) {
   return {
@@ -33124,6 +33126,16 @@ function decisionNote(kind, login, reason) {
     unhide: "restored this release"
   };
   return `@${login} ${verbs[kind]}${reason ? `: ${inlineCode(reason, 500)}` : "."}`;
+}
+function portalDecisionNote(kind, moderator, notes) {
+  const verbs = {
+    approve: "approved",
+    request_changes: "requested changes",
+    reject: "rejected this submission",
+    hide: "hid this release",
+    unhide: "restored this release"
+  };
+  return `A portal moderator (${inlineCode(moderator, 80)}) ${verbs[kind]} through the portal API: ${inlineCode(notes, 500)}`;
 }
 function receiptComment(receipt) {
   if (!receipt.ok) {
@@ -33218,6 +33230,8 @@ function decide(view, event) {
       return decideClosed(view, event.merged);
     case "published":
       return decidePublished(view, event.receipt);
+    case "portal_decision":
+      return decidePortalDecision(view, event);
   }
 }
 function decidePush(view, action) {
@@ -33387,6 +33401,24 @@ function decideCommand(view, event) {
     event.commenter,
     command.name === "reject" ? command.reason : void 0
   );
+  actions.push(...statusActions(view, moved.to, { notes: [note] }));
+  return { from: view.state, to: moved.to, actions, log: [] };
+}
+function decidePortalDecision(view, event) {
+  if (!view.open && event.decision !== "hide" && event.decision !== "unhide")
+    return nothing(view, "the pull request is closed");
+  const moved = walk(view.state, [[event.decision, "moderator"]]);
+  if (!moved.ok) return nothing(view, moved.message);
+  const actions = [];
+  if ((event.decision === "hide" || event.decision === "unhide") && view.shape.kind === "submission") {
+    actions.push({
+      type: "dispatch_visibility",
+      action: event.decision,
+      modId: view.shape.sidecar.modId,
+      version: view.shape.sidecar.version
+    });
+  }
+  const note = portalDecisionNote(event.decision, event.moderator, event.notes);
   actions.push(...statusActions(view, moved.to, { notes: [note] }));
   return { from: view.state, to: moved.to, actions, log: [] };
 }
@@ -33807,6 +33839,15 @@ async function run() {
       log: (message) => core.info(message)
     }
   );
+  const plan = result.plan;
+  await core.summary.addHeading("svc report").addTable([
+    ["pull request", "state", "GitHub actions"].map((data) => ({ data, header: true })),
+    [
+      result.number === null ? "refused" : `#${result.number}`,
+      plan ? `${plan.from} \u2192 ${plan.to}` : "",
+      String(result.executed.length)
+    ]
+  ]).addList(result.log.map((line) => line.replace(/[&<>]/g, (c) => `&#${c.charCodeAt(0)};`))).write();
   core.setOutput("pull-request", result.number === null ? "" : String(result.number));
   core.setOutput("state", result.plan?.to ?? "");
   core.setOutput("actions", String(result.executed.length));

@@ -1,0 +1,162 @@
+/**
+ * Runs an action's committed bundle the way a runner does: `node actions/<name>/dist/index.js` with
+ * INPUT_* variables, GITHUB_EVENT_NAME/GITHUB_EVENT_PATH, and GITHUB_OUTPUT and GITHUB_STEP_SUMMARY
+ * files. The bundle is run from its real path, because it finds schemas/ relative to itself.
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:https";
+import { createRequire } from "node:module";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export const ROOT = new URL("../../../", import.meta.url).pathname;
+
+const require = createRequire(import.meta.url);
+const EXAMPLES = require("@octokit/webhooks-examples/api.github.com/index.json") as Array<{
+  name: string;
+  examples: Array<Record<string, unknown>>;
+}>;
+
+/** A real payload of an event that has no action (push, workflow_dispatch), deep-copied. */
+export function eventExample(name: string): Record<string, any> {
+  const chosen = EXAMPLES.find((e) => e.name === name)?.examples.find((e) => e.action === undefined);
+  if (!chosen) throw new Error(`no action-less ${name} example in @octokit/webhooks-examples`);
+  return structuredClone(chosen) as Record<string, any>;
+}
+
+export interface ActionRun {
+  code: number;
+  /** stdout and stderr together: workflow commands (::error::, ::warning::) and logs. */
+  stdout: string;
+  outputs: Record<string, string>;
+  summary: string;
+}
+
+export interface RunnerFiles {
+  /** Temp folder of the run's own files (event, output, summary). */
+  dir: string;
+}
+
+export function runnerFiles(): RunnerFiles {
+  return { dir: mkdtempSync(join(tmpdir(), "svc-runner-")) };
+}
+
+/**
+ * Runs the bundle. `event` is written to GITHUB_EVENT_PATH; `inputs` become INPUT_<NAME> variables
+ * (upper case, hyphens kept, as the runner does); `env` adds GITHUB_* variables.
+ */
+export function runAction(
+  name: string,
+  options: {
+    files?: RunnerFiles;
+    workspace: string;
+    event?: unknown;
+    eventName?: string;
+    inputs?: Record<string, string>;
+    env?: Record<string, string>;
+  },
+): Promise<ActionRun> {
+  const files = options.files ?? runnerFiles();
+  const output = join(files.dir, "output");
+  const summary = join(files.dir, "summary");
+  writeFileSync(output, "");
+  writeFileSync(summary, "");
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "",
+    GITHUB_WORKSPACE: options.workspace,
+    GITHUB_OUTPUT: output,
+    GITHUB_STEP_SUMMARY: summary,
+    ...options.env,
+  };
+  if (options.event !== undefined) {
+    writeFileSync(join(files.dir, "event.json"), JSON.stringify(options.event));
+    env.GITHUB_EVENT_PATH = join(files.dir, "event.json");
+  }
+  if (options.eventName) env.GITHUB_EVENT_NAME = options.eventName;
+  for (const [key, value] of Object.entries(options.inputs ?? {})) env[`INPUT_${key.toUpperCase()}`] = value;
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(ROOT, "actions", name, "dist/index.js")], {
+      cwd: options.workspace,
+      env,
+    });
+    let stdout = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stdout += d));
+    child.on("close", (code) =>
+      resolve({
+        code: code ?? 1,
+        stdout,
+        outputs: readOutputs(output),
+        summary: readFileSync(summary, "utf8"),
+      }),
+    );
+  });
+}
+
+/** GITHUB_OUTPUT uses heredoc blocks: name<<delimiter / value / delimiter. */
+export function readOutputs(file: string): Record<string, string> {
+  const text = readFileSync(file, "utf8");
+  const out: Record<string, string> = {};
+  for (const m of text.matchAll(/^([\w-]+)<<(\S+)\n([\s\S]*?)\n\2$/gm)) out[m[1]!] = m[3]!;
+  return out;
+}
+
+export interface TlsServer {
+  url: string;
+  /** The self-signed certificate, for NODE_EXTRA_CA_CERTS of the child process. */
+  caFile: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * An https server on 127.0.0.1 with a certificate made at test time (openssl): sidecars may only
+ * name https package URLs, so a runner-style publication downloads from here. The child trusts the
+ * certificate through NODE_EXTRA_CA_CERTS; nothing else is relaxed.
+ */
+export async function startTlsServer(files: Record<string, Buffer>): Promise<TlsServer> {
+  const dir = mkdtempSync(join(tmpdir(), "svc-tls-"));
+  const key = join(dir, "key.pem");
+  const cert = join(dir, "cert.pem");
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      "/CN=127.0.0.1",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+      "-keyout",
+      key,
+      "-out",
+      cert,
+    ],
+    { stdio: "ignore" },
+  );
+  const server: Server = createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
+    const body = files[new URL(req.url ?? "/", "https://127.0.0.1").pathname];
+    if (!body) return void res.writeHead(404).end();
+    res
+      .writeHead(200, { "content-type": "application/zip", "content-length": String(body.length) })
+      .end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    caFile: cert,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
