@@ -1,50 +1,85 @@
 /**
  * The actions run from their committed bundles as a runner runs them: INPUT_* variables,
- * GITHUB_EVENT_PATH, GITHUB_OUTPUT and GITHUB_STEP_SUMMARY files, `node actions/x/dist/index.js`.
+ * GITHUB_EVENT_NAME/GITHUB_EVENT_PATH, GITHUB_OUTPUT and GITHUB_STEP_SUMMARY files,
+ * `node actions/x/dist/index.js`. Every GitHub call goes to the OpenAPI-checked loopback server and
+ * each test proves every expected call was made; workspaces are temp portal projects.
  */
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { intakeSubmissionReport } from "../../src/github/submission-report.ts";
-import { writeZip } from "../support/zip.ts";
-import { examplePayload, PORTAL } from "./support/bot-harness.ts";
-import { GitHubApiServer } from "./support/github-api-server.ts";
-import { SIDECAR_PATH, sidecar } from "./support/scenario.ts";
 import { createHash } from "node:crypto";
-
-const ROOT = new URL("../../", import.meta.url).pathname;
-
-function runAction(name: string, env: Record<string, string>): Promise<{ code: number; stdout: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(ROOT, "actions", name, "dist/index.js")], {
-      cwd: env.GITHUB_WORKSPACE,
-      env: { PATH: process.env.PATH ?? "", ...env },
-    });
-    let stdout = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stdout += d));
-    child.on("close", (code) => resolve({ code: code ?? 1, stdout }));
-  });
-}
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { renderStoredStatus } from "../../src/bot/comments.ts";
+import { publishRelease } from "../../src/catalog/publisher.ts";
+import { CHECKS } from "../../src/contracts/checks.ts";
+import type { SubmissionState } from "../../src/workflow/machine.ts";
+import { intakeSubmissionReport } from "../../src/github/submission-report.ts";
+import {
+  type CatalogProject,
+  catalogProject,
+  modRelease,
+  publisherOptions,
+  runCli,
+} from "../support/catalog-project.ts";
+import { githubRelease, releaseAsset } from "../support/github-openapi-server.ts";
+import { writeZip } from "../support/zip.ts";
+import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
+import { eventExample, ROOT, runAction, startTlsServer } from "./support/action-runner.ts";
+import { BOT_LOGIN, examplePayload, PORTAL } from "./support/bot-harness.ts";
+import { GitHubApiServer } from "./support/github-api-server.ts";
+import { PullRequestWorld } from "./support/pull-request-world.ts";
+import { expectReportArtifact, SIDECAR_PATH, sidecar, submissionReport } from "./support/scenario.ts";
 
 let github: GitHubApiServer;
 let dir: string;
+let project: CatalogProject | undefined;
+const stops: Array<() => Promise<void>> = [];
 beforeEach(async () => {
   github = await new GitHubApiServer().start();
   dir = mkdtempSync(join(tmpdir(), "svc-action-"));
 });
 afterEach(async () => {
   await github.stop();
+  for (const stop of stops.splice(0)) await stop();
+  project?.cleanup();
+  project = undefined;
 });
 
-function outputs(file: string): Record<string, string> {
-  // GITHUB_OUTPUT uses heredoc blocks: name<<delimiter / value / delimiter.
-  const text = readFileSync(file, "utf8");
-  const out: Record<string, string> = {};
-  for (const m of text.matchAll(/^([\w-]+)<<(\S+)\n([\s\S]*?)\n\2$/gm)) out[m[1]!] = m[3]!;
-  return out;
+const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+const readJson = (path: string) => JSON.parse(readFileSync(path, "utf8"));
+
+/** The GITHUB_* variables every run gets; the token is a test string. */
+function runnerEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return { GITHUB_REPOSITORY: PORTAL, GITHUB_API_URL: github.url, ...extra };
+}
+
+/** A merged submission pull request whose status comment the bot wrote in `state`. */
+function mergedWorld(
+  state: SubmissionState,
+  version = "1.0.0",
+  sidecarValue: unknown = null,
+): PullRequestWorld {
+  const world = new PullRequestWorld(github);
+  world.number = 7;
+  world.merged = true;
+  world.state = "closed";
+  world.files = [{ filename: `submissions/better-hud/${version}.json`, status: "added" }];
+  world.sidecar = sidecarValue ?? { ...modRelease({ version }).sidecar };
+  world.labels = [`state:${state}`];
+  world.comments = [
+    {
+      id: 500,
+      body: `${renderStoredStatus({ state, headSha: world.headSha })}\n### svc submission`,
+      user: { login: BOT_LOGIN, type: "Bot" },
+    },
+  ];
+  return world;
+}
+
+function catalogModIds(p: CatalogProject): string[] {
+  return (
+    readJson(join(p.siteDir, "api/v1/catalog.json")).mods as Array<{ id?: string; modId?: string }>
+  ).map((m) => m.id ?? m.modId ?? "");
 }
 
 describe("actions/validate from its bundle", () => {
@@ -56,7 +91,7 @@ describe("actions/validate from its bundle", () => {
     const headSha = "e".repeat(40);
     const side = sidecar();
     (side.package as Record<string, unknown>).url = url;
-    (side.package as Record<string, unknown>).sha256 = createHash("sha256").update(pkg).digest("hex");
+    (side.package as Record<string, unknown>).sha256 = sha256(pkg);
     (side.package as Record<string, unknown>).sizeBytes = pkg.length;
     github.expect("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", {
       body: [
@@ -90,20 +125,17 @@ describe("actions/validate from its bundle", () => {
     const event = examplePayload("pull_request", "opened");
     event.pull_request.number = 1;
     event.pull_request.head.sha = headSha;
-    writeFileSync(join(dir, "event.json"), JSON.stringify(event));
-    writeFileSync(join(dir, "output"), "");
-    writeFileSync(join(dir, "summary"), "");
     const result = await runAction("validate", {
-      GITHUB_WORKSPACE: ROOT,
-      GITHUB_EVENT_PATH: join(dir, "event.json"),
-      GITHUB_OUTPUT: join(dir, "output"),
-      GITHUB_STEP_SUMMARY: join(dir, "summary"),
-      GITHUB_REPOSITORY: PORTAL,
-      GITHUB_API_URL: github.url,
-      "INPUT_GITHUB-TOKEN": "ghs_read_only_test",
-      "INPUT_REPORT-PATH": join(dir, "submission-report.json"),
-      INPUT_SCANNER: "none",
-      "INPUT_ALLOW-HTTP": "true",
+      workspace: ROOT,
+      event,
+      eventName: "pull_request",
+      env: runnerEnv(),
+      inputs: {
+        "github-token": "ghs_read_only_test",
+        "report-path": join(dir, "submission-report.json"),
+        scanner: "none",
+        "allow-http": "true",
+      },
     });
     expect(result.code, result.stdout).toBe(0);
     github.assertDone();
@@ -113,26 +145,655 @@ describe("actions/validate from its bundle", () => {
     });
     expect(intake.ok, JSON.stringify(intake)).toBe(true);
     if (!intake.ok) return;
-    expect(intake.report.report?.packageSha256).toBe(createHash("sha256").update(pkg).digest("hex"));
+    expect(intake.report.report?.packageSha256).toBe(sha256(pkg));
     // No scanner on this runner: antivirus_scan fails closed, so the submission cannot pass.
     expect(intake.report.report?.checks.find((c) => c.id === "antivirus_scan")?.status).toBe("failed");
-    expect(outputs(join(dir, "output"))).toMatchObject({
+    expect(result.outputs).toMatchObject({
       passed: "false",
       "report-path": join(dir, "submission-report.json"),
     });
-    expect(readFileSync(join(dir, "summary"), "utf8")).toContain("| `antivirus_scan` | yes | :x: failed |");
+    expect(result.summary).toContain("| `antivirus_scan` | yes | :x: failed |");
   });
 
   it("fails the step with one message when the event is not a pull request", async () => {
-    writeFileSync(join(dir, "event.json"), JSON.stringify(examplePayload("release", "published")));
     const result = await runAction("validate", {
-      GITHUB_WORKSPACE: ROOT,
-      GITHUB_EVENT_PATH: join(dir, "event.json"),
-      GITHUB_REPOSITORY: PORTAL,
-      GITHUB_API_URL: github.url,
-      "INPUT_GITHUB-TOKEN": "ghs_read_only_test",
+      workspace: ROOT,
+      event: examplePayload("release", "published"),
+      eventName: "release",
+      env: runnerEnv(),
+      inputs: { "github-token": "ghs_read_only_test" },
     });
     expect(result.code).toBe(1);
     expect(result.stdout).toContain("::error::validate runs on pull_request events");
+    expect(github.recorded).toEqual([]);
+  });
+});
+
+describe("actions/report from its bundle", () => {
+  const headSha = "a".repeat(40);
+  const packageChecks = CHECKS.filter((c) => c.scope === "package").length;
+
+  function workflowRun(runHeadSha: string) {
+    const payload = examplePayload("workflow_run", "completed");
+    payload.workflow_run.path = ".github/workflows/validate-submission.yml";
+    payload.workflow_run.event = "pull_request";
+    payload.workflow_run.head_sha = runHeadSha;
+    payload.workflow_run.id = 30433642;
+    return payload;
+  }
+
+  function validatingWorld(): PullRequestWorld {
+    const world = new PullRequestWorld(github);
+    world.files = [{ filename: SIDECAR_PATH, status: "added" }];
+    world.sidecar = sidecar();
+    world.labels = ["state:validating"];
+    world.comments = [
+      {
+        id: 500,
+        body: renderStoredStatus({ state: "validating", headSha }),
+        user: { login: BOT_LOGIN, type: "Bot" },
+      },
+    ];
+    return world;
+  }
+
+  it("re-validates the artifact, writes one check run per check, the label, the status comment and a summary", async () => {
+    const world = validatingWorld();
+    expectReportArtifact(github, submissionReport(headSha));
+    world.expectFetch().expectLabel().expectStatusComment("update");
+    github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } }, packageChecks);
+    const result = await runAction("report", {
+      workspace: dir,
+      event: workflowRun(headSha),
+      eventName: "workflow_run",
+      env: runnerEnv(),
+      inputs: { "github-token": "ghs_report_test", "bot-logins": BOT_LOGIN },
+    });
+    expect(result.code, result.stdout).toBe(0);
+    github.assertDone();
+    expect(result.outputs).toEqual({
+      "pull-request": "1",
+      state: "pending_review",
+      actions: String(packageChecks + 2),
+    });
+    expect(world.labels).toEqual(["state:pending_review"]);
+    expect(world.statusComment()!.body).toContain('"state":"pending_review"');
+    const runs = github
+      .calls("POST /repos/{owner}/{repo}/check-runs")
+      .map((c) => c.body as { head_sha: string });
+    expect(new Set(runs.map((r) => r.head_sha))).toEqual(new Set([headSha]));
+    expect(result.summary).toContain(
+      `<td>#1</td><td>validating → pending_review</td><td>${packageChecks + 2}</td>`,
+    );
+  });
+
+  it("refuses a report for another commit than the run validated: nothing is written", async () => {
+    validatingWorld();
+    expectReportArtifact(github, submissionReport("c".repeat(40)));
+    const result = await runAction("report", {
+      workspace: dir,
+      event: workflowRun(headSha),
+      eventName: "workflow_run",
+      env: runnerEnv(),
+      inputs: { "github-token": "ghs_report_test", "bot-logins": BOT_LOGIN },
+    });
+    expect(result.code, result.stdout).toBe(0);
+    github.assertDone();
+    expect(github.recorded.filter((r) => r.method !== "GET")).toEqual([]);
+    expect(result.outputs).toEqual({ "pull-request": "", state: "", actions: "0" });
+    expect(result.stdout).toContain(`::notice::report_mismatch: the report is for commit ${"c".repeat(40)}`);
+    expect(result.summary).toContain("<td>refused</td>");
+  });
+});
+
+describe("actions/publish from its bundle: push to the default branch", () => {
+  const before = "1".repeat(40);
+  const after = "2".repeat(40);
+
+  function pushEvent() {
+    const event = eventExample("push");
+    event.before = before;
+    event.after = after;
+    return event;
+  }
+
+  /** The merged sidecar in the workspace, naming its package by an https URL. */
+  function mergedSubmission(p: CatalogProject, url: string) {
+    const release = modRelease({ version: "1.0.0" });
+    const side = { ...release.sidecar, package: { ...release.sidecar.package, url } };
+    const path = join(p.root, "submissions/better-hud/1.0.0.json");
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, `${JSON.stringify(side, null, 2)}\n`);
+    return { ...release, sidecar: side };
+  }
+
+  function expectPushReads(world: PullRequestWorld) {
+    github.expect("GET /repos/{owner}/{repo}/compare/{basehead}", (req) => {
+      expect(req.params.basehead).toBe(`${before}...${after}`);
+      return { body: { files: [{ filename: "submissions/better-hud/1.0.0.json", status: "added" }] } };
+    });
+    github.expect("GET /repos/{owner}/{repo}/commits/{commit_sha}/pulls", (req) => {
+      expect(req.params.commit_sha).toBe(after);
+      return {
+        body: [
+          {
+            number: world.number,
+            merged_at: "2026-11-21T10:00:00Z",
+            html_url: `https://github.com/${PORTAL}/pull/${world.number}`,
+            head: {
+              ref: "submit-better-hud",
+              sha: world.headSha,
+              repo: { full_name: "Codertocat/better-hud" },
+            },
+          },
+        ],
+      };
+    });
+    world.expectFetch();
+  }
+
+  it("publishes the approved bytes through the real checks and clamscan: records, site, receipts, summary", async () => {
+    if (shouldSkip(clamscanPath, "clamscan")) return;
+    project = catalogProject();
+    const pkgPath = "/releases/better-hud-1.0.0.zip";
+    const { packageBytes } = modRelease({ version: "1.0.0" });
+    const tls = await startTlsServer({ [pkgPath]: packageBytes });
+    stops.push(tls.stop);
+    const merged = mergedSubmission(project, `${tls.url}${pkgPath}`);
+    const world = mergedWorld("approved", "1.0.0", merged.sidecar);
+    expectPushReads(world);
+    const receipts = join(dir, "publish-receipts.json");
+    const result = await runAction("publish", {
+      workspace: project.root,
+      event: pushEvent(),
+      eventName: "push",
+      env: runnerEnv({ NODE_EXTRA_CA_CERTS: tls.caFile }),
+      inputs: {
+        "github-token": "ghs_publish_test",
+        "receipts-path": receipts,
+        scanner: "clamscan",
+        "clamscan-db": makeSignatureDatabase(dir),
+        "bot-logins": BOT_LOGIN,
+      },
+    });
+    expect(result.code, result.stdout).toBe(0);
+    github.assertDone();
+    const artifactUrl = `${project.config.baseUrl}/downloads/mods/better-hud/1.0.0/better-hud-1.0.0.zip`;
+    expect(result.outputs).toEqual({
+      published: "1",
+      visibility: "",
+      "commit-message": "Publish merged submissions",
+      "receipts-path": receipts,
+    });
+    expect(readJson(receipts)).toEqual([
+      {
+        path: "submissions/better-hud/1.0.0.json",
+        pullRequest: 7,
+        receipt: {
+          ok: true,
+          modId: "better-hud",
+          version: "1.0.0",
+          artifactUrl,
+          sha256: sha256(packageBytes),
+          sizeBytes: packageBytes.length,
+          catalogUrl: `${project.config.baseUrl}/api/v1/catalog.json`,
+          detailUrl: `${project.config.baseUrl}/api/v1/mods/better-hud/index.json`,
+        },
+      },
+    ]);
+    const record = readJson(join(project.recordsDir, "mods/better-hud/1.0.0.json"));
+    expect(record).toMatchObject({
+      status: "published",
+      sha256: sha256(packageBytes),
+      packageUrl: artifactUrl,
+    });
+    expect(record.source).toMatchObject({
+      kind: "pull_request",
+      pullRequestUrl: `https://github.com/${PORTAL}/pull/7`,
+    });
+    expect(
+      readFileSync(join(project.siteDir, "downloads/mods/better-hud/1.0.0/better-hud-1.0.0.zip")).equals(
+        packageBytes,
+      ),
+    ).toBe(true);
+    expect(catalogModIds(project)).toContain("better-hud");
+    expect(result.summary).toContain(
+      `<td>submissions/better-hud/1.0.0.json</td><td>publish</td><td>published</td><td>${artifactUrl}</td>`,
+    );
+    expect((await runCli(["check"], project.root)).code).toBe(0);
+  });
+
+  it("refuses a submission that is not approved: no download, nothing written, a failed receipt", async () => {
+    project = catalogProject();
+    mergedSubmission(
+      project,
+      "https://github.com/ada/better-hud/releases/download/v1.0.0/better-hud-1.0.0.zip",
+    );
+    const world = mergedWorld("pending_review");
+    expectPushReads(world);
+    const snapshot = project.snapshot();
+    const receipts = join(dir, "publish-receipts.json");
+    const result = await runAction("publish", {
+      workspace: project.root,
+      event: pushEvent(),
+      eventName: "push",
+      env: runnerEnv(),
+      inputs: { "github-token": "ghs_publish_test", "receipts-path": receipts, "bot-logins": BOT_LOGIN },
+    });
+    expect(result.code, result.stdout).toBe(0);
+    github.assertDone();
+    expect(project.snapshot()).toEqual(snapshot);
+    expect(result.outputs.published).toBe("0");
+    expect(readJson(receipts)[0].receipt).toMatchObject({ ok: false, error: { code: "not_approved" } });
+    expect(result.stdout).toContain(
+      "::warning::submissions/better-hud/1.0.0.json: not_approved: #7 is pending_review",
+    );
+    expect(result.summary).toContain("<td>failed: not_approved</td>");
+  });
+});
+
+describe("actions/publish from its bundle: receipts mode", () => {
+  it("moves a published submission to published with its receipt, and posts a hide receipt", async () => {
+    const world = mergedWorld("approved");
+    const receipts = join(dir, "publish-receipts.json");
+    const receipt = {
+      ok: true,
+      modId: "better-hud",
+      version: "1.0.0",
+      artifactUrl: "https://portal.example/downloads/mods/better-hud/1.0.0/better-hud-1.0.0.zip",
+      sha256: "d".repeat(64),
+      sizeBytes: 1234,
+      catalogUrl: "https://portal.example/api/v1/catalog.json",
+      detailUrl: "https://portal.example/api/v1/mods/better-hud/index.json",
+    };
+    writeFileSync(
+      receipts,
+      JSON.stringify([
+        { path: "submissions/better-hud/1.0.0.json", pullRequest: 7, receipt },
+        {
+          path: "submissions/better-hud/0.9.0.json",
+          pullRequest: null,
+          receipt: { ...receipt, version: "0.9.0" },
+        },
+        {
+          path: "submissions/better-hud/1.0.0.json",
+          pullRequest: 7,
+          visibility: "hide",
+          status: "hidden",
+          receipt: { ok: true, modId: "better-hud", version: "1.0.0", catalogUrl: receipt.catalogUrl },
+        },
+      ]),
+    );
+    world.expectFetch().expectLabel().expectStatusComment("update").expectReply().expectReply();
+    const result = await runAction("publish", {
+      workspace: dir,
+      eventName: "push",
+      env: runnerEnv(),
+      inputs: {
+        "github-token": "ghs_receipts_test",
+        mode: "receipts",
+        "receipts-path": receipts,
+        "bot-logins": BOT_LOGIN,
+      },
+    });
+    expect(result.code, result.stdout).toBe(0);
+    github.assertDone();
+    expect(world.labels).toEqual(["state:published"]);
+    expect(world.statusComment()!.body).toContain('"state":"published"');
+    const replies = world.comments.slice(1).map((c) => c.body);
+    expect(replies[0]).toContain("### svc published `better-hud@1.0.0`");
+    expect(replies[1]).toContain("### svc hid `better-hud@1.0.0` from the public catalog");
+    expect(replies[1]).toContain("| status | `hidden` |");
+  });
+});
+
+describe("actions/publish from its bundle: /svc hide and /svc unhide (workflow_dispatch)", () => {
+  /** A published release of better-hud@1.0.0 in a temp portal (the stand-in validator only sets it up). */
+  async function publishedProject(): Promise<CatalogProject> {
+    const p = catalogProject();
+    const { packageBytes, sidecar: side } = modRelease({ version: "1.0.0" });
+    await publishRelease(publisherOptions(p), {
+      packageBytes,
+      sidecar: side,
+      source: { kind: "pull_request", pullRequestUrl: `https://github.com/${PORTAL}/pull/7` },
+    });
+    return p;
+  }
+
+  function dispatch(inputs: Record<string, string>) {
+    const event = eventExample("workflow_dispatch");
+    event.inputs = inputs;
+    return event;
+  }
+
+  function runDispatch(p: CatalogProject, inputs: Record<string, string>, receipts: string) {
+    return runAction("publish", {
+      workspace: p.root,
+      event: dispatch(inputs),
+      eventName: "workflow_dispatch",
+      env: runnerEnv(),
+      inputs: {
+        "github-token": "ghs_publish_test",
+        "receipts-path": receipts,
+        scanner: "none",
+        "bot-logins": BOT_LOGIN,
+      },
+    });
+  }
+
+  const HIDE = { visibility: "hide", modId: "better-hud", version: "1.0.0", pullRequest: "7" };
+
+  it("hides a release whose pull request the bot moved to hidden, then unhides it", async () => {
+    project = await publishedProject();
+    const record = () => readJson(join(project!.recordsDir, "mods/better-hud/1.0.0.json"));
+    expect(record().status).toBe("published");
+
+    const world = mergedWorld("hidden");
+    world.expectFetch();
+    const receipts = join(dir, "hide-receipts.json");
+    const hidden = await runDispatch(project, HIDE, receipts);
+    expect(hidden.code, hidden.stdout).toBe(0);
+    github.assertDone();
+    expect(hidden.outputs).toEqual({
+      published: "0",
+      visibility: "hide",
+      "commit-message": "Hide better-hud@1.0.0 (#7)",
+      "receipts-path": receipts,
+    });
+    expect(record()).toMatchObject({ status: "hidden", statusBeforeHidden: "published" });
+    expect(catalogModIds(project)).not.toContain("better-hud");
+    // The artifact is immutable: hiding never deletes it.
+    expect(existsSync(join(project.siteDir, "downloads/mods/better-hud/1.0.0/better-hud-1.0.0.zip"))).toBe(
+      true,
+    );
+    const base = project.config.baseUrl;
+    expect(readJson(receipts)).toEqual([
+      {
+        path: "submissions/better-hud/1.0.0.json",
+        pullRequest: 7,
+        visibility: "hide",
+        status: "hidden",
+        receipt: {
+          ok: true,
+          modId: "better-hud",
+          version: "1.0.0",
+          catalogUrl: `${base}/api/v1/catalog.json`,
+          detailUrl: `${base}/api/v1/mods/better-hud/index.json`,
+        },
+      },
+    ]);
+    expect(hidden.summary).toContain(
+      "<td>submissions/better-hud/1.0.0.json</td><td>hide</td><td>hidden</td>",
+    );
+    // Only reads: the bot has already written the state; the receipts job posts the comment.
+    expect(github.recorded.every((r) => r.method === "GET")).toBe(true);
+    expect((await runCli(["check"], project.root)).code).toBe(0);
+
+    world.comments[0]!.body = renderStoredStatus({ state: "published", headSha: world.headSha });
+    world.expectFetch();
+    const unhidden = await runDispatch(project, { ...HIDE, visibility: "unhide" }, join(dir, "unhide.json"));
+    expect(unhidden.code, unhidden.stdout).toBe(0);
+    github.assertDone();
+    expect(unhidden.outputs).toMatchObject({
+      visibility: "unhide",
+      "commit-message": "Unhide better-hud@1.0.0 (#7)",
+    });
+    expect(record().status).toBe("published");
+    expect(record().statusBeforeHidden).toBeUndefined();
+    expect(catalogModIds(project)).toContain("better-hud");
+    expect((await runCli(["check"], project.root)).code).toBe(0);
+  });
+
+  const forged: Array<[string, () => PullRequestWorld, Record<string, string>, string]> = [
+    [
+      "the pull request is still published",
+      () => mergedWorld("published"),
+      HIDE,
+      "visibility_state_mismatch",
+    ],
+    [
+      "the hidden marker was typed by someone other than the bot",
+      () => {
+        const world = mergedWorld("published");
+        world.comments = [
+          {
+            id: 501,
+            body: renderStoredStatus({ state: "hidden", headSha: world.headSha }),
+            user: { login: "Codertocat", type: "User" },
+          },
+        ];
+        return world;
+      },
+      HIDE,
+      "visibility_state_mismatch",
+    ],
+    [
+      "the pull request submitted another release",
+      () => mergedWorld("hidden", "0.9.0"),
+      HIDE,
+      "visibility_release_mismatch",
+    ],
+    [
+      "the pull request was never merged",
+      () => {
+        const world = mergedWorld("hidden");
+        world.merged = false;
+        return world;
+      },
+      HIDE,
+      "visibility_not_a_release",
+    ],
+    [
+      "unhide while the pull request is still hidden",
+      () => mergedWorld("hidden"),
+      { ...HIDE, visibility: "unhide" },
+      "visibility_state_mismatch",
+    ],
+  ];
+  for (const [name, makeWorld, inputs, code] of forged) {
+    it(`refuses a forged dispatch (${name}): ${code}, nothing written, no receipt`, async () => {
+      project = await publishedProject();
+      makeWorld().expectFetch();
+      const snapshot = project.snapshot();
+      const receipts = join(dir, "receipts.json");
+      const result = await runDispatch(project, inputs, receipts);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toContain(`::error::${code}: #7 `);
+      github.assertDone();
+      expect(github.recorded.every((r) => r.method === "GET")).toBe(true);
+      expect(project.snapshot()).toEqual(snapshot);
+      expect(existsSync(receipts)).toBe(false);
+    });
+  }
+
+  const invalid: Array<[string, Record<string, string>]> = [
+    ["a path in modId", { ...HIDE, modId: "../records" }],
+    ["build metadata in version", { ...HIDE, version: "1.0.0+evil" }],
+    ["an unknown visibility", { ...HIDE, visibility: "delete" }],
+    ["a pull request that is not a number", { ...HIDE, pullRequest: "7; rm -rf /" }],
+    ["no inputs at all", {}],
+  ];
+  for (const [name, inputs] of invalid) {
+    it(`refuses ${name} before any GitHub call: visibility_input_invalid`, async () => {
+      project = await publishedProject();
+      const snapshot = project.snapshot();
+      const result = await runDispatch(project, inputs, join(dir, "receipts.json"));
+      expect(result.code).toBe(1);
+      expect(result.stdout).toContain("::error::visibility_input_invalid: ");
+      expect(github.recorded).toEqual([]);
+      expect(project.snapshot()).toEqual(snapshot);
+    });
+  }
+
+  it("answers a verified dispatch for a release that is not in records/ with unknown_release", async () => {
+    project = await publishedProject();
+    mergedWorld("hidden", "2.0.0").expectFetch();
+    const snapshot = project.snapshot();
+    const receipts = join(dir, "receipts.json");
+    const result = await runDispatch(project, { ...HIDE, version: "2.0.0" }, receipts);
+    expect(result.code, result.stdout).toBe(0);
+    github.assertDone();
+    expect(project.snapshot()).toEqual(snapshot);
+    expect(result.outputs).toMatchObject({ visibility: "", published: "0" });
+    expect(readJson(receipts)[0]).toMatchObject({
+      visibility: "hide",
+      status: null,
+      receipt: { ok: false, error: { code: "unknown_release" } },
+    });
+    expect(result.stdout).toContain("::warning::submissions/better-hud/2.0.0.json: unknown_release");
+    expect(result.summary).toContain("<td>failed: unknown_release</td>");
+  });
+});
+
+describe("actions/sync from its bundle", () => {
+  const managerZip = writeZip([{ name: "Manager.exe", data: "manager build 1.4.0".repeat(100) }]);
+  const frameworkZip = writeZip([
+    { name: "Binaries/Win64/svc-framework.dll", data: "framework 2.1.0".repeat(100) },
+  ]);
+  const matrix = Buffer.from(
+    JSON.stringify({
+      builds: [
+        { buildId: "17000000", manifestIds: ["5871003498571652123"], validationStatus: "validated" },
+        { buildId: "17100000", manifestIds: ["6000000000000000001"], validationStatus: "validated" },
+      ],
+    }),
+  );
+
+  function scriptReleases(options: { frameworkDigest?: string; times?: number } = {}) {
+    github.expect(
+      "GET /repos/{owner}/{repo}/releases/latest",
+      (req) => {
+        if (req.params.repo === "manager") {
+          return {
+            body: githubRelease({
+              id: 1,
+              tag: "v1.4.0",
+              repo: "svc-portal/manager",
+              assets: [
+                releaseAsset({
+                  id: 11,
+                  name: "svc-manager-1.4.0.zip",
+                  size: managerZip.length,
+                  repo: "svc-portal/manager",
+                  tag: "v1.4.0",
+                  digest: `sha256:${sha256(managerZip)}`,
+                }),
+              ],
+            }),
+          };
+        }
+        expect(req.params).toMatchObject({ owner: "svc-portal", repo: "framework" });
+        return {
+          body: githubRelease({
+            id: 2,
+            tag: "v2.1.0",
+            repo: "svc-portal/framework",
+            assets: [
+              releaseAsset({
+                id: 21,
+                name: "svc-framework-2.1.0.zip",
+                size: frameworkZip.length,
+                repo: "svc-portal/framework",
+                tag: "v2.1.0",
+                digest: `sha256:${options.frameworkDigest ?? sha256(frameworkZip)}`,
+              }),
+              releaseAsset({
+                id: 22,
+                name: "game-builds.json",
+                size: matrix.length,
+                repo: "svc-portal/framework",
+                tag: "v2.1.0",
+                digest: `sha256:${sha256(matrix)}`,
+              }),
+            ],
+          }),
+        };
+      },
+      options.times ?? 3,
+    );
+    const serve = (path: string, body: Buffer) =>
+      github.serveRaw(path, (_req, res) => {
+        res.writeHead(200, { "content-type": "application/octet-stream" }).end(body);
+      });
+    serve("/svc-portal/manager/releases/latest/download/svc-manager-1.4.0.zip", managerZip);
+    serve("/svc-portal/framework/releases/download/v2.1.0/svc-framework-2.1.0.zip", frameworkZip);
+    serve("/svc-portal/framework/releases/download/v2.1.0/game-builds.json", matrix);
+  }
+
+  function runSync(p: CatalogProject, targets: string) {
+    return runAction("sync", {
+      workspace: p.root,
+      eventName: "schedule",
+      env: runnerEnv({ SVC_GITHUB_DOWNLOAD_URL: github.url }),
+      inputs: { "github-token": "ghs_sync_test", targets },
+    });
+  }
+
+  it("records manager, framework and game builds, outputs changed, a summary table; a second run changes nothing", async () => {
+    project = catalogProject();
+    scriptReleases();
+    const result = await runSync(project, "releases game-builds");
+    expect(result.code, result.stdout).toBe(0);
+    github.assertDone();
+    expect(result.outputs.changed).toBe("true");
+    expect(Number(result.outputs.written)).toBeGreaterThanOrEqual(5);
+    expect(result.outputs.failed).toBe("");
+    expect(readJson(join(project.recordsDir, "manager.json"))).toMatchObject({
+      version: "1.4.0",
+      sha256: sha256(managerZip),
+      permalinkUrl: "https://github.com/svc-portal/manager/releases/latest/download/svc-manager-1.4.0.zip",
+    });
+    expect(readJson(join(project.recordsDir, "framework.json")).sha256).toBe(sha256(frameworkZip));
+    expect(
+      readFileSync(join(project.siteDir, "downloads/framework/2.1.0/svc-framework-2.1.0.zip")).equals(
+        frameworkZip,
+      ),
+    ).toBe(true);
+    expect(readJson(join(project.siteDir, "api/v1/catalog.json")).supportedGameBuilds).toEqual([
+      "17000000",
+      "17100000",
+    ]);
+    expect(result.summary).toContain("| `releases` | :white_check_mark: manager 1.4.0, framework 2.1.0 |");
+    expect(result.summary).toContain(
+      "| `game-builds` | :white_check_mark: 2 build(s), supported: 17000000, 17100000 |",
+    );
+    expect(result.summary).toContain("- `records/manager.json`");
+    expect((await runCli(["check"], project.root)).code).toBe(0);
+
+    await github.stop();
+    github = await new GitHubApiServer().start();
+    scriptReleases({ times: 3 });
+    const snapshot = project.snapshot();
+    // The framework ZIP is already published with the same bytes, so it is not downloaded again.
+    const again = await runSync(project, "releases,game-builds");
+    expect(again.code, again.stdout).toBe(0);
+    expect(project.snapshot()).toEqual(snapshot);
+    expect(again.outputs).toEqual({ changed: "false", written: "0", failed: "" });
+    expect(again.summary).toContain("Nothing changed.");
+    github.assertDone();
+  });
+
+  it("refuses a framework whose bytes differ from the published digest; the other target still lands", async () => {
+    project = catalogProject();
+    scriptReleases({ frameworkDigest: "b".repeat(64) });
+    const result = await runSync(project, "releases game-builds");
+    expect(result.code).toBe(1);
+    github.assertDone();
+    expect(result.stdout).toMatch(
+      /::error::sync releases: invalid_payload: .*differs from the published digest b{64}/,
+    );
+    expect(result.outputs).toMatchObject({ changed: "true", failed: "releases" });
+    expect(existsSync(join(project.recordsDir, "manager.json"))).toBe(false);
+    expect(existsSync(join(project.siteDir, "downloads/framework"))).toBe(false);
+    expect(readJson(join(project.recordsDir, "game-builds.json")).builds).toHaveLength(2);
+    expect(result.summary).toContain("| `releases` | :x: `invalid_payload`:");
+  });
+
+  it("fails on an unknown target before any call", async () => {
+    project = catalogProject();
+    const result = await runSync(project, "releases everything");
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain("::error::unknown sync target(s) everything");
+    expect(github.recorded).toEqual([]);
   });
 });
