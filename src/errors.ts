@@ -25,6 +25,7 @@ export const ERROR_STATUS = {
   rate_limit_exceeded: 429,
   internal_error: 500,
   not_implemented: 501,
+  github_unavailable: 502,
   email_delivery_unavailable: 503,
   uploads_disabled: 503,
   scanner_unavailable: 503,

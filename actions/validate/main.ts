@@ -34,12 +34,24 @@ async function run(): Promise<void> {
     repo: splitRepository(process.env.GITHUB_REPOSITORY ?? ""),
     pullRequest: pr.number,
     headSha: pr.head.sha,
+    head: { ref: pr.head.ref, repository: pr.head.repo?.full_name ?? null },
     policy,
     catalog: readJson(join(site, "api/v1/catalog.json")),
     gameBuilds: readJson(join(site, "api/v1/game-builds/latest.json")),
     scanner,
     allowHttp: core.getInput("allow-http") === "true",
   });
+  if ("kind" in report) {
+    await core.summary
+      .addHeading("svc validation", 2)
+      .addRaw(
+        `${report.sidecarPath} is upload ${report.submissionId}: its package is held privately by the portal, whose validation worker checks it and reports to this pull request. Nothing to download here.`,
+      )
+      .write();
+    core.setOutput("passed", "deferred");
+    core.setOutput("report-path", "");
+    return;
+  }
   const path = core.getInput("report-path") || "submission-report.json";
   writeFileSync(path, `${JSON.stringify(report, null, 2)}\n`);
   await core.summary.addRaw(validationSummary(report)).write();

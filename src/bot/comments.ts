@@ -202,6 +202,46 @@ export function decisionNote(
   return `@${login} ${verbs[kind]}${reason ? `: ${inlineCode(reason, 500)}` : "."}`;
 }
 
+/** A decision taken through the portal API: the moderator is a portal account, not a GitHub login. */
+export function portalDecisionNote(
+  kind: "approve" | "request_changes" | "reject" | "hide" | "unhide",
+  moderator: string,
+  notes: string,
+): string {
+  const verbs = {
+    approve: "approved",
+    request_changes: "requested changes",
+    reject: "rejected this submission",
+    hide: "hid this release",
+    unhide: "restored this release",
+  } as const;
+  return `A portal moderator (${inlineCode(moderator, 80)}) ${verbs[kind]} through the portal API: ${inlineCode(notes, 500)}`;
+}
+
+/** The pull request the portal opens for an upload through POST /api/v1/uploads. */
+export function uploadPullRequest(input: {
+  submissionId: string;
+  modId: string;
+  version: string;
+  ownerAccountId: string;
+  staged: boolean;
+}): { title: string; body: string; branch: string } {
+  return {
+    title: `Submit ${input.modId}@${input.version}`,
+    branch: `svc/upload/${input.submissionId}`,
+    body: [
+      `${SUBMITTER_MARKER} ${JSON.stringify({ login: `portal:${input.ownerAccountId}`, source: `upload ${input.submissionId}` })} -->`,
+      `Submission \`${input.submissionId}\` of \`${input.modId}@${input.version}\`, uploaded through the portal API by the account \`${input.ownerAccountId}\`.`,
+      "",
+      input.staged
+        ? "The package is held privately by the portal (a draft release asset of this repository) until it is approved and published; the portal's own validation worker checks it and reports here. `GET /api/v1/uploads/" +
+          input.submissionId +
+          "` and this pull request show the same state."
+        : "The sidecar names the package by its immutable URL; the validate-submission workflow downloads it, checks the sha256 and size, and runs every check.",
+    ].join("\n"),
+  };
+}
+
 export interface PublishReceipt {
   ok: boolean;
   modId: string;

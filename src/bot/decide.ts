@@ -13,6 +13,7 @@ import {
   DISMISSAL_MESSAGE,
   decisionNote,
   illegalMoveReply,
+  portalDecisionNote,
   type PublishReceipt,
   receiptComment,
   renderStatusComment,
@@ -41,7 +42,17 @@ export type BotEvent =
     }
   | { kind: "command"; commenter: string; command: SvcCommand; isModerator: boolean }
   | { kind: "closed"; merged: boolean }
-  | { kind: "published"; receipt: PublishReceipt };
+  | { kind: "published"; receipt: PublishReceipt }
+  /**
+   * A decision taken through the portal API (moderation_decision) on a pull request the portal
+   * opened. The API has already checked the caller's role and that they are not the submitter.
+   */
+  | {
+      kind: "portal_decision";
+      decision: "approve" | "request_changes" | "reject" | "hide" | "unhide";
+      moderator: string;
+      notes: string;
+    };
 
 export interface CheckRunAction {
   type: "create_check_run";
@@ -164,6 +175,8 @@ export function decide(view: SubmissionView, event: BotEvent): Plan {
       return decideClosed(view, event.merged);
     case "published":
       return decidePublished(view, event.receipt);
+    case "portal_decision":
+      return decidePortalDecision(view, event);
   }
 }
 
@@ -347,6 +360,28 @@ function decideCommand(view: SubmissionView, event: Extract<BotEvent, { kind: "c
     event.commenter,
     command.name === "reject" ? command.reason : undefined,
   );
+  actions.push(...statusActions(view, moved.to, { notes: [note] }));
+  return { from: view.state, to: moved.to, actions, log: [] };
+}
+
+function decidePortalDecision(
+  view: SubmissionView,
+  event: Extract<BotEvent, { kind: "portal_decision" }>,
+): Plan {
+  if (!view.open && event.decision !== "hide" && event.decision !== "unhide")
+    return nothing(view, "the pull request is closed");
+  const moved = walk(view.state, [[event.decision, "moderator"]]);
+  if (!moved.ok) return nothing(view, moved.message);
+  const actions: BotAction[] = [];
+  if ((event.decision === "hide" || event.decision === "unhide") && view.shape.kind === "submission") {
+    actions.push({
+      type: "dispatch_visibility",
+      action: event.decision,
+      modId: view.shape.sidecar.modId,
+      version: view.shape.sidecar.version,
+    });
+  }
+  const note = portalDecisionNote(event.decision, event.moderator, event.notes);
   actions.push(...statusActions(view, moved.to, { notes: [note] }));
   return { from: view.state, to: moved.to, actions, log: [] };
 }

@@ -5,6 +5,7 @@
  */
 import type { GitHubApi, RepoRef } from "../github/api.ts";
 import { type DownloadResult, downloadCapped, type FetchLike } from "../github/download.ts";
+import { openSubmissionPullRequest } from "../github/open-submission-pr.ts";
 import { parseSubmissionPath, submissionPath } from "../github/submission-files.ts";
 import { parseUntrustedJson } from "../validation/untrusted-json.ts";
 import { releasePullRequest } from "./comments.ts";
@@ -124,23 +125,13 @@ export async function intakeRelease(
   });
   if (options.dryRun) return { ok: true, pullRequest: null, sidecar: complete, branch: pr.branch };
 
-  const { data: repository } = await portalApi.rest.repos.get({ ...portal });
-  const base = repository.default_branch;
-  const { data: ref } = await portalApi.rest.git.getRef({ ...portal, ref: `heads/${base}` });
-  await portalApi.rest.git.createRef({ ...portal, ref: `refs/heads/${pr.branch}`, sha: ref.object.sha });
-  await portalApi.rest.repos.createOrUpdateFileContents({
-    ...portal,
-    path,
+  const created = await openSubmissionPullRequest(portalApi, portal, {
     branch: pr.branch,
-    message: `Submit ${modId}@${version} from ${release.sourceRepository}`,
-    content: Buffer.from(`${JSON.stringify(complete, null, 2)}\n`).toString("base64"),
-  });
-  const { data: created } = await portalApi.rest.pulls.create({
-    ...portal,
+    path,
+    sidecar: complete,
     title: pr.title,
-    head: pr.branch,
-    base,
     body: pr.body,
+    message: `Submit ${modId}@${version} from ${release.sourceRepository}`,
   });
   return { ok: true, pullRequest: created.number, sidecar: complete, branch: pr.branch };
 }

@@ -77,6 +77,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
       `  backend     ${implemented.length}/${ENDPOINTS.length} routes implemented: ${implemented.join(", ")}`,
       `  database    ${app.store?.description ?? "none"}`,
       `  antivirus   ${pipeline.scannerDescription}`,
+      `  github      ${pipeline.githubDescription}`,
       `  staging     ${join(settings.dataDir, "uploads", "staging")} (private)`,
       `  dev email   ${describeEmail(settings)}`,
       `  uploads     ${settings.liveUploads ? "ON (SVC_LIVE_UPLOADS=1)" : "off (uploads_disabled)"}`,

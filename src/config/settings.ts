@@ -16,6 +16,60 @@ export interface RuntimeSettings {
   databaseUrl: string | null;
   /** The antivirus scanner: a clamd socket (SVC_CLAMD: path, unix:/path or host:port) or clamscan (SVC_CLAMSCAN). */
   antivirus: { clamd: string | null; clamscan: string | null; database: string | null };
+  /**
+   * GitHub-backed submissions: set when the portal repository and the GitHub App's credentials are
+   * all given. Uploads then open a submission pull request through the app, and the API reads and
+   * writes the PR-backed state (docs/github.md, "Uploads through the API").
+   */
+  github: GitHubSettings | null;
+}
+
+export interface GitHubSettings {
+  /** owner/name of the portal repository. */
+  repository: string;
+  appId: string;
+  privateKey: string;
+  /** https://api.github.com, or a GitHub Enterprise / test server. */
+  apiUrl: string;
+  /** Trusted bot logins (the app's `slug[bot]`); resolved from GET /app when empty. */
+  botLogins: string[];
+}
+
+const REPOSITORY = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
+
+/** SVC_PORTAL_REPOSITORY with the app's id and key (SVC_GITHUB_* or Probot's APP_ID / PRIVATE_KEY). */
+export function parseGitHubSettings(env: Record<string, string | undefined>): GitHubSettings | null {
+  const repository = env.SVC_PORTAL_REPOSITORY?.trim();
+  if (!repository) return null;
+  if (!REPOSITORY.test(repository))
+    throw new SvcError("config_invalid", `SVC_PORTAL_REPOSITORY must be owner/name (got '${repository}')`);
+  const appId = (env.SVC_GITHUB_APP_ID ?? env.APP_ID)?.trim();
+  if (!appId || !/^\d+$/.test(appId))
+    throw new SvcError(
+      "config_invalid",
+      "SVC_PORTAL_REPOSITORY is set but SVC_GITHUB_APP_ID (or APP_ID) is missing or not a number",
+    );
+  // Environment stores often flatten a PEM's newlines to \n.
+  const privateKey = (env.SVC_GITHUB_PRIVATE_KEY ?? env.PRIVATE_KEY)?.trim().replace(/\\n/g, "\n");
+  if (!privateKey?.includes("PRIVATE KEY"))
+    throw new SvcError(
+      "config_invalid",
+      "SVC_PORTAL_REPOSITORY is set but SVC_GITHUB_PRIVATE_KEY (or PRIVATE_KEY) is missing or not a PEM key",
+    );
+  const apiUrl =
+    (env.SVC_GITHUB_API_URL ?? env.GITHUB_API_URL)?.trim().replace(/\/+$/, "") || "https://api.github.com";
+  if (!/^https:\/\/|^http:\/\/127\.0\.0\.1(:\d+)?$/.test(apiUrl))
+    throw new SvcError("config_invalid", "SVC_GITHUB_API_URL must be an https URL (http only on loopback)");
+  return {
+    repository,
+    appId,
+    privateKey,
+    apiUrl,
+    botLogins: (env.SVC_BOT_LOGINS ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
+  };
 }
 
 export function parseSettings(
@@ -59,5 +113,6 @@ export function parseSettings(
       clamscan: env.SVC_CLAMSCAN?.trim() || null,
       database: env.SVC_CLAMAV_DATABASE?.trim() || null,
     },
+    github: parseGitHubSettings(env),
   };
 }

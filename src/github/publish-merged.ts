@@ -4,6 +4,7 @@
  * package, checks the bytes against the sidecar, and hands exactly those bytes to the publisher
  * (artifact store -> records -> site, one transaction). Returns one receipt per sidecar.
  */
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PublishReceipt } from "../bot/comments.ts";
@@ -13,8 +14,8 @@ import type { PublisherOptions } from "../catalog/publisher.ts";
 import { publishRelease } from "../catalog/publisher.ts";
 import { isSvcError } from "../errors.ts";
 import type { GitHubApi, RepoRef } from "./api.ts";
-import { downloadCapped, type FetchLike } from "./download.ts";
-import { parseSubmissionPath } from "./submission-files.ts";
+import { type DownloadResult, downloadCapped, type FetchLike } from "./download.ts";
+import { parseSubmissionPath, STAGING_TAG_PREFIX, stagedUploadId } from "./submission-files.ts";
 
 export interface MergedSubmission {
   path: string;
@@ -86,16 +87,30 @@ export async function publishMergedSubmissions(
       continue;
     }
     const sidecar = JSON.parse(readFileSync(join(input.publisher.root, file.filename), "utf8")) as {
-      package?: { url?: string; sha256?: string };
+      package?: { url?: string; sha256?: string; fileName?: string };
     };
-    const download = await downloadCapped(
-      sidecar.package?.url ?? "",
-      input.publisher.config.limits.maxPackageBytes,
-      input.fetch,
-      {
-        allowHttp: input.allowHttp ?? false,
-      },
-    );
+    const staged = sidecar.package?.url
+      ? null
+      : stagedUploadId(
+          { ref: merged.head.ref, repository: merged.head.repo?.full_name ?? null },
+          `${input.repo.owner}/${input.repo.repo}`,
+        );
+    const download = staged
+      ? await downloadStagedPackage(
+          api,
+          input.repo,
+          staged,
+          sidecar.package?.fileName ?? "",
+          input.publisher.config.limits.maxPackageBytes,
+        )
+      : await downloadCapped(
+          sidecar.package?.url ?? "",
+          input.publisher.config.limits.maxPackageBytes,
+          input.fetch,
+          {
+            allowHttp: input.allowHttp ?? false,
+          },
+        );
     if (!download.ok) {
       results.push(fail(merged.number, download.code, download.message));
       continue;
@@ -141,4 +156,47 @@ export async function publishMergedSubmissions(
     }
   }
   return results;
+}
+
+/**
+ * The package of an upload the portal staged privately: the asset of the draft release
+ * svc-upload-{submissionId}, read through the API with this job's token (contents: write sees drafts).
+ */
+export async function downloadStagedPackage(
+  api: GitHubApi,
+  repo: RepoRef,
+  submissionId: string,
+  fileName: string,
+  maxBytes: number,
+): Promise<DownloadResult> {
+  const tag = `${STAGING_TAG_PREFIX}${submissionId}`;
+  const releases = await api.paginate(api.rest.repos.listReleases, { ...repo, per_page: 100 });
+  const release = releases.find((r) => r.tag_name === tag && r.draft);
+  const asset = release?.assets.find((a) => a.name === fileName);
+  if (!asset)
+    return {
+      ok: false,
+      code: "download_failed",
+      message: `the staged package ${fileName} of upload ${submissionId} is not in the draft release ${tag}`,
+    };
+  if (asset.size > maxBytes)
+    return {
+      ok: false,
+      code: "package_too_large",
+      message: `${fileName} is ${asset.size} bytes; the limit is ${maxBytes}`,
+    };
+  const { data } = await api.request("GET /repos/{owner}/{repo}/releases/assets/{asset_id}", {
+    ...repo,
+    asset_id: asset.id,
+    headers: { accept: "application/octet-stream" },
+  });
+  const bytes = Buffer.from(data as unknown as ArrayBuffer);
+  if (bytes.length > maxBytes)
+    return { ok: false, code: "package_too_large", message: `${fileName} is over ${maxBytes} bytes` };
+  return {
+    ok: true,
+    bytes,
+    sha256: createHash("sha256").update(bytes).digest("hex"),
+    sizeBytes: bytes.length,
+  };
 }

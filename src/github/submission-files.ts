@@ -31,6 +31,25 @@ export type SubmissionShape =
   | { kind: "submission"; sidecar: SubmissionPath }
   | { kind: "malformed"; problems: SubmissionProblem[] };
 
+/**
+ * Uploads through the portal API with the package bytes: the pull request's branch in the portal
+ * repository, and the private draft release holding the staged package.
+ */
+export const STAGING_TAG_PREFIX = "svc-upload-";
+export const UPLOAD_BRANCH_PREFIX = "svc/upload/";
+const SUBMISSION_ID = /^sub_[0-9a-z]{25,26}$/;
+
+/** The submission id of a pull request the portal opened for a staged upload, from its head branch. */
+export function stagedUploadId(
+  head: { ref: string; repository: string | null },
+  portal: string,
+): string | null {
+  if (!head.repository || head.repository.toLowerCase() !== portal.toLowerCase()) return null;
+  if (!head.ref.startsWith(UPLOAD_BRANCH_PREFIX)) return null;
+  const id = head.ref.slice(UPLOAD_BRANCH_PREFIX.length);
+  return SUBMISSION_ID.test(id) ? id : null;
+}
+
 export function submissionPath(modId: string, version: string): string {
   return `${SUBMISSIONS_DIR}/${modId}/${version}.json`;
 }

@@ -12,13 +12,15 @@ import type { GameBuildsDocument } from "../validation/types.ts";
 import { parseUntrustedJson } from "../validation/untrusted-json.ts";
 import { type GitHubApi, isNotFound, type RepoRef } from "./api.ts";
 import { downloadCapped, type FetchLike } from "./download.ts";
-import { classifySubmission, type SubmissionProblem } from "./submission-files.ts";
+import { classifySubmission, stagedUploadId, type SubmissionProblem } from "./submission-files.ts";
 import { SUBMISSION_REPORT_SCHEMA, type SubmissionReport } from "./submission-report.ts";
 
 export interface ValidateSubmissionInput {
   repo: RepoRef;
   pullRequest: number;
   headSha: string;
+  /** The pull request's head branch and its repository, from the event (GitHub's word, not the PR's). */
+  head?: { ref: string; repository: string | null };
   policy: ValidationContract;
   catalog: CatalogDocument | null;
   gameBuilds: GameBuildsDocument | null;
@@ -28,10 +30,22 @@ export interface ValidateSubmissionInput {
   clock?: () => Date;
 }
 
+/**
+ * A pull request the portal opened for an upload whose bytes it holds privately (a draft release
+ * asset a read-only token cannot see): the portal's own worker validates those bytes and reports to
+ * the pull request, so this job has nothing to download and writes no report. A look-alike from a
+ * fork gets a report like any other PR (its sidecar names no package URL, so it fails).
+ */
+export interface StagedUploadSkip {
+  kind: "staged_upload";
+  submissionId: string;
+  sidecarPath: string;
+}
+
 export async function validateSubmission(
   api: GitHubApi,
   input: ValidateSubmissionInput,
-): Promise<SubmissionReport> {
+): Promise<SubmissionReport | StagedUploadSkip> {
   const base = {
     schema: SUBMISSION_REPORT_SCHEMA,
     repository: `${input.repo.owner}/${input.repo.repo}`,
@@ -73,6 +87,9 @@ export async function validateSubmission(
   const parsed = parseUntrustedJson(raw, { maxBytes: 256 * 1024, maxDepth: 32 });
   const sidecar = parsed.ok ? parsed.value : undefined;
   const url = (sidecar as { package?: { url?: unknown } } | undefined)?.package?.url;
+  const staged = input.head ? stagedUploadId(input.head, `${input.repo.owner}/${input.repo.repo}`) : null;
+  if (url === undefined && parsed.ok && staged)
+    return { kind: "staged_upload", submissionId: staged, sidecarPath: path };
   if (typeof url !== "string") {
     return stop(path, [
       parsed.ok

@@ -26,7 +26,11 @@ function invalid(message: string, details: unknown): SvcError {
   return new SvcError("invalid_payload", message, { details });
 }
 
-async function readLimited(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer> {
+export async function readLimited(
+  req: IncomingMessage,
+  res: ServerResponse,
+  maxBytes: number,
+): Promise<Buffer> {
   const tooLarge = () => {
     // The rest of the body is not read: close the connection instead of draining it.
     res.setHeader("connection", "close");

@@ -3,6 +3,8 @@ import { join } from "node:path";
 import { loadPortalConfig } from "../config/portal-config.ts";
 import { parseSettings } from "../config/settings.ts";
 import { SvcError } from "../errors.ts";
+import { defaultRandomBytes } from "../accounts/secrets.ts";
+import { githubLinkFromSettings } from "../submissions/runtime.ts";
 import { createAppContext } from "./app.ts";
 import type { AppContext } from "./context.ts";
 import { sendThrown } from "./respond.ts";
@@ -38,7 +40,7 @@ export async function appContextFromEnv(env: Env, root = process.cwd()): Promise
   }
   const config = loadPortalConfig(join(root, "portal.config.json"));
   const settings = parseSettings(env, { dataDir: "/tmp/svc-data" });
-  return createAppContext({
+  const app = await createAppContext({
     config,
     settings,
     siteDir: join(root, "site"),
@@ -46,6 +48,20 @@ export async function appContextFromEnv(env: Env, root = process.cwd()): Promise
     clientIp: platformClientIp,
     assumeHttps: true,
   });
+  // Submissions on Vercel are GitHub-backed only: no package byte, no worker, no publisher in a
+  // function; uploads name their package by URL and the pull request's workflows do the rest.
+  const github = githubLinkFromSettings(settings, app.log);
+  if (github) {
+    app.submissions = {
+      storageRoot: settings.dataDir,
+      publisher: null,
+      random: defaultRandomBytes,
+      kickWorker: () => {},
+      github,
+      acceptsPackageBytes: false,
+    };
+  }
+  return app;
 }
 
 let shared: Promise<AppContext> | null = null;

@@ -1,5 +1,5 @@
 import type { SqlExecutor, Store } from "./store.ts";
-import { SUBMISSIONS_MIGRATION } from "../submissions/migration.ts";
+import { GITHUB_SUBMISSIONS_MIGRATION, SUBMISSIONS_MIGRATION } from "../submissions/migration.ts";
 
 /**
  * Versioned schema migrations, applied in order, each once, inside one transaction guarded by an
@@ -110,6 +110,7 @@ INSERT INTO store_locks (name) VALUES ('account_roles');
 `,
   },
   SUBMISSIONS_MIGRATION,
+  GITHUB_SUBMISSIONS_MIGRATION,
 ];
 
 /** Any constant works; it only has to be the same for every instance of the portal. */

@@ -9,6 +9,9 @@ import type { Store } from "../store/store.ts";
 import { createClamdScanner, parseClamdTarget } from "../validation/antivirus/clamd.ts";
 import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
+import { appInstallation } from "../github/app-auth.ts";
+import { createGitHubLink, type GitHubLink, markReported } from "./github-link.ts";
+import { loadSubmission } from "./service.ts";
 import { startValidationWorker } from "./worker.ts";
 
 const DEBIAN_CLAMD_SOCKET = "/var/run/clamav/clamd.ctl";
@@ -64,8 +67,24 @@ export interface SubmissionsSetup {
   log: (line: string) => void;
 }
 
+/** The GitHub link the settings ask for (GitHub-backed submissions), or null. */
+export function githubLinkFromSettings(
+  settings: RuntimeSettings,
+  log: (line: string) => void,
+): GitHubLink | null {
+  if (!settings.github) return null;
+  const installation = appInstallation(settings.github);
+  return createGitHubLink({
+    repository: settings.github.repository,
+    api: installation.api,
+    botLogins: installation.botLogins,
+    log,
+  });
+}
+
 /** The upload pipeline of one process: private storage, the publisher over the filesystem store, the worker. */
 export function createSubmissionsRuntime(setup: SubmissionsSetup) {
+  const github = githubLinkFromSettings(setup.settings, setup.log);
   const scanner = scannerFromSettings(setup.settings, setup.config.limits.maxPackageBytes);
   const publisher: PublisherOptions = {
     root: setup.root,
@@ -89,15 +108,30 @@ export function createSubmissionsRuntime(setup: SubmissionsSetup) {
     storageRoot: setup.settings.dataDir,
     scanner: scanner.create,
     log: setup.log,
+    ...(github
+      ? {
+          onCompleted: async (id: string) => {
+            const row = await loadSubmission(setup.store, id);
+            if (row?.github_pull_request == null) return;
+            await github.reportValidation(row);
+            await markReported({ ...setup, random: setup.random }, row);
+          },
+        }
+      : {}),
   });
   return {
     scannerDescription: scanner.describe,
+    githubDescription: github
+      ? `pull requests on ${github.repository} (uploads open a submission PR through the app)`
+      : "off: submissions live in the database (set SVC_PORTAL_REPOSITORY and the app's id and key for GitHub-backed submissions)",
     worker,
     runtime: {
       storageRoot: setup.settings.dataDir,
       publisher,
       random: setup.random,
       kickWorker: worker.kick,
+      github,
+      acceptsPackageBytes: true,
     },
   };
 }

@@ -43,6 +43,10 @@ export interface SubmissionRow {
   publication: Record<string, string> | null;
   state_before_hidden: SubmissionState | null;
   pending_since: Date | string | null;
+  /** Set for a GitHub-backed submission: the pull request on the portal repository. */
+  github_pull_request: number | null;
+  github_pull_request_url: string | null;
+  github_reported_revision: number | null;
   created_at: Date | string;
   updated_at: Date | string;
 }
@@ -112,7 +116,8 @@ export interface NewSubmission {
   sidecar: Sidecar;
   metadataSha256: string;
   contentType: string;
-  staged: { path: string; sha256: string; sizeBytes: number };
+  /** path is null for a package named by URL: it is validated on its pull request, not by the worker. */
+  staged: { path: string | null; sha256: string; sizeBytes: number };
 }
 
 /**
@@ -124,31 +129,7 @@ export async function createSubmission(deps: SubmissionDeps, input: NewSubmissio
   const step = transition("draft", "submit", "modder");
   if (!step.ok) throw new SvcError("illegal_transition", step.message);
   return deps.store.transaction(async (tx) => {
-    const open = await tx.query<{ id: string; owner_account_id: string }>(
-      `SELECT id, owner_account_id FROM submissions WHERE mod_id = $1 AND version = $2
-         AND state NOT IN ('cancelled', 'rejected', 'validation_failed') LIMIT 1`,
-      [input.sidecar.modId, input.sidecar.version],
-    );
-    if (open.rows[0]) {
-      throw new SvcError(
-        "conflict",
-        `${input.sidecar.modId}@${input.sidecar.version} already has an open submission`,
-        {
-          details:
-            open.rows[0].owner_account_id === input.ownerAccountId
-              ? { submissionId: open.rows[0].id }
-              : undefined,
-        },
-      );
-    }
-    const owner = await tx.query<{ owner_account_id: string }>(
-      `SELECT owner_account_id FROM submissions WHERE mod_id = $1 AND state IN ('approved', 'published', 'superseded', 'hidden')
-         ORDER BY created_at LIMIT 1`,
-      [input.sidecar.modId],
-    );
-    if (owner.rows[0] && owner.rows[0].owner_account_id !== input.ownerAccountId) {
-      throw new SvcError("forbidden", `mod ${input.sidecar.modId} belongs to another account`);
-    }
+    await assertNoOpenSubmission(tx, input.sidecar, input.ownerAccountId);
     const result = await tx.query<SubmissionRow>(
       `INSERT INTO submissions (id, owner_account_id, mod_id, version, state, revision, package_file_name,
          package_size_bytes, package_content_type, package_sha256, metadata_sha256, metadata, staging_path,
@@ -172,7 +153,7 @@ export async function createSubmission(deps: SubmissionDeps, input: NewSubmissio
         now.toISOString(),
       ],
     );
-    await enqueueValidation(tx, input.id, 1, now);
+    if (input.staged.path !== null) await enqueueValidation(tx, input.id, 1, now);
     await appendAuditEvent(
       tx,
       {
@@ -192,6 +173,36 @@ export async function createSubmission(deps: SubmissionDeps, input: NewSubmissio
     );
     return result.rows[0]!;
   });
+}
+
+/**
+ * One open submission per mod version, and a mod belongs to the account that first published it:
+ * the checks before a submission is recorded (also run before a GitHub-backed upload opens its PR).
+ */
+export async function assertNoOpenSubmission(
+  db: SqlExecutor,
+  sidecar: Sidecar,
+  ownerAccountId: string,
+): Promise<void> {
+  const open = await db.query<{ id: string; owner_account_id: string }>(
+    `SELECT id, owner_account_id FROM submissions WHERE mod_id = $1 AND version = $2
+       AND state NOT IN ('cancelled', 'rejected', 'validation_failed') LIMIT 1`,
+    [sidecar.modId, sidecar.version],
+  );
+  if (open.rows[0]) {
+    throw new SvcError("conflict", `${sidecar.modId}@${sidecar.version} already has an open submission`, {
+      details:
+        open.rows[0].owner_account_id === ownerAccountId ? { submissionId: open.rows[0].id } : undefined,
+    });
+  }
+  const owner = await db.query<{ owner_account_id: string }>(
+    `SELECT owner_account_id FROM submissions WHERE mod_id = $1 AND state IN ('approved', 'published', 'superseded', 'hidden')
+       ORDER BY created_at LIMIT 1`,
+    [sidecar.modId],
+  );
+  if (owner.rows[0] && owner.rows[0].owner_account_id !== ownerAccountId) {
+    throw new SvcError("forbidden", `mod ${sidecar.modId} belongs to another account`);
+  }
 }
 
 export async function enqueueValidation(
@@ -380,7 +391,9 @@ export async function submissionView(db: SqlExecutor, row: SubmissionRow, config
       sizeBytes: Number(row.package_size_bytes),
       contentType: row.package_content_type,
     },
-    source: { kind: "upload" as const },
+    source: row.github_pull_request_url
+      ? { kind: "pull_request" as const, pullRequestUrl: row.github_pull_request_url }
+      : { kind: "upload" as const },
     validationChecks: row.validation_checks,
     review: {
       state: REVIEW_STATE[row.state],
@@ -486,7 +499,7 @@ export async function resubmitSubmission(
       ],
     );
     const next = updated.rows[0]!;
-    await enqueueValidation(tx, row.id, next.revision, now);
+    if (input.staged.path !== null) await enqueueValidation(tx, row.id, next.revision, now);
     await appendAuditEvent(
       tx,
       {

@@ -27,6 +27,12 @@ export interface WorkerDeps extends SubmissionDeps {
   /** Backoff before retry n (1-based). */
   backoffMs?: (attempt: number) => number;
   log?: (line: string) => void;
+  /**
+   * Called once a submission's validation is final (pending_review or validation_failed), after the
+   * row is committed: GitHub-backed submissions report the result to their pull request here. A
+   * failure is logged, never retried here: the next read of the submission reports it again.
+   */
+  onCompleted?: (submissionId: string) => Promise<void>;
 }
 
 export const defaultBackoffMs = (attempt: number): number =>
@@ -204,6 +210,15 @@ export async function runNextValidationJob(deps: WorkerDeps): Promise<JobOutcome
     );
   });
   deps.log?.(`mod-validation: ${row.id} ${row.mod_id}@${row.version} -> ${step.to}`);
+  if (deps.onCompleted) {
+    try {
+      await deps.onCompleted(row.id);
+    } catch (error) {
+      deps.log?.(
+        `mod-validation: ${row.id} validated, but reporting it failed: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  }
   return { submissionId: row.id, outcome: step.to as "pending_review" | "validation_failed", report };
 }
 

@@ -48,7 +48,9 @@ it("release.published in a mod repository opens the submission PR with the measu
   bot.github.expect("POST /repos/{owner}/{repo}/git/refs", {
     body: { ref: "refs/heads/svc/release/better-hud/1.2.0" },
   });
-  bot.github.expect("PUT /repos/{owner}/{repo}/contents/{path}", { body: { content: {} } });
+  bot.github.expect("PUT /repos/{owner}/{repo}/contents/{path}", {
+    body: { content: {}, commit: { sha: "c".repeat(40) } },
+  });
   bot.github.expect("POST /repos/{owner}/{repo}/pulls", { body: { number: 42 } });
   const from = bot.github.recorded.length;
   expect((await bot.deliver("release", payload)).status).toBe(200);

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import busboy from "busboy";
 import type { RandomBytes } from "../../accounts/secrets.ts";
@@ -14,12 +14,14 @@ import { portalUrls } from "../../contracts/urls.ts";
 import { SvcError } from "../../errors.ts";
 import {
   applySubmissionAction,
+  assertNoOpenSubmission,
   createSubmission,
   type Decision,
   findResubmittable,
   listSubmissions,
   loadSubmission,
   medianWaitSeconds,
+  type NewSubmission,
   newSubmissionId,
   QUEUE_STATES,
   resubmitSubmission,
@@ -28,26 +30,32 @@ import {
   type SubmissionRow,
   submissionView,
 } from "../../submissions/service.ts";
+import { type GitHubLink, linkPullRequest, syncFromPullRequest } from "../../submissions/github-link.ts";
 import { removeStaged, type StagedPackage, stagePackage } from "../../submissions/staging.ts";
 import { appendAuditEvent } from "../../accounts/audit.ts";
 import { DEFAULT_JSON_LIMITS, parseUntrustedJson } from "../../validation/untrusted-json.ts";
 import { validateSidecar } from "../../validation/documents.ts";
 import type { Sidecar } from "../../validation/types.ts";
-import type { SubmissionState } from "../../workflow/machine.ts";
+import { type SubmissionState, transition } from "../../workflow/machine.ts";
 import type { AppContext, Handler } from "../context.ts";
 import { storeOf } from "../context.ts";
 import { type Caller, guardRequest } from "../guard.ts";
-import { readJsonBody } from "../body.ts";
+import { readJsonBody, readLimited } from "../body.ts";
 import { sendJson } from "../respond.ts";
 
 /** What the submission routes need beyond the accounts layer; set up by `svc serve`. */
 export interface SubmissionsRuntime {
   /** Private storage root: staged packages live under uploads/staging/ below it, never under site/. */
   storageRoot: string;
-  publisher: PublisherOptions;
+  /** null on Vercel: publication runs in the publish workflow, never in a function. */
+  publisher: PublisherOptions | null;
   random: RandomBytes;
   /** Wakes the mod-validation worker after an upload (it also polls). */
   kickWorker: () => void;
+  /** GitHub-backed submissions: uploads open pull requests and the pull request holds the state. */
+  github: GitHubLink | null;
+  /** False on Vercel: package bytes never pass through a function capped at 4.5 MB; send a URL. */
+  acceptsPackageBytes: boolean;
 }
 
 declare module "../context.ts" {
@@ -62,8 +70,22 @@ const METADATA_MAX_BYTES = 256 * 1024;
 const MULTIPART_OVERHEAD = METADATA_MAX_BYTES + 64 * 1024;
 
 function runtimeOf(app: AppContext): SubmissionsRuntime {
-  if (!app.submissions) throw new Error("this server was started without the submissions runtime");
+  if (!app.submissions)
+    throw new SvcError(
+      "not_implemented",
+      "submissions are not served by this deployment: on Vercel they need GitHub-backed submissions (SVC_PORTAL_REPOSITORY with the GitHub App's id and key)",
+    );
   return app.submissions;
+}
+
+function publisherOf(app: AppContext): PublisherOptions {
+  const publisher = runtimeOf(app).publisher;
+  if (!publisher)
+    throw new SvcError(
+      "not_implemented",
+      "this deployment does not publish by itself: merged submission pull requests are published by the publish workflow",
+    );
+  return publisher;
 }
 
 function depsOf(app: AppContext): SubmissionDeps {
@@ -294,12 +316,32 @@ export const createUpload: Handler = async (req, res, route, app) => {
     );
   }
   const { caller } = await guardRequest(req, res, route, app);
+  const runtime = runtimeOf(app);
   const contentType = String(req.headers["content-type"] ?? "");
+  if (/^application\/json\s*(;|$)/i.test(contentType)) {
+    if (!runtime.github) {
+      res.setHeader("connection", "close");
+      throw new SvcError(
+        "unsupported_media_type",
+        "this portal takes the package itself: send multipart/form-data with the parts metadata and package (a package named by URL needs GitHub-backed submissions)",
+      );
+    }
+    await createUploadByUrl(req, res, app, caller!);
+    return;
+  }
   if (!/^multipart\/form-data\s*;/i.test(contentType)) {
     res.setHeader("connection", "close");
     throw new SvcError(
       "unsupported_media_type",
       "send multipart/form-data with the parts metadata and package",
+    );
+  }
+  if (!runtime.acceptsPackageBytes) {
+    res.setHeader("connection", "close");
+    throw new SvcError(
+      "unsupported_media_type",
+      "this deployment takes no package bytes (request bodies stop at 4.5 MB): attach the ZIP to a release and send the sidecar as application/json with package.url, sha256 and sizeBytes",
+      { details: { accepted: ["application/json"] } },
     );
   }
   const declared = Number(req.headers["content-length"] ?? "0");
@@ -314,7 +356,6 @@ export const createUpload: Handler = async (req, res, route, app) => {
     );
   }
   const deps = depsOf(app);
-  const runtime = runtimeOf(app);
   const owner = caller!.account.id;
   let resubmitting: SubmissionRow | null = null;
   let upload: ParsedUpload | null = null;
@@ -325,16 +366,17 @@ export const createUpload: Handler = async (req, res, route, app) => {
     });
     // The whole body was read and accepted: only now do the bytes take their staging path.
     upload.staged.commit();
-    const input = {
-      ownerAccountId: owner,
-      sidecar: upload.sidecar,
-      metadataSha256: upload.metadataSha256,
-      contentType: upload.contentType,
-      staged: upload.staged,
-    };
-    const row = resubmitting
-      ? await resubmitSubmission(deps, (resubmitting as SubmissionRow).id, input)
-      : await createSubmission(deps, { id: upload.submissionId, ...input });
+    const row = await recordUpload(app, {
+      id: upload.submissionId,
+      resubmitting,
+      input: {
+        ownerAccountId: owner,
+        sidecar: upload.sidecar,
+        metadataSha256: upload.metadataSha256,
+        contentType: upload.contentType,
+        staged: upload.staged,
+      },
+    });
     runtime.kickWorker();
     const view = await submissionView(deps.store, row, app.config, app.now());
     sendJson(res, resubmitting ? 200 : 201, view, { location: `/api/v1/uploads/${row.id}` });
@@ -346,26 +388,123 @@ export const createUpload: Handler = async (req, res, route, app) => {
   }
 };
 
+/**
+ * Records an accepted upload. On a GitHub-backed portal the pull request comes first (a staged
+ * package goes to the portal's private draft release); the row is written only once GitHub holds
+ * the submission, and a row that cannot be written closes the pull request again.
+ */
+async function recordUpload(
+  app: AppContext,
+  upload: { id: string; resubmitting: SubmissionRow | null; input: Omit<NewSubmission, "id"> },
+): Promise<SubmissionRow> {
+  const deps = depsOf(app);
+  const github = runtimeOf(app).github;
+  const { resubmitting, input } = upload;
+  if (!github) {
+    return resubmitting
+      ? resubmitSubmission(deps, resubmitting.id, input)
+      : createSubmission(deps, { id: upload.id, ...input });
+  }
+  if (!resubmitting) await assertNoOpenSubmission(deps.store, input.sidecar, input.ownerAccountId);
+  else if (!transition(resubmitting.state, "resubmit", "modder").ok)
+    throw new SvcError("illegal_transition", `a ${resubmitting.state} submission cannot be resubmitted`, {
+      details: { from: resubmitting.state, action: "resubmit" },
+    });
+  const pr = await github.submit({
+    submissionId: upload.id,
+    ownerAccountId: input.ownerAccountId,
+    sidecar: input.sidecar,
+    stagedFile: input.staged.path === null ? null : join(runtimeOf(app).storageRoot, input.staged.path),
+    existing: resubmitting?.github_pull_request ? { number: resubmitting.github_pull_request } : null,
+  });
+  let row: SubmissionRow;
+  try {
+    row = resubmitting
+      ? await resubmitSubmission(deps, resubmitting.id, input)
+      : await createSubmission(deps, { id: upload.id, ...input });
+  } catch (error) {
+    if (!resubmitting) await github.close(pr.number).catch(() => {});
+    throw error;
+  }
+  row = await linkPullRequest(deps, row.id, pr);
+  // A package named by URL is validated on the pull request: the row follows its state from now on.
+  return input.staged.path === null ? syncFromPullRequest(deps, github, row) : row;
+}
+
+/**
+ * create_upload with a JSON body (GitHub-backed portals): the sidecar names the package by its
+ * immutable https URL with sha256 and sizeBytes. No package byte passes through the API (on Vercel
+ * bodies stop at 4.5 MB); the validate-submission workflow downloads and checks it on the pull request.
+ */
+async function createUploadByUrl(
+  req: IncomingMessage,
+  res: ServerResponse,
+  app: AppContext,
+  caller: Caller,
+): Promise<void> {
+  const raw = await readLimited(req, res, METADATA_MAX_BYTES);
+  const sidecar = parseMetadata(raw);
+  if (!sidecar.package.url)
+    throw new SvcError(
+      "invalid_payload",
+      "package.url is required when the package is not sent: the immutable https URL of the release asset",
+      { details: { field: "package.url" } },
+    );
+  const deps = depsOf(app);
+  const owner = caller.account.id;
+  const resubmitting = await findResubmittable(deps.store, owner, sidecar.modId, sidecar.version);
+  const row = await recordUpload(app, {
+    id: resubmitting?.id ?? newSubmissionId(runtimeOf(app).random),
+    resubmitting,
+    input: {
+      ownerAccountId: owner,
+      sidecar,
+      metadataSha256: createHash("sha256").update(raw).digest("hex"),
+      contentType: "application/zip",
+      staged: { path: null, sha256: sidecar.package.sha256, sizeBytes: sidecar.package.sizeBytes },
+    },
+  });
+  const view = await submissionView(deps.store, row, app.config, app.now());
+  sendJson(res, resubmitting ? 200 : 201, view, { location: `/api/v1/uploads/${row.id}` });
+}
+
+/** On a GitHub-backed portal the pull request holds the state: the row is brought in line first. */
+async function current(app: AppContext, row: SubmissionRow): Promise<SubmissionRow> {
+  const github = app.submissions?.github;
+  return github && row.github_pull_request !== null ? syncFromPullRequest(depsOf(app), github, row) : row;
+}
+
 export const uploadStatus: Handler = async (req, res, route, app) => {
   const { caller } = await guardRequest(req, res, route, app);
   const store = storeOf(app);
   const row = await loadSubmission(store, route.params.submissionId ?? "");
   if (!row || !canSee(caller!)(row))
     throw new SvcError("not_found", `no submission ${route.params.submissionId}`);
-  sendJson(res, 200, await submissionView(store, row, app.config, app.now()));
+  sendJson(res, 200, await submissionView(store, await current(app, row), app.config, app.now()));
 };
 
 export const cancelUpload: Handler = async (req, res, route, app) => {
   const { caller } = await guardRequest(req, res, route, app);
   const isAdmin = caller!.roles.includes("admin");
+  const visibleTo = (r: SubmissionRow) => r.owner_account_id === caller!.account.id || isAdmin;
+  const existing = await loadSubmission(storeOf(app), route.params.submissionId ?? "");
+  const github = runtimeOf(app).github;
+  if (existing && visibleTo(existing) && github && existing.github_pull_request !== null) {
+    // The pull request is closed first (the bot moves it to cancelled); the row then follows.
+    const synced = await current(app, existing);
+    const step = transition(synced.state, "cancel", "modder");
+    if (!step.ok)
+      throw new SvcError("illegal_transition", step.message, {
+        details: { from: synced.state, action: "cancel" },
+      });
+    await github.close(existing.github_pull_request);
+  }
   const row = await applySubmissionAction(
     depsOf(app),
     route.params.submissionId ?? "",
     "cancel",
     { accountId: caller!.account.id, kind: "modder" },
-    {
-      visibleTo: (r) => r.owner_account_id === caller!.account.id || isAdmin,
-    },
+    { visibleTo },
   );
   removeStaged(runtimeOf(app).storageRoot, row.id);
   sendJson(res, 200, await submissionView(storeOf(app), row, app.config, app.now()));
@@ -401,6 +540,15 @@ export const moderationQueue: Handler = async (req, res, route, app) => {
     after = { createdAt, id };
   }
   const store = storeOf(app);
+  const github = app.submissions?.github;
+  if (github) {
+    // Reviews and /svc commands on GitHub move submissions too: bring the open ones in line first.
+    const open = await store.query<SubmissionRow>(
+      `SELECT * FROM submissions WHERE github_pull_request IS NOT NULL
+         AND state NOT IN ('cancelled', 'rejected', 'superseded') ORDER BY updated_at DESC LIMIT 200`,
+    );
+    for (const row of open.rows) await syncFromPullRequest(depsOf(app), github, row);
+  }
   const rows = await listSubmissions(store, { states, limit: limit + 1, ...(after ? { after } : {}) });
   const page = rows.slice(0, limit);
   const now = app.now();
@@ -449,13 +597,19 @@ export const moderationDecision: Handler = async (req, res, route, app) => {
   });
   const deps = depsOf(app);
   const id = route.params.submissionId ?? "";
-  const existing = await loadSubmission(deps.store, id);
-  if (!existing) throw new SvcError("not_found", `no submission ${id}`);
-  if (existing.owner_account_id === caller!.account.id)
+  const found = await loadSubmission(deps.store, id);
+  if (!found) throw new SvcError("not_found", `no submission ${id}`);
+  if (found.owner_account_id === caller!.account.id)
     throw new SvcError("forbidden", "a moderator cannot decide on their own submission");
-  if (body.decision === "hide" || body.decision === "unhide") {
+  const existing = await current(app, found);
+  const github = runtimeOf(app).github;
+  if (github && existing.github_pull_request !== null) {
+    // The pull request is the truth: the bot records the decision there (status comment, label, and
+    // for hide/unhide a dispatch of the publish workflow, which changes the catalog); the row follows.
+    await github.decide(existing.github_pull_request, body.decision, caller!.account.id, body.notes);
+  } else if (body.decision === "hide" || body.decision === "unhide") {
     // The public catalog changes first (one atomic file commit); the move below then records it.
-    const publisher = runtimeOf(app).publisher;
+    const publisher = publisherOf(app);
     if (body.decision === "hide" && (existing.state === "published" || existing.state === "superseded")) {
       await hideRelease(publisher, existing.mod_id, existing.version);
     } else if (body.decision === "unhide" && existing.state === "hidden") {
@@ -477,12 +631,57 @@ export const publishCatalog: Handler = async (req, res, route, app) => {
   const { caller } = await guardRequest(req, res, route, app);
   const deps = depsOf(app);
   const runtime = runtimeOf(app);
+  if (runtime.github) {
+    const open = await deps.store.query<SubmissionRow>(
+      `SELECT * FROM submissions WHERE github_pull_request IS NOT NULL AND state = 'approved'`,
+    );
+    for (const row of open.rows) await current(app, row);
+  }
   const approved = await listSubmissions(deps.store, { states: ["approved"], limit: 100 });
   const results = [];
   for (const row of approved) {
+    if (runtime.github && row.github_pull_request !== null) {
+      // Merging is publishing on GitHub: the publish workflow promotes the approved bytes, commits the
+      // catalog, deploys Pages and posts the receipt; the row becomes published when the PR says so.
+      try {
+        const merged = await runtime.github.merge(row.github_pull_request);
+        await deps.store.transaction((tx) =>
+          appendAuditEvent(
+            tx,
+            {
+              actorAccountId: caller!.account.id,
+              action: "catalog.publish_requested",
+              targetType: "submission",
+              targetId: row.id,
+              metadata: { pullRequest: row.github_pull_request, mergeCommit: merged.sha },
+            },
+            { now: app.now(), random: deps.random },
+          ),
+        );
+        results.push({
+          submissionId: row.id,
+          modId: row.mod_id,
+          version: row.version,
+          outcome: "merged",
+          pullRequestUrl: row.github_pull_request_url,
+          mergeCommit: merged.sha,
+        });
+      } catch (error) {
+        if (!(error instanceof SvcError)) throw error;
+        results.push({
+          submissionId: row.id,
+          modId: row.mod_id,
+          version: row.version,
+          outcome: "failed",
+          code: error.code,
+          message: error.message,
+        });
+      }
+      continue;
+    }
     try {
       const bytes = readFileSync(join(runtime.storageRoot, row.staging_path ?? ""));
-      const published = await publishRelease(runtime.publisher, {
+      const published = await publishRelease(publisherOf(app), {
         packageBytes: bytes,
         sidecar: row.metadata,
         source: { kind: "upload", submissionId: row.id },
@@ -545,7 +744,13 @@ export const publishCatalog: Handler = async (req, res, route, app) => {
     }
   }
   const published = results.filter((r) => r.outcome === "published").length;
-  sendJson(res, 200, { published, failed: results.length - published, results });
+  const merged = results.filter((r) => r.outcome === "merged").length;
+  sendJson(res, 200, {
+    published,
+    ...(runtime.github ? { merged } : {}),
+    failed: results.length - published - merged,
+    results,
+  });
 };
 
 async function markPublished(
