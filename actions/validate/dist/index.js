@@ -1,6 +1,8 @@
 import { createRequire as __svcCreateRequire } from "node:module";
+import { fileURLToPath as __svcFileURLToPath } from "node:url";
 const require = __svcCreateRequire(import.meta.url);
-const __svcModuleUrl = new URL("../../../src/contracts/module.js", import.meta.url).href;
+const __svcSourceUrl = (path) => new URL("../../../" + path, import.meta.url).href;
+const __svcSourcePath = (path) => __svcFileURLToPath(__svcSourceUrl(path));
 var __create = Object.create;
 var __defProp = Object.defineProperty;
 var __getOwnPropDesc = Object.getOwnPropertyDescriptor;
@@ -34183,7 +34185,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 var SOURCE_SCHEMA_BASE = "https://svc.invalid";
-var SCHEMAS_DIR = fileURLToPath(new URL("../../schemas/", __svcModuleUrl));
+var SCHEMAS_DIR = fileURLToPath(new URL("../../schemas/", __svcSourceUrl("src/contracts/schemas.ts")));
 function listSchemaFiles() {
   const files = [];
   for (const folder of ["schemas", "publishing"]) {
@@ -37263,6 +37265,14 @@ async function downloadCapped(url, maxBytes, fetchImpl = fetch, options = {}) {
 var SUBMISSIONS_DIR = "submissions";
 var MOD_ID = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 var SEMVER = /^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:-((?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*))?$/;
+var UPLOAD_BRANCH_PREFIX = "svc/upload/";
+var SUBMISSION_ID = /^sub_[0-9a-z]{25,26}$/;
+function stagedUploadId(head, portal) {
+  if (!head.repository || head.repository.toLowerCase() !== portal.toLowerCase()) return null;
+  if (!head.ref.startsWith(UPLOAD_BRANCH_PREFIX)) return null;
+  const id = head.ref.slice(UPLOAD_BRANCH_PREFIX.length);
+  return SUBMISSION_ID.test(id) ? id : null;
+}
 function parseSubmissionPath(path) {
   const parts = path.split("/");
   if (parts.length !== 3 || parts[0] !== SUBMISSIONS_DIR) return null;
@@ -37355,6 +37365,9 @@ async function validateSubmission(api, input) {
   const parsed = parseUntrustedJson(raw, { maxBytes: 256 * 1024, maxDepth: 32 });
   const sidecar = parsed.ok ? parsed.value : void 0;
   const url = sidecar?.package?.url;
+  const staged = input.head ? stagedUploadId(input.head, `${input.repo.owner}/${input.repo.repo}`) : null;
+  if (url === void 0 && parsed.ok && staged)
+    return { kind: "staged_upload", submissionId: staged, sidecarPath: path };
   if (typeof url !== "string") {
     return stop(path, [
       parsed.ok ? {
@@ -37541,12 +37554,21 @@ async function run() {
     repo: splitRepository(process.env.GITHUB_REPOSITORY ?? ""),
     pullRequest: pr.number,
     headSha: pr.head.sha,
+    head: { ref: pr.head.ref, repository: pr.head.repo?.full_name ?? null },
     policy,
     catalog: readJson(join3(site, "api/v1/catalog.json")),
     gameBuilds: readJson(join3(site, "api/v1/game-builds/latest.json")),
     scanner,
     allowHttp: core.getInput("allow-http") === "true"
   });
+  if ("kind" in report) {
+    await core.summary.addHeading("svc validation", 2).addRaw(
+      `${report.sidecarPath} is upload ${report.submissionId}: its package is held privately by the portal, whose validation worker checks it and reports to this pull request. Nothing to download here.`
+    ).write();
+    core.setOutput("passed", "deferred");
+    core.setOutput("report-path", "");
+    return;
+  }
   const path = core.getInput("report-path") || "submission-report.json";
   writeFileSync(path, `${JSON.stringify(report, null, 2)}
 `);
