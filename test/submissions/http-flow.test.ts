@@ -1,124 +1,18 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseSettings } from "../../src/config/settings.ts";
-import { createSubmissionsRuntime } from "../../src/submissions/runtime.ts";
 import { modRelease } from "../support/catalog-project.ts";
 import { writeZip } from "../support/zip.ts";
-import {
-  type Call,
-  client,
-  type Harness,
-  type SignedIn,
-  signUpAndSignIn,
-  startHarness,
-} from "../http/harness.ts";
-import { clamscanPath, eicar, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
-
-const skip = shouldSkip(clamscanPath, "clamscan");
-const database = skip ? "" : makeSignatureDatabase(mkdtempSync(join(tmpdir(), "svc-clamdb-")));
-
-interface Portal {
-  h: Harness;
-  call: Call;
-  stop: () => Promise<void>;
-  admin: SignedIn;
-  modder: SignedIn;
-  moderator: SignedIn;
-}
+import { signUpAndSignIn } from "../http/harness.ts";
+import { eicar } from "../validation/clamav.ts";
+import { form, type Portal, SKIP_CLAMSCAN as skip, startPortal, upload, waitForState } from "./portal.ts";
 
 let portal: Portal | undefined;
 afterEach(async () => {
   await portal?.stop();
   portal = undefined;
 });
-
-async function startPortal(env: Record<string, string> = { SVC_LIVE_UPLOADS: "1" }): Promise<Portal> {
-  const scannerEnv = { SVC_CLAMSCAN: clamscanPath ?? "", SVC_CLAMAV_DATABASE: database };
-  const h = await startHarness({ env: { ...scannerEnv, ...env } });
-  const settings = parseSettings({ ...scannerEnv, ...env }, { dataDir: join(h.root, ".data") });
-  const pipeline = createSubmissionsRuntime({
-    config: h.app.config,
-    settings,
-    store: h.store,
-    root: h.root,
-    recordsDir: join(h.root, "records"),
-    siteDir: join(h.root, "site"),
-    now: h.app.now,
-    random: (n) => Buffer.from(createHash("sha256").update(String(Math.random())).digest().subarray(0, n)),
-    log: () => {},
-  });
-  h.app.submissions = pipeline.runtime;
-  const call = client(h.origin);
-  const admin = await signUpAndSignIn(call, "admin@example.com", "Admin");
-  const modder = await signUpAndSignIn(call, "modder@example.com", "Modder", "modder");
-  const moderator = await signUpAndSignIn(call, "moderator@example.com", "Mo");
-  const granted = await call("PUT", `/api/v1/accounts/${moderator.accountId}/roles`, {
-    body: { roles: ["player", "moderator"] },
-    cookie: admin.cookie,
-    csrf: admin.csrf,
-  });
-  expect(granted.status).toBe(200);
-  return {
-    h,
-    call,
-    admin,
-    modder,
-    moderator,
-    stop: async () => {
-      await pipeline.worker.stop();
-      await h.close();
-    },
-  };
-}
-
-function form(
-  sidecar: unknown,
-  bytes: Buffer,
-  options: { packageFirst?: boolean; packageType?: string } = {},
-): FormData {
-  const data = new FormData();
-  const metadata = () =>
-    data.append(
-      "metadata",
-      new Blob([JSON.stringify(sidecar)], { type: "application/json" }),
-      "release.json",
-    );
-  const pkg = () =>
-    data.append(
-      "package",
-      new Blob([new Uint8Array(bytes)], { type: options.packageType ?? "application/zip" }),
-      "upload.zip",
-    );
-  if (options.packageFirst) {
-    pkg();
-    metadata();
-  } else {
-    metadata();
-    pkg();
-  }
-  return data;
-}
-
-async function upload(p: Portal, who: SignedIn, body: FormData, headers: Record<string, string> = {}) {
-  const response = await fetch(`${p.h.origin}/api/v1/uploads`, {
-    method: "POST",
-    body,
-    headers: { cookie: who.cookie, "x-svc-csrf": who.csrf, ...headers },
-  });
-  return { status: response.status, json: (await response.json()) as any };
-}
-
-async function waitForState(p: Portal, who: SignedIn, id: string, states: string[]): Promise<any> {
-  for (let i = 0; i < 200; i++) {
-    const status = await p.call("GET", `/api/v1/uploads/${id}`, { cookie: who.cookie });
-    if (states.includes(status.json.state)) return status.json;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`submission ${id} never reached ${states.join("/")}`);
-}
 
 async function decide(p: Portal, id: string, decision: string, notes: string, who = p.moderator) {
   return p.call("POST", `/api/v1/moderation/releases/${id}/decision`, {
