@@ -11,7 +11,7 @@ import {
   appendAuditEvent,
   listAuditEvents,
 } from "./audit.ts";
-import { type EmailDelivery, EmailDeliveryError } from "./email.ts";
+import { type EmailDelivery, EmailDeliveryError, magicLinkPath, verifyEmailLinkPath } from "./email.ts";
 import { consumeRateLimit, pruneRateLimits, type RateLimitRule } from "./rate-limit.ts";
 import { effectiveRoles, hasAnyRole, normalizeRoles, PRIVILEGED_ROLES, ROLES } from "./roles.ts";
 import {
@@ -251,7 +251,7 @@ export class AccountService {
         accountId,
         token,
         expiresAt,
-        confirmPath: `/api/v1/accounts/${accountId}/verify-email`,
+        linkPath: verifyEmailLinkPath(accountId, token),
       });
     } else {
       this.log(`[dev email] auto-verify: ${email} (${accountId}) is verified without a mail`);
@@ -368,7 +368,7 @@ export class AccountService {
         accountId: eligible.id,
         token,
         expiresAt,
-        confirmPath: "/api/v1/auth/magic-link/confirm",
+        linkPath: magicLinkPath(token),
       });
     } else {
       await this.deliver(delivery, { type: "sign_in_unavailable", to: email });

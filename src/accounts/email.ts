@@ -16,8 +16,22 @@ export interface EmailMessage {
   /** The one-time token (verify_email, magic_link). */
   token?: string;
   expiresAt?: string;
-  /** Where the token is redeemed: the API route the link's page posts it to. */
-  confirmPath?: string;
+  /**
+   * The page the mail links to, below the portal's baseUrl, with the values in its query (e.g.
+   * `/account/confirm/?token=…`): the page posts the token to the API. The link goes to a page and
+   * never to an API route because the routes only take POST, which a mail client cannot send.
+   */
+  linkPath?: string;
+}
+
+/** The verification email's link: the verify page reads `account` and `token` and posts them. */
+export function verifyEmailLinkPath(accountId: string, token: string): string {
+  return `/account/verify/?account=${encodeURIComponent(accountId)}&token=${encodeURIComponent(token)}`;
+}
+
+/** The magic link: the confirm page reads `token` and exchanges it for a session. */
+export function magicLinkPath(token: string): string {
+  return `/account/confirm/?token=${encodeURIComponent(token)}`;
 }
 
 export interface EmailDelivery {
@@ -93,7 +107,10 @@ export function createDevDelivery(
     async send(message) {
       const who = `${message.to}${message.accountId ? ` (${message.accountId})` : ""}`;
       if (message.token) {
-        log(`[dev email] ${message.type} for ${who}: token ${message.token} (expires ${message.expiresAt})`);
+        const link = message.linkPath ? `, link ${message.linkPath}` : "";
+        log(
+          `[dev email] ${message.type} for ${who}: token ${message.token} (expires ${message.expiresAt})${link}`,
+        );
       } else {
         log(`[dev email] ${message.type} for ${who}`);
       }

@@ -6,7 +6,14 @@ import {
   generateApiKey,
   isWellFormedApiKey,
 } from "../../src/accounts/api-key-format.ts";
-import { createWebhookDelivery, EmailDeliveryError, signWebhookBody } from "../../src/accounts/email.ts";
+import {
+  createDevDelivery,
+  createWebhookDelivery,
+  EmailDeliveryError,
+  magicLinkPath,
+  signWebhookBody,
+  verifyEmailLinkPath,
+} from "../../src/accounts/email.ts";
 import { effectiveRoles } from "../../src/accounts/roles.ts";
 import {
   constantTimeEqual,
@@ -69,6 +76,39 @@ describe("secrets", () => {
   });
 });
 
+describe("email links", () => {
+  it("point to the verify and confirm pages with URL-encoded values the pages read back", () => {
+    expect(verifyEmailLinkPath("acct_1", "tok_-9")).toBe("/account/verify/?account=acct_1&token=tok_-9");
+    expect(magicLinkPath("tok_-9")).toBe("/account/confirm/?token=tok_-9");
+    const odd = "a+b/c=&d e#f?g";
+    const verify = new URL(verifyEmailLinkPath("acct x&y", odd), "https://portal.test");
+    expect(verify.pathname).toBe("/account/verify/");
+    expect(verify.hash).toBe("");
+    expect(Object.fromEntries(verify.searchParams)).toEqual({ account: "acct x&y", token: odd });
+    const confirm = new URL(magicLinkPath(odd), "https://portal.test");
+    expect(confirm.pathname).toBe("/account/confirm/");
+    expect(Object.fromEntries(confirm.searchParams)).toEqual({ token: odd });
+  });
+
+  it("are what the developer email mode prints", async () => {
+    const lines: string[] = [];
+    const delivery = createDevDelivery("return-token", (line) => lines.push(line));
+    await delivery.send({
+      type: "magic_link",
+      to: "a@example.com",
+      accountId: "acct_1",
+      token: "tok",
+      expiresAt: "2026-11-21T00:15:00.000Z",
+      linkPath: magicLinkPath("tok"),
+    });
+    await delivery.send({ type: "sign_in_unavailable", to: "b@example.com" });
+    expect(lines).toEqual([
+      "[dev email] magic_link for a@example.com (acct_1): token tok (expires 2026-11-21T00:15:00.000Z), link /account/confirm/?token=tok",
+      "[dev email] sign_in_unavailable for b@example.com",
+    ]);
+  });
+});
+
 describe("email webhook", () => {
   it("POSTs JSON signed with HMAC-SHA256 over the raw body", async () => {
     const received: Array<{ raw: Buffer; signature: string | undefined }> = [];
@@ -88,7 +128,13 @@ describe("email webhook", () => {
         newId: () => "mail_1",
         now: () => new Date("2026-11-21T00:00:00Z"),
       });
-      await delivery.send({ type: "magic_link", to: "a@example.com", token: "tok", accountId: "acct_1" });
+      await delivery.send({
+        type: "magic_link",
+        to: "a@example.com",
+        token: "tok",
+        accountId: "acct_1",
+        linkPath: magicLinkPath("tok"),
+      });
       expect(received).toHaveLength(1);
       const { raw, signature } = received[0]!;
       expect(signature).toBe(`sha256=${createHmac("sha256", "s3cret").update(raw).digest("hex")}`);
@@ -101,6 +147,7 @@ describe("email webhook", () => {
         to: "a@example.com",
         token: "tok",
         accountId: "acct_1",
+        linkPath: "/account/confirm/?token=tok",
       });
     } finally {
       server.close();

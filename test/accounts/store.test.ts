@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AccountService } from "../../src/accounts/account-service.ts";
 import { appendAuditEvent, listAuditEvents } from "../../src/accounts/audit.ts";
-import { createDevDelivery } from "../../src/accounts/email.ts";
+import { createDevDelivery, type EmailDelivery, type EmailMessage } from "../../src/accounts/email.ts";
 import { consumeRateLimit } from "../../src/accounts/rate-limit.ts";
 import { defaultRandomBytes } from "../../src/accounts/secrets.ts";
 import type { PortalConfig } from "../../src/config/portal-config.ts";
@@ -154,6 +154,53 @@ describe.each(ADAPTERS)("store on %s", (adapter) => {
       await expect(accounts.verifyEmail(created.accountId, created.devToken!)).rejects.toMatchObject({
         code: "token_invalid",
       });
+    });
+
+    it("mails links to the verify and confirm pages whose values redeem, never links to API routes", async () => {
+      // A FAKE mail system: it stands in for the webhook edge and only records what would be sent.
+      const sent: EmailMessage[] = [];
+      const outbox: EmailDelivery = { mode: "webhook", send: async (m) => void sent.push(m) };
+      const mailing = new AccountService({
+        store,
+        email: outbox,
+        bootstrapAdminEmails: [],
+        rateLimits: rateLimits(),
+        now: () => new Date(clock),
+      });
+      const page = (linkPath: string | undefined) => new URL(linkPath ?? "", "https://portal.test");
+
+      const { accountId } = await mailing.createAccount({
+        email: "Links@Example.com",
+        displayName: "Links",
+        role: "player",
+      });
+      const verifyMail = sent.find((m) => m.type === "verify_email")!;
+      expect(verifyMail).toMatchObject({ to: "Links@Example.com", accountId });
+      expect(verifyMail.linkPath).toBe(`/account/verify/?account=${accountId}&token=${verifyMail.token}`);
+      const verifyLink = page(verifyMail.linkPath);
+      expect(verifyLink.pathname).toBe("/account/verify/");
+      expect([...verifyLink.searchParams.keys()]).toEqual(["account", "token"]);
+      await mailing.verifyEmail(
+        verifyLink.searchParams.get("account")!,
+        verifyLink.searchParams.get("token")!,
+      );
+
+      await mailing.requestMagicLink("links@example.com");
+      const signInMail = sent.find((m) => m.type === "magic_link")!;
+      expect(signInMail.linkPath).toBe(`/account/confirm/?token=${signInMail.token}`);
+      const confirmLink = page(signInMail.linkPath);
+      expect(confirmLink.pathname).toBe("/account/confirm/");
+      expect([...confirmLink.searchParams.keys()]).toEqual(["token"]);
+      const { session } = await mailing.confirmMagicLink(confirmLink.searchParams.get("token")!);
+      expect(session.account.id).toBe(accountId);
+
+      // Mails that carry no token carry no link.
+      await mailing.requestMagicLink("nobody@example.com");
+      await mailing.createAccount({ email: "links@example.com", displayName: "Again", role: "player" });
+      const tokenless = sent.filter((m) => m.type === "sign_in_unavailable" || m.type === "account_exists");
+      expect(tokenless).toHaveLength(2);
+      for (const mail of tokenless) expect(mail.linkPath).toBeUndefined();
+      for (const mail of sent) expect(JSON.stringify(mail)).not.toContain("/api/");
     });
 
     it("verifies API keys by hash, rejects revoked ones, and lists metadata only", async () => {

@@ -1,8 +1,10 @@
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointById } from "../../src/contracts/endpoints.ts";
+import { type Harness, startHarness } from "../http/harness.ts";
 import { tempProject } from "../lib/project.ts";
 import type { BrowserDocument } from "./dom.ts";
+import { type Mailbox, startMailbox } from "./mailbox.ts";
 import {
   collectPageErrors,
   launchBrowser,
@@ -142,5 +144,73 @@ describe.skipIf(SKIP_BROWSER || !routesLive)("account pages against the real acc
       .poll(() => page.locator("#message").innerText())
       .toMatch(/needs the link from your sign-in email/);
     await context.close();
+  });
+});
+
+describe.skipIf(SKIP_BROWSER || !routesLive)("account pages opened from the links in the emails", () => {
+  // Real mail delivery: the portal POSTs signed webhooks to a loopback mail system, no dev tokens.
+  let mailbox: Mailbox;
+  let h: Harness;
+  beforeAll(async () => {
+    mailbox = await startMailbox();
+    h = await startHarness({
+      env: { SVC_EMAIL_WEBHOOK_URL: mailbox.url, SVC_EMAIL_WEBHOOK_SECRET: mailbox.secret },
+    });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await mailbox?.close();
+  });
+
+  it("verification mail -> verify page -> magic-link mail -> confirm page -> signed in, once", async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    try {
+      const page = await context.newPage();
+      const errors = collectPageErrors(page);
+      const email = "lin@players.test";
+
+      await page.goto(`${h.origin}/account/signup/`);
+      await page.getByLabel("Email address").fill(email);
+      await page.getByLabel("Display name").fill("Lin");
+      await page.getByRole("button", { name: "Create account" }).click();
+      await expect.poll(() => page.locator("#message").innerText()).toMatch(/^Check your email/);
+      expect(await page.locator("#dev-link").isVisible()).toBe(false);
+
+      const verifyMail = await mailbox.waitFor("verify_email", email);
+      expect(verifyMail.linkPath).toBe(
+        `/account/verify/?account=${encodeURIComponent(verifyMail.accountId!)}&token=${encodeURIComponent(verifyMail.token!)}`,
+      );
+      await page.goto(`${h.origin}${verifyMail.linkPath}`);
+      // The page takes the values and clears them from the address bar (and so from history).
+      await page.waitForURL(`${h.origin}/account/verify/`);
+      await page.getByRole("button", { name: "Verify my email address" }).click();
+      await expect
+        .poll(() => page.locator("#message").innerText())
+        .toBe("Thank you: your email address is verified.");
+      await screenshot(page, "account-verify-from-email");
+
+      await page.getByRole("link", { name: "Sign in now" }).click();
+      await page.getByLabel("Email address").fill(email);
+      await page.getByRole("button", { name: "Email me a sign-in link" }).click();
+      await expect.poll(() => page.locator("#message").innerText()).toMatch(/^If an account exists/);
+      const signInMail = await mailbox.waitFor("magic_link", email);
+      expect(signInMail.linkPath).toBe(`/account/confirm/?token=${encodeURIComponent(signInMail.token!)}`);
+      await page.goto(`${h.origin}${signInMail.linkPath}`);
+      await page.waitForURL(`${h.origin}/account/confirm/`);
+      await page.getByRole("button", { name: "Continue signing in" }).click();
+      await page.waitForURL(`${h.origin}/account/`);
+      await expect.poll(() => page.locator("#signed-in").isVisible()).toBe(true);
+      expect(await page.locator("#who-email").innerText()).toBe(email);
+
+      // The magic link is single use: opened again, the page says so.
+      await page.goto(`${h.origin}${signInMail.linkPath}`);
+      await page.getByRole("button", { name: "Continue signing in" }).click();
+      await expect
+        .poll(() => page.locator("#message").innerText())
+        .toMatch(/^This link is not valid any more/);
+      expect(errors.filter((e) => !/status of 40[01]/.test(e))).toEqual([]);
+    } finally {
+      await context.close();
+    }
   });
 });
