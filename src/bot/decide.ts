@@ -346,7 +346,13 @@ function decideCommand(view: SubmissionView, event: Extract<BotEvent, { kind: "c
       log: [moved.message],
     };
   }
-  const actions: BotAction[] = [];
+  const note = decisionNote(
+    command.name,
+    event.commenter,
+    command.name === "reject" ? command.reason : undefined,
+  );
+  // The status comment moves first: the publish workflow the dispatch starts re-reads it.
+  const actions: BotAction[] = statusActions(view, moved.to, { notes: [note] });
   if ((command.name === "hide" || command.name === "unhide") && view.shape.kind === "submission") {
     actions.push({
       type: "dispatch_visibility",
@@ -355,12 +361,6 @@ function decideCommand(view: SubmissionView, event: Extract<BotEvent, { kind: "c
       version: view.shape.sidecar.version,
     });
   }
-  const note = decisionNote(
-    command.name,
-    event.commenter,
-    command.name === "reject" ? command.reason : undefined,
-  );
-  actions.push(...statusActions(view, moved.to, { notes: [note] }));
   return { from: view.state, to: moved.to, actions, log: [] };
 }
 
@@ -372,7 +372,9 @@ function decidePortalDecision(
     return nothing(view, "the pull request is closed");
   const moved = walk(view.state, [[event.decision, "moderator"]]);
   if (!moved.ok) return nothing(view, moved.message);
-  const actions: BotAction[] = [];
+  const note = portalDecisionNote(event.decision, event.moderator, event.notes);
+  // The status comment moves first: the publish workflow the dispatch starts re-reads it.
+  const actions: BotAction[] = statusActions(view, moved.to, { notes: [note] });
   if ((event.decision === "hide" || event.decision === "unhide") && view.shape.kind === "submission") {
     actions.push({
       type: "dispatch_visibility",
@@ -381,8 +383,6 @@ function decidePortalDecision(
       version: view.shape.sidecar.version,
     });
   }
-  const note = portalDecisionNote(event.decision, event.moderator, event.notes);
-  actions.push(...statusActions(view, moved.to, { notes: [note] }));
   return { from: view.state, to: moved.to, actions, log: [] };
 }
 

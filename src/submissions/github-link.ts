@@ -331,14 +331,8 @@ export async function syncFromPullRequest(
   row: SubmissionRow,
 ): Promise<SubmissionRow> {
   if (row.github_pull_request === null) return row;
-  if (
-    row.staging_path !== null &&
-    (row.state === "pending_review" || row.state === "validation_failed") &&
-    row.github_reported_revision !== row.revision
-  ) {
-    await link.reportValidation(row);
-    await markReported(deps, row);
-  }
+  if (row.staging_path !== null && row.github_reported_revision !== row.revision)
+    await reportOnce(deps, link, row);
   const pr = await link.read(row.github_pull_request);
   // A staged upload's checks are the worker's own (richer logs); a URL upload's are the check runs.
   const checks = row.staging_path === null && pr.checks ? pr.checks : null;
@@ -377,11 +371,30 @@ export async function syncFromPullRequest(
   });
 }
 
-export async function markReported(deps: SubmissionDeps, row: SubmissionRow): Promise<void> {
-  await deps.store.query(`UPDATE submissions SET github_reported_revision = $2 WHERE id = $1`, [
-    row.id,
-    row.revision,
-  ]);
+/**
+ * Reports a finished validation to the pull request exactly once per revision, whoever gets there
+ * first (the worker as it finishes, or a read of the submission after a failed report): the report
+ * is claimed in the store, and released again when GitHub could not take it.
+ */
+export async function reportOnce(deps: SubmissionDeps, link: GitHubLink, row: SubmissionRow): Promise<void> {
+  const claimed = await deps.store.query<SubmissionRow>(
+    `UPDATE submissions SET github_reported_revision = revision
+       WHERE id = $1 AND github_pull_request IS NOT NULL AND state IN ('pending_review', 'validation_failed')
+         AND github_reported_revision IS DISTINCT FROM revision
+     RETURNING *`,
+    [row.id],
+  );
+  const current = claimed.rows[0];
+  if (!current) return;
+  try {
+    await link.reportValidation(current);
+  } catch (error) {
+    await deps.store.query(
+      `UPDATE submissions SET github_reported_revision = NULL WHERE id = $1 AND github_reported_revision = $2`,
+      [row.id, current.revision],
+    );
+    throw error;
+  }
 }
 
 export async function linkPullRequest(

@@ -10,7 +10,7 @@ import { createClamdScanner, parseClamdTarget } from "../validation/antivirus/cl
 import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
 import { appInstallation } from "../github/app-auth.ts";
-import { createGitHubLink, type GitHubLink, markReported } from "./github-link.ts";
+import { createGitHubLink, type GitHubLink, reportOnce } from "./github-link.ts";
 import { loadSubmission } from "./service.ts";
 import { startValidationWorker } from "./worker.ts";
 
@@ -112,9 +112,7 @@ export function createSubmissionsRuntime(setup: SubmissionsSetup) {
       ? {
           onCompleted: async (id: string) => {
             const row = await loadSubmission(setup.store, id);
-            if (row?.github_pull_request == null) return;
-            await github.reportValidation(row);
-            await markReported({ ...setup, random: setup.random }, row);
+            if (row) await reportOnce(setup, github, row);
           },
         }
       : {}),

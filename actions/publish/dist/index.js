@@ -35580,7 +35580,12 @@ function decideCommand(view, event) {
       log: [moved.message]
     };
   }
-  const actions = [];
+  const note = decisionNote(
+    command.name,
+    event.commenter,
+    command.name === "reject" ? command.reason : void 0
+  );
+  const actions = statusActions(view, moved.to, { notes: [note] });
   if ((command.name === "hide" || command.name === "unhide") && view.shape.kind === "submission") {
     actions.push({
       type: "dispatch_visibility",
@@ -35589,12 +35594,6 @@ function decideCommand(view, event) {
       version: view.shape.sidecar.version
     });
   }
-  const note = decisionNote(
-    command.name,
-    event.commenter,
-    command.name === "reject" ? command.reason : void 0
-  );
-  actions.push(...statusActions(view, moved.to, { notes: [note] }));
   return { from: view.state, to: moved.to, actions, log: [] };
 }
 function decidePortalDecision(view, event) {
@@ -35602,7 +35601,8 @@ function decidePortalDecision(view, event) {
     return nothing(view, "the pull request is closed");
   const moved = walk(view.state, [[event.decision, "moderator"]]);
   if (!moved.ok) return nothing(view, moved.message);
-  const actions = [];
+  const note = portalDecisionNote(event.decision, event.moderator, event.notes);
+  const actions = statusActions(view, moved.to, { notes: [note] });
   if ((event.decision === "hide" || event.decision === "unhide") && view.shape.kind === "submission") {
     actions.push({
       type: "dispatch_visibility",
@@ -35611,8 +35611,6 @@ function decidePortalDecision(view, event) {
       version: view.shape.sidecar.version
     });
   }
-  const note = portalDecisionNote(event.decision, event.moderator, event.notes);
-  actions.push(...statusActions(view, moved.to, { notes: [note] }));
   return { from: view.state, to: moved.to, actions, log: [] };
 }
 function decideClosed(view, merged) {
