@@ -187,19 +187,20 @@ export function commandUsageReply(login: string, message: string): string {
   return `@${login} ${message}\n\nCommands: \`/svc reject <reason>\`, \`/svc hide\`, \`/svc unhide\`.`;
 }
 
+const DECISION_VERBS = {
+  approve: "approved",
+  request_changes: "requested changes",
+  reject: "rejected this submission",
+  hide: "hid this release",
+  unhide: "restored this release",
+} as const;
+
 export function decisionNote(
   kind: "approve" | "request_changes" | "reject" | "hide" | "unhide",
   login: string,
   reason?: string,
 ): string {
-  const verbs = {
-    approve: "approved",
-    request_changes: "requested changes",
-    reject: "rejected this submission",
-    hide: "hid this release",
-    unhide: "restored this release",
-  } as const;
-  return `@${login} ${verbs[kind]}${reason ? `: ${inlineCode(reason, 500)}` : "."}`;
+  return `@${login} ${DECISION_VERBS[kind]}${reason ? `: ${inlineCode(reason, 500)}` : "."}`;
 }
 
 /** A decision taken through the portal API: the moderator is a portal account, not a GitHub login. */
@@ -208,14 +209,7 @@ export function portalDecisionNote(
   moderator: string,
   notes: string,
 ): string {
-  const verbs = {
-    approve: "approved",
-    request_changes: "requested changes",
-    reject: "rejected this submission",
-    hide: "hid this release",
-    unhide: "restored this release",
-  } as const;
-  return `A portal moderator (${inlineCode(moderator, 80)}) ${verbs[kind]} through the portal API: ${inlineCode(notes, 500)}`;
+  return `A portal moderator (${inlineCode(moderator, 80)}) ${DECISION_VERBS[kind]} through the portal API: ${inlineCode(notes, 500)}`;
 }
 
 /** The pull request the portal opens for an upload through POST /api/v1/uploads. */

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, readSync, rmdirSync } from "node:fs";
+import { existsSync, readFileSync, rmdirSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { basename, dirname, relative, resolve } from "node:path";
 import { commitFiles, FileExistsError, stagingDir } from "../catalog/atomic-files.ts";
@@ -12,6 +12,8 @@ import { readManifest, SIDECAR_JSON_LIMITS, validateSidecar } from "../validatio
 import { zipCapsFromPolicy } from "../validation/runner.ts";
 import type { Manifest, PackageAnalysis, Sidecar } from "../validation/types.ts";
 import { parseUntrustedJson } from "../validation/untrusted-json.ts";
+import { DEFAULT_ZIP_CAPS } from "../contracts/validation-contract.ts";
+import { readAt } from "../validation/runner.ts";
 import { type ByteSource, inflateEntry, readZipStructure, type ZipCaps } from "../validation/zip/reader.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
 import { parseFlags } from "./project.ts";
@@ -112,15 +114,7 @@ export type NewSidecarResult =
 // Used only without a site: the same ZIP caps the framework validation contract publishes, and the
 // schema's own package size limit. `svc validate` applies the portal's real ones either way.
 const MIB = 1024 * 1024;
-const FALLBACK_CAPS: ZipCaps = {
-  maxEntries: 25_000,
-  maxNameBytes: 240,
-  maxPathDepth: 12,
-  maxEntryUncompressedBytes: 512 * MIB,
-  maxTotalUncompressedBytes: 1024 * MIB,
-  maxCompressionRatio: 200,
-  compressionRatioMinBytes: MIB,
-};
+const FALLBACK_CAPS: ZipCaps = DEFAULT_ZIP_CAPS;
 const FALLBACK_MAX_PACKAGE_BYTES = 100 * MIB;
 
 /** Where each required field comes from, for the message that names it. */
@@ -247,20 +241,7 @@ async function measurePackage(
 }
 
 function fileSource(fd: number, size: number): ByteSource {
-  return {
-    size,
-    read(offset, length) {
-      const want = Math.max(0, Math.min(length, size - offset));
-      const buffer = Buffer.allocUnsafe(want);
-      let got = 0;
-      while (got < want) {
-        const n = readSync(fd, buffer, got, want - got, offset + got);
-        if (n === 0) break;
-        got += n;
-      }
-      return buffer.subarray(0, got);
-    },
-  };
+  return { size, read: (offset, length) => readAt(fd, size, offset, length) };
 }
 
 const REQUIRED_FIELDS: readonly string[] = (() => {

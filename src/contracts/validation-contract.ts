@@ -47,6 +47,17 @@ export interface ValidationContract {
 
 const MIB = 1024 * 1024;
 
+/** The ZIP caps the framework validation contract publishes (also what `svc new` uses without a site). */
+export const DEFAULT_ZIP_CAPS = {
+  maxEntries: 25_000,
+  maxNameBytes: 240,
+  maxPathDepth: 12,
+  maxEntryUncompressedBytes: 512 * MIB,
+  maxTotalUncompressedBytes: 1024 * MIB,
+  maxCompressionRatio: 200,
+  compressionRatioMinBytes: 1 * MIB,
+} as const;
+
 export function buildValidationContract(
   config: PortalConfig,
   supportedGameBuilds: string[],
@@ -69,13 +80,7 @@ export function buildValidationContract(
     package: {
       acceptedContentTypes: ["application/zip", "application/x-zip-compressed"],
       maxPackageBytes: config.limits.maxPackageBytes,
-      maxEntries: 25_000,
-      maxNameBytes: 240,
-      maxPathDepth: 12,
-      maxEntryUncompressedBytes: 512 * MIB,
-      maxTotalUncompressedBytes: 1024 * MIB,
-      maxCompressionRatio: 200,
-      compressionRatioMinBytes: 1 * MIB,
+      ...DEFAULT_ZIP_CAPS,
       allowedCompressionMethods: [0, 8],
       maxNestedArchiveDepth: 0,
     },

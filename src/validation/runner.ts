@@ -148,17 +148,7 @@ async function openPackage(source: ValidationInput["package"], maxBytes: number)
   }
   const fd = handle.fd;
   const size = before.size;
-  const direct = (offset: number, length: number): Buffer => {
-    const want = Math.max(0, Math.min(length, size - offset));
-    const buffer = Buffer.allocUnsafe(want);
-    let got = 0;
-    while (got < want) {
-      const n = readSync(fd, buffer, got, want - got, offset + got);
-      if (n === 0) break;
-      got += n;
-    }
-    return buffer.subarray(0, got);
-  };
+  const direct = (offset: number, length: number): Buffer => readAt(fd, size, offset, length);
   // Entries are visited in file order, so small reads (headers, small files) are served from one
   // 1 MiB window instead of a system call each. A window is never reused, so returned slices stay valid.
   let window: { base: number; buf: Buffer } = { base: 0, buf: Buffer.alloc(0) };
@@ -338,6 +328,19 @@ class ScanQueue {
 }
 
 /** Read, hash, parse, inflate, sniff and scan the package once; checks then only read the result. */
+/** Up to length bytes at offset of an open file of the given size (short only at its end). */
+export function readAt(fd: number, size: number, offset: number, length: number): Buffer {
+  const want = Math.max(0, Math.min(length, size - offset));
+  const buffer = Buffer.allocUnsafe(want);
+  let got = 0;
+  while (got < want) {
+    const n = readSync(fd, buffer, got, want - got, offset + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return buffer.subarray(0, got);
+}
+
 export async function analyzePackage(input: ValidationInput): Promise<PackageAnalysis> {
   const opened = await openPackage(input.package, input.policy.package.maxPackageBytes);
   if ("unreadable" in opened) {

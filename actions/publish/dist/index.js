@@ -35310,25 +35310,18 @@ function commandUsageReply(login, message) {
 
 Commands: \`/svc reject <reason>\`, \`/svc hide\`, \`/svc unhide\`.`;
 }
+var DECISION_VERBS = {
+  approve: "approved",
+  request_changes: "requested changes",
+  reject: "rejected this submission",
+  hide: "hid this release",
+  unhide: "restored this release"
+};
 function decisionNote(kind, login, reason) {
-  const verbs = {
-    approve: "approved",
-    request_changes: "requested changes",
-    reject: "rejected this submission",
-    hide: "hid this release",
-    unhide: "restored this release"
-  };
-  return `@${login} ${verbs[kind]}${reason ? `: ${inlineCode(reason, 500)}` : "."}`;
+  return `@${login} ${DECISION_VERBS[kind]}${reason ? `: ${inlineCode(reason, 500)}` : "."}`;
 }
 function portalDecisionNote(kind, moderator, notes) {
-  const verbs = {
-    approve: "approved",
-    request_changes: "requested changes",
-    reject: "rejected this submission",
-    hide: "hid this release",
-    unhide: "restored this release"
-  };
-  return `A portal moderator (${inlineCode(moderator, 80)}) ${verbs[kind]} through the portal API: ${inlineCode(notes, 500)}`;
+  return `A portal moderator (${inlineCode(moderator, 80)}) ${DECISION_VERBS[kind]} through the portal API: ${inlineCode(notes, 500)}`;
 }
 function receiptComment(receipt) {
   if (!receipt.ok) {
@@ -38286,17 +38279,7 @@ async function openPackage(source, maxBytes) {
   }
   const fd = handle.fd;
   const size = before.size;
-  const direct = (offset, length) => {
-    const want = Math.max(0, Math.min(length, size - offset));
-    const buffer = Buffer.allocUnsafe(want);
-    let got = 0;
-    while (got < want) {
-      const n = readSync(fd, buffer, got, want - got, offset + got);
-      if (n === 0) break;
-      got += n;
-    }
-    return buffer.subarray(0, got);
-  };
+  const direct = (offset, length) => readAt(fd, size, offset, length);
   let window = { base: 0, buf: Buffer.alloc(0) };
   return {
     source: {
@@ -38452,6 +38435,17 @@ var ScanQueue = class {
     return this.verdicts.sort((a, b) => a.order - b.order).map(({ target, result }) => ({ target, result }));
   }
 };
+function readAt(fd, size, offset, length) {
+  const want = Math.max(0, Math.min(length, size - offset));
+  const buffer = Buffer.allocUnsafe(want);
+  let got = 0;
+  while (got < want) {
+    const n = readSync(fd, buffer, got, want - got, offset + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return buffer.subarray(0, got);
+}
 async function analyzePackage(input) {
   const opened = await openPackage(input.package, input.policy.package.maxPackageBytes);
   if ("unreadable" in opened) {
@@ -39955,6 +39949,15 @@ function buildReadinessDocument(inputs, readiness, generatedAt) {
 // src/contracts/validation-contract.ts
 var MANIFEST_FILE_NAME = "svc-mod.json";
 var MIB = 1024 * 1024;
+var DEFAULT_ZIP_CAPS = {
+  maxEntries: 25e3,
+  maxNameBytes: 240,
+  maxPathDepth: 12,
+  maxEntryUncompressedBytes: 512 * MIB,
+  maxTotalUncompressedBytes: 1024 * MIB,
+  maxCompressionRatio: 200,
+  compressionRatioMinBytes: 1 * MIB
+};
 function buildValidationContract(config, supportedGameBuilds, frameworkVersion, generatedAt) {
   const urls = portalUrls(config.baseUrl);
   return {
@@ -39972,13 +39975,7 @@ function buildValidationContract(config, supportedGameBuilds, frameworkVersion, 
     package: {
       acceptedContentTypes: ["application/zip", "application/x-zip-compressed"],
       maxPackageBytes: config.limits.maxPackageBytes,
-      maxEntries: 25e3,
-      maxNameBytes: 240,
-      maxPathDepth: 12,
-      maxEntryUncompressedBytes: 512 * MIB,
-      maxTotalUncompressedBytes: 1024 * MIB,
-      maxCompressionRatio: 200,
-      compressionRatioMinBytes: 1 * MIB,
+      ...DEFAULT_ZIP_CAPS,
       allowedCompressionMethods: [0, 8],
       maxNestedArchiveDepth: 0
     },

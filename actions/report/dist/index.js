@@ -33117,25 +33117,18 @@ function commandUsageReply(login, message) {
 
 Commands: \`/svc reject <reason>\`, \`/svc hide\`, \`/svc unhide\`.`;
 }
+var DECISION_VERBS = {
+  approve: "approved",
+  request_changes: "requested changes",
+  reject: "rejected this submission",
+  hide: "hid this release",
+  unhide: "restored this release"
+};
 function decisionNote(kind, login, reason) {
-  const verbs = {
-    approve: "approved",
-    request_changes: "requested changes",
-    reject: "rejected this submission",
-    hide: "hid this release",
-    unhide: "restored this release"
-  };
-  return `@${login} ${verbs[kind]}${reason ? `: ${inlineCode(reason, 500)}` : "."}`;
+  return `@${login} ${DECISION_VERBS[kind]}${reason ? `: ${inlineCode(reason, 500)}` : "."}`;
 }
 function portalDecisionNote(kind, moderator, notes) {
-  const verbs = {
-    approve: "approved",
-    request_changes: "requested changes",
-    reject: "rejected this submission",
-    hide: "hid this release",
-    unhide: "restored this release"
-  };
-  return `A portal moderator (${inlineCode(moderator, 80)}) ${verbs[kind]} through the portal API: ${inlineCode(notes, 500)}`;
+  return `A portal moderator (${inlineCode(moderator, 80)}) ${DECISION_VERBS[kind]} through the portal API: ${inlineCode(notes, 500)}`;
 }
 function receiptComment(receipt) {
   if (!receipt.ok) {

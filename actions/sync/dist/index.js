@@ -35686,6 +35686,15 @@ function schemaRegistry(baseUrl) {
 // src/contracts/validation-contract.ts
 var MANIFEST_FILE_NAME = "svc-mod.json";
 var MIB = 1024 * 1024;
+var DEFAULT_ZIP_CAPS = {
+  maxEntries: 25e3,
+  maxNameBytes: 240,
+  maxPathDepth: 12,
+  maxEntryUncompressedBytes: 512 * MIB,
+  maxTotalUncompressedBytes: 1024 * MIB,
+  maxCompressionRatio: 200,
+  compressionRatioMinBytes: 1 * MIB
+};
 function buildValidationContract(config, supportedGameBuilds, frameworkVersion, generatedAt) {
   const urls = portalUrls(config.baseUrl);
   return {
@@ -35703,13 +35712,7 @@ function buildValidationContract(config, supportedGameBuilds, frameworkVersion, 
     package: {
       acceptedContentTypes: ["application/zip", "application/x-zip-compressed"],
       maxPackageBytes: config.limits.maxPackageBytes,
-      maxEntries: 25e3,
-      maxNameBytes: 240,
-      maxPathDepth: 12,
-      maxEntryUncompressedBytes: 512 * MIB,
-      maxTotalUncompressedBytes: 1024 * MIB,
-      maxCompressionRatio: 200,
-      compressionRatioMinBytes: 1 * MIB,
+      ...DEFAULT_ZIP_CAPS,
       allowedCompressionMethods: [0, 8],
       maxNestedArchiveDepth: 0
     },

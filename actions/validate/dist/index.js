@@ -36824,17 +36824,7 @@ async function openPackage(source, maxBytes) {
   }
   const fd = handle.fd;
   const size = before.size;
-  const direct = (offset, length) => {
-    const want = Math.max(0, Math.min(length, size - offset));
-    const buffer = Buffer.allocUnsafe(want);
-    let got = 0;
-    while (got < want) {
-      const n = readSync(fd, buffer, got, want - got, offset + got);
-      if (n === 0) break;
-      got += n;
-    }
-    return buffer.subarray(0, got);
-  };
+  const direct = (offset, length) => readAt(fd, size, offset, length);
   let window = { base: 0, buf: Buffer.alloc(0) };
   return {
     source: {
@@ -36990,6 +36980,17 @@ var ScanQueue = class {
     return this.verdicts.sort((a, b) => a.order - b.order).map(({ target, result }) => ({ target, result }));
   }
 };
+function readAt(fd, size, offset, length) {
+  const want = Math.max(0, Math.min(length, size - offset));
+  const buffer = Buffer.allocUnsafe(want);
+  let got = 0;
+  while (got < want) {
+    const n = readSync(fd, buffer, got, want - got, offset + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return buffer.subarray(0, got);
+}
 async function analyzePackage(input) {
   const opened = await openPackage(input.package, input.policy.package.maxPackageBytes);
   if ("unreadable" in opened) {
