@@ -1,3 +1,4 @@
+import { withTreeLock } from "../catalog/atomic-files.ts";
 import { loadSiteInputs, renderSite, writeSite } from "../catalog/site.ts";
 import { type CliIo, EXIT_OK } from "./io.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
@@ -5,8 +6,8 @@ import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
 const HELP = `usage: svc build [--root DIR] [--config FILE] [--records DIR] [--site DIR]
 
 Regenerates every file under site/api/v1 from portal.config.json and records/, validates each
-against its schema, and writes them as one transaction (all files or none). A rebuild with no
-input change changes no byte.
+against its schema, and writes them as one transaction (all files or none) under the publish lock.
+A rebuild with no input change changes no byte.
 `;
 
 export async function run(args: string[], io: CliIo): Promise<number> {
@@ -16,8 +17,11 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     return EXIT_OK;
   }
   const { paths, config } = openProject(values, io);
-  const files = renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir);
-  const result = writeSite(paths.siteDir, files);
+  // Under the publish lock: a build never interleaves with a publication, sync or smoke record.
+  const { files, result } = await withTreeLock(paths.root, () => {
+    const files = renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir);
+    return { files, result: writeSite(paths.siteDir, files) };
+  });
   io.stdout.write(
     `svc build: ${files.size} files, ${result.written.length} written, ${result.deleted.length} removed, ${result.unchanged} unchanged\n`,
   );

@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
+import { withTreeLock } from "../../src/catalog/atomic-files.ts";
 import { checkContractRules } from "../../src/catalog/contract-rules.ts";
 import { parseManagerCatalog } from "../../src/catalog/manager-reader.ts";
 import { listGeneratedFiles, loadSiteInputs, renderSite } from "../../src/catalog/site.ts";
@@ -44,6 +45,29 @@ describe("svc build", () => {
     expect(readiness.releaseBlockers.length).toBeGreaterThan(0);
     const schema = json<{ $id: string }>("site/api/v1/publishing/backend-contract.schema.json");
     expect(schema.$id).toBe(`${project.config.baseUrl}/api/v1/publishing/backend-contract.schema.json`);
+  });
+
+  it("waits for the publish lock: a build never writes while a publication holds it", async () => {
+    project = tempProject();
+    const order: string[] = [];
+    let release!: () => void;
+    const held = withTreeLock(project.root, async () => {
+      order.push("publication starts");
+      await new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      order.push("publication ends");
+    });
+    const build = runCli(["build"], project.root).then((r) => {
+      order.push("build done");
+      return r;
+    });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(order).toEqual(["publication starts"]);
+    release();
+    await held;
+    expect((await build).code).toBe(0);
+    expect(order).toEqual(["publication starts", "publication ends", "build done"]);
   });
 
   it("is idempotent: a second run changes no byte", async () => {
