@@ -368,10 +368,10 @@ function decidePortalDecision(
   view: SubmissionView,
   event: Extract<BotEvent, { kind: "portal_decision" }>,
 ): Plan {
-  if (!view.open && event.decision !== "hide" && event.decision !== "unhide")
-    return nothing(view, "the pull request is closed");
   const moved = walk(view.state, [[event.decision, "moderator"]]);
   if (!moved.ok) return nothing(view, moved.message);
+  if (!view.open && event.decision !== "hide" && event.decision !== "unhide")
+    return nothing(view, "the pull request is closed");
   const note = portalDecisionNote(event.decision, event.moderator, event.notes);
   // The status comment moves first: the publish workflow the dispatch starts re-reads it.
   const actions: BotAction[] = statusActions(view, moved.to, { notes: [note] });

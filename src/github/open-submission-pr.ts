@@ -5,6 +5,7 @@
  */
 import type { GitHubApi, RepoRef } from "./api.ts";
 import { isNotFound } from "./api.ts";
+import { STAGING_TAG_PREFIX } from "./submission-files.ts";
 
 export interface SubmissionPullRequestInput {
   branch: string;
@@ -77,4 +78,11 @@ export async function updateSubmissionFile(
     ...(sha ? { sha } : {}),
   });
   return written.commit?.sha ?? "";
+}
+
+/** The draft release holding an upload's privately staged package (one per submission), if any. */
+export async function findStagingRelease(api: GitHubApi, portal: RepoRef, submissionId: string) {
+  const tag = `${STAGING_TAG_PREFIX}${submissionId}`;
+  const releases = await api.paginate(api.rest.repos.listReleases, { ...portal, per_page: 100 });
+  return releases.find((r) => r.tag_name === tag && r.draft);
 }

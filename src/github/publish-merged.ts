@@ -15,6 +15,7 @@ import { publishRelease } from "../catalog/publisher.ts";
 import { isSvcError } from "../errors.ts";
 import type { GitHubApi, RepoRef } from "./api.ts";
 import { type DownloadResult, downloadCapped, type FetchLike } from "./download.ts";
+import { findStagingRelease } from "./open-submission-pr.ts";
 import { parseSubmissionPath, STAGING_TAG_PREFIX, stagedUploadId } from "./submission-files.ts";
 
 export interface MergedSubmission {
@@ -170,8 +171,7 @@ export async function downloadStagedPackage(
   maxBytes: number,
 ): Promise<DownloadResult> {
   const tag = `${STAGING_TAG_PREFIX}${submissionId}`;
-  const releases = await api.paginate(api.rest.repos.listReleases, { ...repo, per_page: 100 });
-  const release = releases.find((r) => r.tag_name === tag && r.draft);
+  const release = await findStagingRelease(api, repo, submissionId);
   const asset = release?.assets.find((a) => a.name === fileName);
   if (!asset)
     return {

@@ -18,17 +18,20 @@
 import { readFileSync } from "node:fs";
 import { appendAuditEvent } from "../accounts/audit.ts";
 import { uploadPullRequest } from "../bot/comments.ts";
-import type { Plan } from "../bot/decide.ts";
 import { deriveSubmission, type SubmissionView as PullRequestView } from "../bot/derive.ts";
 import { fetchPullRequestInfo } from "../bot/fetch.ts";
 import { type BotOptions, handleSubmissionEvent } from "../bot/handle.ts";
 import { type GitHubApi, isNotFound, type RepoRef, splitRepository } from "../github/api.ts";
-import { openSubmissionPullRequest, updateSubmissionFile } from "../github/open-submission-pr.ts";
+import {
+  findStagingRelease,
+  openSubmissionPullRequest,
+  updateSubmissionFile,
+} from "../github/open-submission-pr.ts";
 import { STAGING_TAG_PREFIX, submissionPath } from "../github/submission-files.ts";
 import { SUBMISSION_REPORT_SCHEMA, type SubmissionReport } from "../github/submission-report.ts";
 import { SvcError } from "../errors.ts";
 import type { Sidecar } from "../validation/types.ts";
-import { type SubmissionState, transition } from "../workflow/machine.ts";
+import type { SubmissionState } from "../workflow/machine.ts";
 import {
   type CheckEntry,
   type Decision,
@@ -68,7 +71,8 @@ export interface GitHubLink {
   }): Promise<{ number: number; htmlUrl: string; headSha: string }>;
   /** Posts the portal worker's validation result to the pull request (check runs, label, status comment). */
   reportValidation(row: SubmissionRow): Promise<void>;
-  read(number: number): Promise<PullRequestState>;
+  /** The PR's state; with checks, also its `svc / *` check runs (a URL upload's validation). */
+  read(number: number, options: { checks: boolean }): Promise<PullRequestState>;
   decide(
     number: number,
     decision: Decision,
@@ -105,8 +109,7 @@ export function createGitHubLink(options: GitHubLinkOptions): GitHubLink {
 
   async function stageAsset(api: GitHubApi, submissionId: string, fileName: string, path: string) {
     const tag = `${STAGING_TAG_PREFIX}${submissionId}`;
-    const releases = await api.paginate(api.rest.repos.listReleases, { ...repo, per_page: 100 });
-    let release = releases.find((r) => r.tag_name === tag && r.draft);
+    let release = await findStagingRelease(api, repo, submissionId);
     release ??= (
       await api.rest.repos.createRelease({
         ...repo,
@@ -142,10 +145,10 @@ export function createGitHubLink(options: GitHubLinkOptions): GitHubLink {
         if (input.stagedFile)
           await stageAsset(api, input.submissionId, sidecar.package.fileName, input.stagedFile);
         // A staged package is found by the publish workflow through the draft release, not by URL.
-        const onBranch: Record<string, unknown> = input.stagedFile
-          ? { ...sidecar, package: { ...sidecar.package, url: undefined } }
+        const { url: _url, ...stagedPackage } = sidecar.package;
+        const clean: Record<string, unknown> = input.stagedFile
+          ? { ...sidecar, package: stagedPackage }
           : { ...sidecar };
-        const clean = JSON.parse(JSON.stringify(onBranch)) as Record<string, unknown>;
         const pr = uploadPullRequest({
           submissionId: input.submissionId,
           modId: sidecar.modId,
@@ -227,7 +230,7 @@ export function createGitHubLink(options: GitHubLinkOptions): GitHubLink {
       });
     },
 
-    async read(number) {
+    async read(number, { checks }) {
       const api = await upstream("authenticate as the app", options.api);
       return upstream("read the submission pull request", async () => {
         const current = await view(api, number);
@@ -236,7 +239,7 @@ export function createGitHubLink(options: GitHubLinkOptions): GitHubLink {
           headSha: current.headSha,
           open: current.open,
           merged: current.merged,
-          checks: await readCheckRuns(api, repo, current.headSha),
+          checks: checks ? await readCheckRuns(api, repo, current.headSha) : null,
         };
       });
     },
@@ -244,21 +247,17 @@ export function createGitHubLink(options: GitHubLinkOptions): GitHubLink {
     async decide(number, decision, moderator, notes) {
       const api = await upstream("authenticate as the app", options.api);
       return upstream("record the decision on the pull request", async () => {
-        const current = await view(api, number);
-        const step = transition(current.state, decision, "moderator");
-        if (!step.ok)
-          throw new SvcError("illegal_transition", step.message, { details: { state: current.state } });
-        const handled = await handleSubmissionEvent(
+        // The bot's plan is the legality check: an illegal move plans nothing and writes nothing.
+        const { plan } = await handleSubmissionEvent(
           api,
           repo,
           number,
           { kind: "portal_decision", decision, moderator, notes },
           await botOptions(),
         );
-        const plan = handled.plan as Plan | null;
         if (!plan || plan.to === plan.from)
           throw new SvcError("illegal_transition", plan?.log[0] ?? "the pull request did not move", {
-            details: { state: current.state },
+            details: { state: plan?.from ?? null },
           });
         return { from: plan.from, to: plan.to };
       });
@@ -332,10 +331,10 @@ export async function syncFromPullRequest(
 ): Promise<SubmissionRow> {
   if (row.github_pull_request === null) return row;
   if (row.staging_path !== null && row.github_reported_revision !== row.revision)
-    await reportOnce(deps, link, row);
-  const pr = await link.read(row.github_pull_request);
+    await reportOnce(deps, link, row.id);
   // A staged upload's checks are the worker's own (richer logs); a URL upload's are the check runs.
-  const checks = row.staging_path === null && pr.checks ? pr.checks : null;
+  const pr = await link.read(row.github_pull_request, { checks: row.staging_path === null });
+  const checks = pr.checks;
   if (pr.state === row.state && !checks) return row;
   const now = deps.now();
   return deps.store.transaction(async (tx) => {
@@ -376,13 +375,17 @@ export async function syncFromPullRequest(
  * first (the worker as it finishes, or a read of the submission after a failed report): the report
  * is claimed in the store, and released again when GitHub could not take it.
  */
-export async function reportOnce(deps: SubmissionDeps, link: GitHubLink, row: SubmissionRow): Promise<void> {
+export async function reportOnce(
+  deps: SubmissionDeps,
+  link: GitHubLink,
+  submissionId: string,
+): Promise<void> {
   const claimed = await deps.store.query<SubmissionRow>(
     `UPDATE submissions SET github_reported_revision = revision
        WHERE id = $1 AND github_pull_request IS NOT NULL AND state IN ('pending_review', 'validation_failed')
          AND github_reported_revision IS DISTINCT FROM revision
      RETURNING *`,
-    [row.id],
+    [submissionId],
   );
   const current = claimed.rows[0];
   if (!current) return;
@@ -391,7 +394,7 @@ export async function reportOnce(deps: SubmissionDeps, link: GitHubLink, row: Su
   } catch (error) {
     await deps.store.query(
       `UPDATE submissions SET github_reported_revision = NULL WHERE id = $1 AND github_reported_revision = $2`,
-      [row.id, current.revision],
+      [submissionId, current.revision],
     );
     throw error;
   }

@@ -11,7 +11,6 @@ import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
 import { appInstallation } from "../github/app-auth.ts";
 import { createGitHubLink, type GitHubLink, reportOnce } from "./github-link.ts";
-import { loadSubmission } from "./service.ts";
 import { startValidationWorker } from "./worker.ts";
 
 const DEBIAN_CLAMD_SOCKET = "/var/run/clamav/clamd.ctl";
@@ -111,8 +110,7 @@ export function createSubmissionsRuntime(setup: SubmissionsSetup) {
     ...(github
       ? {
           onCompleted: async (id: string) => {
-            const row = await loadSubmission(setup.store, id);
-            if (row) await reportOnce(setup, github, row);
+            await reportOnce(setup, github, id);
           },
         }
       : {}),

@@ -35590,10 +35590,10 @@ function decideCommand(view, event) {
   return { from: view.state, to: moved.to, actions, log: [] };
 }
 function decidePortalDecision(view, event) {
-  if (!view.open && event.decision !== "hide" && event.decision !== "unhide")
-    return nothing(view, "the pull request is closed");
   const moved = walk(view.state, [[event.decision, "moderator"]]);
   if (!moved.ok) return nothing(view, moved.message);
+  if (!view.open && event.decision !== "hide" && event.decision !== "unhide")
+    return nothing(view, "the pull request is closed");
   const note = portalDecisionNote(event.decision, event.moderator, event.notes);
   const actions = statusActions(view, moved.to, { notes: [note] });
   if ((event.decision === "hide" || event.decision === "unhide") && view.shape.kind === "submission") {
@@ -41237,6 +41237,13 @@ async function downloadCapped(url, maxBytes, fetchImpl = fetch, options = {}) {
   return { ok: true, bytes: Buffer.concat(chunks, total), sha256: hash.digest("hex"), sizeBytes: total };
 }
 
+// src/github/open-submission-pr.ts
+async function findStagingRelease(api, portal, submissionId) {
+  const tag = `${STAGING_TAG_PREFIX}${submissionId}`;
+  const releases = await api.paginate(api.rest.repos.listReleases, { ...portal, per_page: 100 });
+  return releases.find((r) => r.tag_name === tag && r.draft);
+}
+
 // src/github/publish-merged.ts
 async function publishMergedSubmissions(api, input) {
   const { data: comparison } = await api.rest.repos.compareCommitsWithBasehead({
@@ -41353,8 +41360,7 @@ async function publishMergedSubmissions(api, input) {
 }
 async function downloadStagedPackage(api, repo, submissionId, fileName, maxBytes) {
   const tag = `${STAGING_TAG_PREFIX}${submissionId}`;
-  const releases = await api.paginate(api.rest.repos.listReleases, { ...repo, per_page: 100 });
-  const release = releases.find((r) => r.tag_name === tag && r.draft);
+  const release = await findStagingRelease(api, repo, submissionId);
   const asset = release?.assets.find((a) => a.name === fileName);
   if (!asset)
     return {

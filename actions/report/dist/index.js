@@ -33397,10 +33397,10 @@ function decideCommand(view, event) {
   return { from: view.state, to: moved.to, actions, log: [] };
 }
 function decidePortalDecision(view, event) {
-  if (!view.open && event.decision !== "hide" && event.decision !== "unhide")
-    return nothing(view, "the pull request is closed");
   const moved = walk(view.state, [[event.decision, "moderator"]]);
   if (!moved.ok) return nothing(view, moved.message);
+  if (!view.open && event.decision !== "hide" && event.decision !== "unhide")
+    return nothing(view, "the pull request is closed");
   const note = portalDecisionNote(event.decision, event.moderator, event.notes);
   const actions = statusActions(view, moved.to, { notes: [note] });
   if ((event.decision === "hide" || event.decision === "unhide") && view.shape.kind === "submission") {
