@@ -26,7 +26,6 @@ afterEach(async () => {
   await bot.stop();
 });
 
-// biome-ignore lint/suspicious/noExplicitAny: real webhook payloads are adjusted field by field
 function pullRequestPayload(action: string): Record<string, any> {
   const payload = examplePayload("pull_request", action);
   payload.number = world.number;

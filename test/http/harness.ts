@@ -130,7 +130,6 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 export interface ApiResponse {
   status: number;
   headers: Headers;
-  // biome-ignore lint/suspicious/noExplicitAny: tests read response bodies loosely.
   json: any;
   text: string;
 }

@@ -24,13 +24,11 @@ export const WEBHOOK_SECRET = "test-webhook-secret-not-real";
 export const BOT_LOGIN = "svc-portal[bot]";
 
 /** A real payload for an event/action, deep-copied so a test may adjust it. */
-// biome-ignore lint/suspicious/noExplicitAny: real webhook payloads are adjusted field by field
 export function examplePayload(name: string, action: string): Record<string, any> {
   const group = EXAMPLES.find((e) => e.name === name);
   const found = group?.examples.filter((e) => e.action === action) ?? [];
   const chosen = found.find((e) => e.installation) ?? found[0];
   if (!chosen) throw new Error(`no ${name}.${action} example in @octokit/webhooks-examples`);
-  // biome-ignore lint/suspicious/noExplicitAny: real webhook payloads are adjusted field by field
   const copy = structuredClone(chosen) as Record<string, any>;
   // Only app deliveries carry an installation; the examples taken without one get the test's.
   copy.installation ??= { id: INSTALLATION_ID, node_id: "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==" };
