@@ -46,22 +46,28 @@ export const SITE_PATHS = {
     `downloads/mods/${modId}/${version}/${fileName}`,
 } as const;
 
-/** Extensionless aliases the contract lists; the local server and vercel.json rewrites serve them. */
+const PARAM = "\u0000";
+
+/**
+ * Extensionless aliases: every generated document route also answers without `.json` (and
+ * `.../index.json` without `/index.json`). Derived from SITE_PATHS, so a new document cannot lack
+ * one; the local server serves them and vercel.json rewrites them (a test keeps the two in step).
+ */
 export const EXTENSIONLESS_ROUTES: ReadonlyArray<{
   pattern: RegExp;
   target: (m: RegExpExecArray) => string;
-}> = [
-  { pattern: /^\/api\/v1\/catalog$/, target: () => "/api/v1/catalog.json" },
-  { pattern: /^\/api\/v1\/readiness$/, target: () => "/api/v1/readiness.json" },
-  { pattern: /^\/api\/v1\/mods$/, target: () => "/api/v1/mods/index.json" },
-  { pattern: /^\/api\/v1\/mods\/([a-z0-9-]+)$/, target: (m) => `/api/v1/mods/${m[1]}/index.json` },
-  {
-    pattern: /^\/api\/v1\/mods\/([a-z0-9-]+)\/versions$/,
-    target: (m) => `/api/v1/mods/${m[1]}/versions.json`,
-  },
-  { pattern: /^\/api\/v1\/publishing\/workflow$/, target: () => "/api/v1/publishing/workflow.json" },
-  {
-    pattern: /^\/api\/v1\/publishing\/backend-contract$/,
-    target: () => "/api/v1/publishing/backend-contract.json",
-  },
-];
+}> = Object.values(SITE_PATHS)
+  .map((path) => (typeof path === "string" ? path : path(PARAM, PARAM, PARAM)))
+  .filter((path) => path.endsWith(".json"))
+  .map((path) => {
+    const target = `/${path}`;
+    const alias = target.replace(/(\/index)?\.json$/, "");
+    const source = alias.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replaceAll(PARAM, "([a-z0-9-]+)");
+    return {
+      pattern: new RegExp(`^${source}$`),
+      target: (m: RegExpExecArray) => {
+        let group = 0;
+        return target.replaceAll(PARAM, () => m[++group]!);
+      },
+    };
+  });

@@ -1,0 +1,600 @@
+import { createHash, randomBytes } from "node:crypto";
+import {
+  closeSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from "node:fs";
+import { dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import JSZip from "jszip";
+import { readValidationDocuments } from "../catalog/validator.ts";
+import { SOURCE_SCHEMA_BASE } from "../contracts/schemas.ts";
+import { MANIFEST_FILE_NAME, type ValidationContract } from "../contracts/validation-contract.ts";
+import { checkArchiveContentPolicy } from "../validation/checks/archive_content_policy.ts";
+import { passed } from "../validation/checks/common.ts";
+import { checkEntrypointPresence } from "../validation/checks/entrypoint_presence.ts";
+import { checkFileSignature } from "../validation/checks/file_signature.ts";
+import { checkManifestSchema } from "../validation/checks/manifest_schema.ts";
+import { checkModConfigContract } from "../validation/checks/mod_config_contract.ts";
+import { checkZipPathSafety } from "../validation/checks/zip_path_safety.ts";
+import { CONFIG_JSON_LIMITS, MANIFEST_JSON_LIMITS, readManifest } from "../validation/documents.ts";
+import { analyzePackage } from "../validation/runner.ts";
+import type {
+  CheckContext,
+  CheckFunction,
+  CheckOutcome,
+  Manifest,
+  PackageAnalysis,
+  Sidecar,
+} from "../validation/types.ts";
+import { parseUntrustedJson } from "../validation/untrusted-json.ts";
+import { analyzeCollisions, analyzeName } from "../validation/zip/names.ts";
+import type { ZipEntry, ZipFinding } from "../validation/zip/reader.ts";
+import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
+
+const HELP = `usage: svc pack FOLDER [--out FILE.zip] [--site DIR] [--json]
+
+Builds a mod's package ZIP from FOLDER, which holds exactly what the ZIP contains, with svc-mod.json
+(schema svc.mod-manifest.v1) at its root. The ZIP is deterministic: the same folder gives the same
+bytes on every machine (svc-mod.json first, then every file in byte order of its path; no folder
+entries; every timestamp 1980-01-01T00:00:00Z; mode 0644; DEFLATE).
+
+Before a byte is written, the validator's own rules run on the file list (names, traversal, reserved
+and case-twin names, links, extensions, where native binaries may live, entry and size caps, the
+manifest, entrypoints, modConfig) and again on the built ZIP (file signatures, ZIP structure). What
+\`svc validate\` would refuse in the package, pack refuses with the same reason codes
+(docs/validation.md); the sidecar-side checks run in \`svc validate\`.
+
+  --out FILE.zip   where to write (default: {id}-{version}.zip from svc-mod.json, in the current
+                   folder); written atomically, never inside FOLDER
+  --site DIR       the portal site whose validation policy applies (default: ./site)
+  --json           print the result (or the refusal) as JSON
+  -h, --help
+
+Then: svc new --package FILE.zip ... writes the sidecar; svc validate checks both (docs/modders.md).
+exit status: 0 written, 1 refused (nothing written), 2 usage error or unreadable FOLDER.
+`;
+
+/** Codes of pack's own refusals; every other refusal carries a validation reason code. */
+export const PACK_CODES = ["pack_folder_unreadable", "pack_out_invalid"] as const;
+
+/** 1980-01-01T00:00:00Z: the earliest time a ZIP (DOS) timestamp holds, so every tool reads the same. */
+export const PACK_TIMESTAMP = new Date(Date.UTC(1980, 0, 1, 0, 0, 0));
+/** Regular file, rw-r--r--, whatever the folder's modes are. */
+const FILE_MODE = 0o100644;
+// jszip deflates with its own JavaScript deflate (pako, pinned by the lock file), so the bytes do not
+// depend on the platform's zlib; the cost is speed on incompressible data (about 6x zip(1) on random
+// bytes here).
+const DEFLATE_LEVEL = 6;
+const PROGRESS_MIN_BYTES = 8 * 1024 * 1024;
+
+/** One refusal: the reason code, the check that owns it (when a check does) and what to read. */
+export interface PackProblem {
+  code: string;
+  check: string | null;
+  log: string[];
+}
+
+export type PackOutcome =
+  | {
+      ok: true;
+      bytes: Buffer;
+      sha256: string;
+      manifest: Manifest;
+      /** Entry names in archive order. */
+      entries: string[];
+      /** Entries stored uncompressed because deflating them would pass the policy's ratio cap. */
+      stored: string[];
+    }
+  | { ok: false; problems: PackProblem[] };
+
+export interface PackProgress {
+  phase: "reading" | "compressing" | "checking";
+  doneBytes: number;
+  totalBytes: number;
+}
+
+interface FolderFile {
+  name: string;
+  rawName: Buffer;
+  /** A Buffer path, so names that are not UTF-8 still address their file. */
+  path: Buffer;
+  size: number;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** Every file under folder with its archive name ("a/b.txt"); links are reported, never followed. */
+function listFolder(folder: string): { files: FolderFile[]; problems: PackProblem[] } {
+  const files: FolderFile[] = [];
+  const problems: PackProblem[] = [];
+  const refuse = (code: string, check: string, line: string) => problems.push({ code, check, log: [line] });
+  const walk = (dir: Buffer, prefix: Buffer | null) => {
+    for (const raw of readdirSync(dir, { encoding: "buffer" })) {
+      const path = Buffer.concat([dir, Buffer.from("/"), raw]);
+      const rawName = prefix ? Buffer.concat([prefix, Buffer.from("/"), raw]) : raw;
+      let name: string;
+      try {
+        name = utf8.decode(rawName);
+      } catch {
+        refuse(
+          "non_utf8_name",
+          "zip_path_safety",
+          `${rawName.toString("latin1")}: the name is not valid UTF-8`,
+        );
+        continue;
+      }
+      const stats = lstatSync(path);
+      if (stats.isDirectory()) walk(path, rawName);
+      else if (stats.isFile()) files.push({ name, rawName, path, size: stats.size });
+      else
+        refuse(
+          "symlink_entry",
+          "zip_path_safety",
+          `${JSON.stringify(name)}: ${stats.isSymbolicLink() ? "is a symbolic link" : "is a special file (device, FIFO or socket)"}; a package holds only regular files`,
+        );
+    }
+  };
+  walk(Buffer.from(folder), null);
+  // svc-mod.json first (a manager streaming the ZIP meets the manifest at once), then byte order:
+  // the same on every machine and locale.
+  files.sort((a, b) => {
+    const manifestFirst = Number(b.name === MANIFEST_FILE_NAME) - Number(a.name === MANIFEST_FILE_NAME);
+    return manifestFirst || Buffer.compare(a.rawName, b.rawName);
+  });
+  return { files, problems };
+}
+
+/** Up to limit + 1 bytes of a file: enough for the JSON limits to refuse an oversized one. */
+function readHead(path: Buffer, limit: number): Buffer {
+  const fd = openSync(path, "r");
+  try {
+    const buffer = Buffer.alloc(limit + 1);
+    let got = 0;
+    while (got < buffer.length) {
+      const n = readSync(fd, buffer, got, buffer.length - got, got);
+      if (n === 0) break;
+      got += n;
+    }
+    return buffer.subarray(0, got);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The entry a ZIP writer makes of this file, as the validator's reader would report it. */
+function plannedEntry(file: FolderFile, index: number): ZipEntry {
+  return {
+    index,
+    rawName: file.rawName,
+    name: file.name,
+    nameDecoded: true,
+    utf8Flag: file.rawName.some((b) => b > 0x7f),
+    flags: 0,
+    method: 8,
+    crc32: 0,
+    compressedSize: 0,
+    uncompressedSize: file.size,
+    localHeaderOffset: 0,
+    dataOffset: 0,
+    endOffset: 0,
+    versionMadeBy: 0x031e,
+    externalAttributes: (FILE_MODE << 16) >>> 0,
+    unixMode: FILE_MODE,
+    isDirectory: false,
+    unicodePathName: null,
+  };
+}
+
+/** The caps the validator's ZIP reader applies to declared sizes, on the sizes the files have. */
+function capFindings(files: FolderFile[], policy: ValidationContract): ZipFinding[] {
+  const caps = policy.package;
+  const found: ZipFinding[] = [];
+  if (files.length > caps.maxEntries)
+    found.push({
+      code: "too_many_entries",
+      message: `the folder holds ${files.length} files; the cap is ${caps.maxEntries}`,
+    });
+  let total = 0;
+  for (const file of files) {
+    total += file.size;
+    if (file.size > caps.maxEntryUncompressedBytes)
+      found.push({
+        code: "entry_too_large",
+        entry: file.name,
+        message: `${JSON.stringify(file.name)}: ${file.size} bytes; the per-file cap is ${caps.maxEntryUncompressedBytes}`,
+      });
+  }
+  if (total > caps.maxTotalUncompressedBytes)
+    found.push({
+      code: "total_uncompressed_too_large",
+      message: `the files add up to ${total} bytes; the cap is ${caps.maxTotalUncompressedBytes}`,
+    });
+  return found;
+}
+
+/**
+ * The package-side checks, run by the validator's own functions. Pack has no sidecar yet, so the
+ * manifest stands in for it: entrypoint_presence and mod_config_contract then test only that what
+ * svc-mod.json names is in the package (their sidecar comparison is svc validate's job).
+ */
+function runPackageChecks(
+  pkg: PackageAnalysis,
+  policy: ValidationContract,
+  ids: CheckFunction[],
+): PackProblem[] {
+  const manifestRead = readManifest(pkg, policy.manifestFileName);
+  const manifest = manifestRead.ok ? manifestRead.value : null;
+  const standIn = manifest
+    ? ({ entrypoints: manifest.entrypoints, modConfig: manifest.modConfig } as Sidecar)
+    : null;
+  const results = new Map<string, CheckOutcome>([
+    ["sidecar_schema", passed("sidecar_schema", ["svc pack: svc-mod.json stands in for the sidecar"])],
+  ]);
+  const ctx: CheckContext = {
+    policy,
+    sidecar: { raw: standIn, valid: standIn },
+    manifest: { valid: manifest },
+    catalog: null,
+    gameBuilds: null,
+    pkg,
+    schemaBaseUrl: SOURCE_SCHEMA_BASE,
+    now: PACK_TIMESTAMP.toISOString(),
+    results,
+  };
+  const problems: PackProblem[] = [];
+  for (const check of ids) {
+    const outcome = check(ctx);
+    results.set(outcome.id, outcome);
+    // A blocked check is reported by the check that blocked it.
+    if (outcome.status === "failed" && !outcome.reasonCode?.startsWith("blocked_by_"))
+      problems.push({ code: outcome.reasonCode ?? "check_error", check: outcome.id, log: outcome.log });
+  }
+  return problems;
+}
+
+const FILE_LIST_CHECKS = [
+  checkManifestSchema,
+  checkZipPathSafety,
+  checkArchiveContentPolicy,
+  checkEntrypointPresence,
+  checkModConfigContract,
+];
+const BUILT_ZIP_CHECKS = [checkFileSignature, ...FILE_LIST_CHECKS];
+
+/** Judges the file list before any content but the manifest and the config file is read. */
+function checkFileList(files: FolderFile[], policy: ValidationContract): PackProblem[] {
+  const entries = files.map(plannedEntry);
+  const caps = {
+    maxNameBytes: policy.package.maxNameBytes,
+    maxPathDepth: policy.package.maxPathDepth,
+  };
+  const kept = new Map<string, Buffer>();
+  const manifestFile = files.find((f) => f.name === policy.manifestFileName);
+  if (manifestFile) kept.set(manifestFile.name, readHead(manifestFile.path, MANIFEST_JSON_LIMITS.maxBytes));
+  const manifestJson = manifestFile
+    ? parseUntrustedJson(kept.get(manifestFile.name)!, MANIFEST_JSON_LIMITS)
+    : null;
+  const configName = manifestJson?.ok
+    ? (manifestJson.value as { modConfig?: { file?: unknown } } | null)?.modConfig?.file
+    : undefined;
+  const configFile = typeof configName === "string" ? files.find((f) => f.name === configName) : undefined;
+  if (configFile) kept.set(configFile.name, readHead(configFile.path, CONFIG_JSON_LIMITS.maxBytes));
+  const pkg: PackageAnalysis = {
+    sizeBytes: null,
+    sha256: null,
+    unreadable: null,
+    packageKind: null,
+    structure: {
+      entries,
+      findings: capFindings(files, policy),
+      unsafeToInflate: false,
+      centralDirectoryOffset: 0,
+      centralDirectorySize: 0,
+      totalCompressedBytes: 0,
+      totalUncompressedBytes: files.reduce((n, f) => n + f.size, 0),
+    },
+    nameFindings: [...entries.flatMap((e) => analyzeName(e, caps)), ...analyzeCollisions(entries)],
+    // No entry has a content kind yet, so no content rule runs; the built ZIP is judged in full later.
+    entries: entries.map((entry) => ({ entry, kind: null })),
+    contentInspected: true,
+    inflateFindings: [],
+    files: kept,
+    scan: { state: "not_run" },
+  };
+  return runPackageChecks(pkg, policy, FILE_LIST_CHECKS);
+}
+
+async function buildZip(
+  files: FolderFile[],
+  contents: Buffer[],
+  stored: ReadonlySet<string>,
+  onProgress: (percent: number) => void,
+): Promise<Buffer> {
+  const zip = new JSZip();
+  // jszip keeps entries in a plain object, which would move integer-like keys ("1", "20") to the
+  // front; such names have no extension and were refused above, so insertion order is archive order.
+  files.forEach((file, i) => {
+    zip.file(file.name, contents[i]!, {
+      binary: true,
+      date: PACK_TIMESTAMP,
+      createFolders: false,
+      unixPermissions: FILE_MODE,
+      compression: stored.has(file.name) ? "STORE" : "DEFLATE",
+      ...(stored.has(file.name) ? {} : { compressionOptions: { level: DEFLATE_LEVEL } }),
+    });
+  });
+  return zip.generateAsync({ type: "nodebuffer", platform: "UNIX", streamFiles: false }, (meta) =>
+    onProgress(meta.percent),
+  );
+}
+
+/** Entries whose deflated form passes the ratio cap (a legitimately sparse file): they are stored instead. */
+function overCompressed(pkg: PackageAnalysis, policy: ValidationContract): string[] {
+  const { compressionRatioMinBytes, maxCompressionRatio } = policy.package;
+  return (pkg.structure?.entries ?? [])
+    .filter(
+      (e) =>
+        e.uncompressedSize >= compressionRatioMinBytes &&
+        e.uncompressedSize > maxCompressionRatio * Math.max(e.compressedSize, 1),
+    )
+    .map((e) => e.name);
+}
+
+/**
+ * Builds the package of a mod folder: deterministic bytes, refused (nothing returned) on anything
+ * the validator would refuse in the package itself.
+ */
+export async function packFolder(
+  folder: string,
+  policy: ValidationContract,
+  onProgress: (progress: PackProgress) => void = () => {},
+): Promise<PackOutcome> {
+  const listed = listFolder(folder);
+  if (listed.problems.length > 0) return { ok: false, problems: listed.problems };
+  const { files } = listed;
+  const listProblems = checkFileList(files, policy);
+  if (listProblems.length > 0) return { ok: false, problems: listProblems };
+
+  const totalBytes = files.reduce((n, f) => n + f.size, 0);
+  let read = 0;
+  const contents = files.map((file) => {
+    const bytes = readFileSync(file.path);
+    // A file that changed between listing and reading would make the checks above meaningless.
+    if (bytes.length !== file.size)
+      throw new Error(
+        `${file.name} changed while it was being packed (${file.size} -> ${bytes.length} bytes)`,
+      );
+    read += bytes.length;
+    onProgress({ phase: "reading", doneBytes: read, totalBytes });
+    return bytes;
+  });
+  const stored = new Set<string>();
+  for (let attempt = 0; ; attempt++) {
+    const bytes = await buildZip(files, contents, stored, (percent) =>
+      onProgress({ phase: "compressing", doneBytes: Math.round((percent / 100) * totalBytes), totalBytes }),
+    );
+    const pkg = await analyzePackage({
+      package: { bytes },
+      sidecar: undefined,
+      policy,
+      catalog: null,
+      gameBuilds: null,
+      scanner: null,
+      onProgress: (p) => onProgress({ phase: "checking", doneBytes: p.doneBytes, totalBytes: p.totalBytes }),
+    });
+    const problems = runPackageChecks(pkg, policy, BUILT_ZIP_CHECKS);
+    const ratio = overCompressed(pkg, policy).filter((name) => !stored.has(name));
+    if (attempt === 0 && ratio.length > 0 && problems.every((p) => p.code === "compression_ratio_exceeded")) {
+      for (const name of ratio) stored.add(name);
+      continue;
+    }
+    if (problems.length > 0) return { ok: false, problems };
+    const manifest = readManifest(pkg, policy.manifestFileName);
+    if (!manifest.ok) throw new Error("svc-mod.json passed manifest_schema but could not be read back");
+    return {
+      ok: true,
+      bytes,
+      sha256: createHash("sha256").update(bytes).digest("hex"),
+      manifest: manifest.value,
+      entries: files.map((f) => f.name),
+      stored: [...stored],
+    };
+  }
+}
+
+/** Writes beside the target and renames over it: a reader never sees half a package. */
+function writeAtomically(path: string, bytes: Buffer): void {
+  const temp = join(dirname(path), `.${randomBytes(6).toString("hex")}.svc-pack.tmp`);
+  const fd = openSync(temp, "wx", 0o644);
+  try {
+    let offset = 0;
+    while (offset < bytes.length) offset += writeSync(fd, bytes, offset);
+    fsyncSync(fd);
+  } catch (error) {
+    closeSync(fd);
+    rmSync(temp, { force: true });
+    throw error;
+  }
+  closeSync(fd);
+  try {
+    renameSync(temp, path);
+  } catch (error) {
+    rmSync(temp, { force: true });
+    throw error;
+  }
+}
+
+async function progressBar(io: CliIo, folder: string): Promise<((p: PackProgress) => void) | undefined> {
+  // Only on a terminal (never into logs or pipes), and only for folders big enough to wait for.
+  if (!io.stderr.isTTY) return undefined;
+  let total = 0;
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.isDirectory()) walk(join(dir, entry.name));
+      else if (entry.isFile()) total += statSync(join(dir, entry.name)).size;
+    }
+  };
+  walk(folder);
+  if (total < PROGRESS_MIN_BYTES) return undefined;
+  const { default: cliProgress } = await import("cli-progress");
+  const bar = new cliProgress.SingleBar(
+    {
+      stream: io.stderr,
+      format: "{phase} [{bar}] {percentage}% {doneMiB}/{totalMiB} MiB",
+      clearOnComplete: true,
+      hideCursor: true,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  let phase = "";
+  const mib = (n: number) => (n / 1048576).toFixed(1);
+  return (p) => {
+    if (p.phase !== phase) {
+      if (phase) bar.stop();
+      phase = p.phase;
+      bar.start(p.totalBytes, 0, { phase: phase.padEnd(11), doneMiB: "0.0", totalMiB: mib(p.totalBytes) });
+    }
+    bar.update(p.doneBytes, {
+      phase: phase.padEnd(11),
+      doneMiB: mib(p.doneBytes),
+      totalMiB: mib(p.totalBytes),
+    });
+    if (p.doneBytes >= p.totalBytes) bar.stop();
+  };
+}
+
+function usageError(io: CliIo, code: string, message: string, json: boolean): number {
+  if (json) io.stdout.write(`${JSON.stringify({ ok: false, code, message }, null, 2)}\n`);
+  else io.stderr.write(`svc pack: ${code}: ${message}\n`);
+  return EXIT_USAGE;
+}
+
+export async function run(args: string[], io: CliIo): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  const parse = (a: string[]) =>
+    parseArgs({
+      args: a,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        out: { type: "string" },
+        site: { type: "string" },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  try {
+    parsed = parse(args);
+  } catch (error) {
+    io.stderr.write(`svc pack: ${(error as Error).message}\n\n${HELP}`);
+    return EXIT_USAGE;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    io.stdout.write(HELP);
+    return EXIT_OK;
+  }
+  if (positionals.length !== 1) {
+    io.stderr.write(`svc pack: give exactly one FOLDER\n\n${HELP}`);
+    return EXIT_USAGE;
+  }
+  const json = values.json === true;
+  const folder = resolve(io.cwd, positionals[0]!);
+  let isFolder = false;
+  try {
+    isFolder = statSync(folder).isDirectory();
+  } catch {
+    isFolder = false;
+  }
+  if (!isFolder)
+    return usageError(io, "pack_folder_unreadable", `${positionals[0]} is not a folder (${folder})`, json);
+  const outArg = values.out;
+  if (outArg !== undefined && !outArg.toLowerCase().endsWith(".zip"))
+    return usageError(io, "pack_out_invalid", `--out must name a .zip file (got ${outArg})`, json);
+  const inside = (path: string) => {
+    const rel = relative(folder, path);
+    return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
+  };
+  if (outArg !== undefined && inside(resolve(io.cwd, outArg)))
+    return usageError(
+      io,
+      "pack_out_invalid",
+      `--out ${outArg} is inside ${positionals[0]}: the next pack would put the ZIP inside itself`,
+      json,
+    );
+
+  const { policy } = readValidationDocuments(resolve(io.cwd, values.site ?? "site"));
+  const outcome = await packFolder(folder, policy, json ? undefined : await progressBar(io, folder));
+  if (!outcome.ok) {
+    if (json) {
+      io.stdout.write(
+        `${JSON.stringify({ ok: false, code: outcome.problems[0]!.code, problems: outcome.problems }, null, 2)}\n`,
+      );
+    } else {
+      io.stderr.write(
+        [
+          `svc pack: ${outcome.problems[0]!.code}: ${positionals[0]} is not a valid package (${outcome.problems.length} problem(s)); nothing was written`,
+          ...outcome.problems.flatMap((p) => [
+            `  ${p.check ? `${p.check}: ` : ""}${p.code}`,
+            ...p.log.map((l) => `    ${l}`),
+          ]),
+          "",
+        ].join("\n"),
+      );
+    }
+    return EXIT_FAILED;
+  }
+  const { manifest } = outcome;
+  const out = resolve(io.cwd, outArg ?? `${manifest.id}-${manifest.version}.zip`);
+  if (inside(out))
+    return usageError(io, "pack_out_invalid", `${out} is inside ${positionals[0]}; pass --out`, json);
+  writeAtomically(out, outcome.bytes);
+  const shown = relative(io.cwd, out) || out;
+  if (json) {
+    io.stdout.write(
+      `${JSON.stringify(
+        {
+          ok: true,
+          path: out,
+          modId: manifest.id,
+          version: manifest.version,
+          sha256: outcome.sha256,
+          sizeBytes: outcome.bytes.length,
+          entries: outcome.entries,
+          stored: outcome.stored,
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    return EXIT_OK;
+  }
+  io.stdout.write(
+    [
+      `svc pack: wrote ${shown}`,
+      `  mod       ${manifest.id}@${manifest.version} (${manifest.name}, game build ${manifest.targetGameBuild})`,
+      `  files     ${outcome.entries.length}${outcome.stored.length > 0 ? ` (${outcome.stored.length} stored uncompressed to stay under the ratio cap)` : ""}`,
+      `  sha256    ${outcome.sha256}`,
+      `  size      ${outcome.bytes.length} bytes`,
+      "next:",
+      `  npx svc new --package ${shown} --url https://github.com/OWNER/REPO/releases/download/v${manifest.version}/${basenameOf(shown)} \\`,
+      `    --summary "..." --notes "..." --author "Your Name @your-login"`,
+      `  npx svc validate --package ${shown} --metadata submissions/${manifest.id}/${manifest.version}.json`,
+      "",
+    ].join("\n"),
+  );
+  return EXIT_OK;
+}
+
+function basenameOf(path: string): string {
+  return path.split(/[\\/]/).pop() ?? path;
+}
