@@ -3,6 +3,14 @@ import { SvcError } from "../errors.ts";
 import type { SqlExecutor, Store } from "../store/store.ts";
 import { apiKeyDisplayPrefix, generateApiKey, isWellFormedApiKey } from "./api-key-format.ts";
 import {
+  type CachedApiKey,
+  type CachedSession,
+  CREDENTIAL_CACHE_MAX_ENTRIES,
+  CREDENTIAL_CACHE_TTL_MS,
+  CredentialCache,
+  UsageRecorder,
+} from "./credential-cache.ts";
+import {
   AUDIT_ACTIONS,
   type AuditEvent,
   type AuditFilter,
@@ -10,6 +18,9 @@ import {
   type AuditPage,
   appendAuditEvent,
   listAuditEvents,
+  type RefusalInput,
+  recordRefusal,
+  summariseRefusals,
 } from "./audit.ts";
 import { type EmailDelivery, EmailDeliveryError, magicLinkPath, verifyEmailLinkPath } from "./email.ts";
 import { consumeRateLimit, pruneRateLimits, type RateLimitRule } from "./rate-limit.ts";
@@ -58,10 +69,36 @@ export interface AccountServiceOptions {
   email: EmailDelivery | null;
   bootstrapAdminEmails: readonly string[];
   rateLimits: Record<RateLimitBucket, RateLimitRule>;
+  /** Named in every rate_limit_exceeded: how to reset the limits (set by a development portal). */
+  rateLimitResetHint?: string;
   now?: () => Date;
   random?: RandomBytes;
   log?: (line: string) => void;
   ttl?: Partial<{ verificationSeconds: number; magicLinkSeconds: number; sessionSeconds: number }>;
+  /**
+   * Verified API keys and sessions kept in memory (docs/api.md, "Credential cache"): ttlMs bounds
+   * how long a revocation through another instance takes to be seen here (default 30 s).
+   */
+  credentialCache?: { ttlMs?: number; maxEntries?: number };
+}
+
+type VerifiedApiKey = { account: Account; roles: Role[]; apiKeyId: string };
+
+interface ApiKeyCacheEntry extends CachedApiKey {
+  verified: VerifiedApiKey;
+  lastUsedAt: Date | null;
+}
+
+interface SessionCacheEntry extends CachedSession {
+  account: Account;
+  roles: Role[];
+  createdAt: string;
+  expiresAt: string;
+}
+
+/** Callers get their own copies, so nothing they do to an answer can change the cached one. */
+function copyAccount(account: Account): Account {
+  return { ...account, roles: [...account.roles] };
 }
 
 interface AccountRow {
@@ -92,6 +129,9 @@ function toAccount(row: AccountRow): Account {
   };
 }
 
+/** Thrown inside the sign-up transaction to roll it back when another sign-up took the address first. */
+class SignupRaceLost extends Error {}
+
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
@@ -108,8 +148,11 @@ export class AccountService {
   private readonly log: (line: string) => void;
   private readonly bootstrapAdmins: Set<string>;
   private readonly rateLimits: Record<RateLimitBucket, RateLimitRule>;
+  private readonly rateLimitResetHint: string | undefined;
   private readonly ttl: { verificationSeconds: number; magicLinkSeconds: number; sessionSeconds: number };
   private rateLimitCalls = 0;
+  private readonly credentials: CredentialCache<ApiKeyCacheEntry, SessionCacheEntry>;
+  private readonly apiKeyUsage: UsageRecorder;
 
   constructor(options: AccountServiceOptions) {
     this.store = options.store;
@@ -119,12 +162,46 @@ export class AccountService {
     this.log = options.log ?? (() => {});
     this.bootstrapAdmins = new Set(options.bootstrapAdminEmails.map(normalizeEmail));
     this.rateLimits = options.rateLimits;
+    this.rateLimitResetHint = options.rateLimitResetHint;
     this.ttl = {
       verificationSeconds: 24 * 3600,
       magicLinkSeconds: 15 * 60,
       sessionSeconds: 7 * 24 * 3600,
       ...options.ttl,
     };
+    const cacheOptions = options.credentialCache ?? {};
+    this.credentials = new CredentialCache({
+      ttlMs: cacheOptions.ttlMs ?? CREDENTIAL_CACHE_TTL_MS,
+      maxEntries: cacheOptions.maxEntries ?? CREDENTIAL_CACHE_MAX_ENTRIES,
+      now: this.now,
+    });
+    this.apiKeyUsage = new UsageRecorder({
+      intervalMs: API_KEY_TOUCH_INTERVAL_MS,
+      flushDelayMs: 1000,
+      maxEntries: cacheOptions.maxEntries ?? CREDENTIAL_CACHE_MAX_ENTRIES,
+      now: this.now,
+      log: this.log,
+      // The WHERE keeps "at most once a minute" true across instances too: a key another instance
+      // touched within the minute is left as it is.
+      write: async (marks) => {
+        await this.store.query(
+          `UPDATE api_keys AS k SET last_used_at = v.at
+           FROM (SELECT unnest($1::text[]) AS id, unnest($2::timestamptz[]) AS at) AS v
+           WHERE k.id = v.id
+             AND (k.last_used_at IS NULL OR k.last_used_at <= v.at - make_interval(secs => $3))`,
+          [
+            [...marks.keys()],
+            [...marks.values()].map((at) => at.toISOString()),
+            API_KEY_TOUCH_INTERVAL_MS / 1000,
+          ],
+        );
+      },
+    });
+  }
+
+  /** Writes the deferred lastUsedAt marks now; the server calls it before it closes the store. */
+  flushPendingWrites(): Promise<void> {
+    return this.apiKeyUsage.flush();
   }
 
   get sessionTtlSeconds(): number {
@@ -165,9 +242,31 @@ export class AccountService {
   /** Counts one hit in a bucket for a subject ("ip:..." or "account:..."); throws rate_limit_exceeded. */
   async consumeRateLimit(bucket: RateLimitBucket, subject: string): Promise<void> {
     const now = this.now();
-    await consumeRateLimit(this.store, bucket, subject, this.rateLimits[bucket], now);
+    try {
+      await consumeRateLimit(this.store, bucket, subject, this.rateLimits[bucket], now);
+    } catch (error) {
+      const hint = this.rateLimitResetHint;
+      if (!hint || !(error instanceof SvcError) || error.code !== "rate_limit_exceeded") throw error;
+      throw new SvcError(error.code, `${error.message} (${hint})`, {
+        details: { ...(error.details as object), reset: hint },
+        ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}),
+      });
+    }
     this.rateLimitCalls += 1;
-    if (this.rateLimitCalls % 500 === 0) await pruneRateLimits(this.store, now);
+    if (this.rateLimitCalls % 500 === 0) {
+      await pruneRateLimits(this.store, now);
+      await this.summariseRefusals();
+    }
+  }
+
+  /** Records a refused request: an audit event while its budget lasts, else a count (see recordRefusal). */
+  recordRefusal(input: RefusalInput): Promise<"logged" | "counted"> {
+    return recordRefusal(this.store, input, { now: this.now(), random: this.random });
+  }
+
+  /** Writes the summaries of closed refusal windows that went over budget; returns how many. */
+  summariseRefusals(): Promise<number> {
+    return summariseRefusals(this.store, { now: this.now(), random: this.random });
   }
 
   // ---- accounts ---------------------------------------------------------------------------------
@@ -199,10 +298,15 @@ export class AccountService {
   }
 
   /**
-   * Starts sign-up. The answer has the same shape, status and work whether or not the address is
-   * taken: for a taken address the mail system is told "account_exists" and the caller gets an id
-   * that verifies nothing. The mail goes out before any row is written, so a failed delivery leaves
-   * nothing behind.
+   * Starts sign-up. A new and a taken address take the same path, so neither the answer nor its
+   * timing tells them apart: the same lookup, two tokens drawn and hashed, one mail-system call with
+   * the same fields, then one transaction of the same three statements (the account insert, which
+   * a taken address turns into a no-op through ON CONFLICT; a verification token; one audit event).
+   * For a taken address the owner is mailed "account_exists" with a link that verifies their own
+   * account, and the caller gets an id and (return-token mode) a token that verify nothing. The
+   * mail goes out before any row is written, so a failed delivery leaves nothing behind.
+   * Developer auto-verify mode skips the token and the mail for new addresses: it reveals accounts
+   * anyway (a new one is usable at once) and is never a production setting.
    */
   async createAccount(input: { email: string; displayName: string; role: "player" | "modder" }): Promise<{
     accountId: string;
@@ -217,50 +321,45 @@ export class AccountService {
     const accountId = newId("acct", this.random);
     const token = newSecretToken(this.random);
     const tokenHash = hashSecret(token);
+    const decoyToken = newSecretToken(this.random);
     const autoVerify = delivery.mode === "auto-verify";
     const expiresAt = new Date(now.getTime() + this.ttl.verificationSeconds * 1000).toISOString();
     const existing = (
-      await this.store.query<{ id: string }>("SELECT id FROM accounts WHERE email_normalized = $1", [
-        normalized,
-      ])
+      await this.store.query<{ id: string; display_name: string }>(
+        "SELECT id, display_name FROM accounts WHERE email_normalized = $1",
+        [normalized],
+      )
     ).rows[0];
     const response = {
       accountId,
       status: autoVerify ? ("verified" as const) : ("verification_sent" as const),
       verificationExpiresAt: autoVerify ? null : expiresAt,
-      ...(delivery.mode === "return-token" ? { devToken: token } : {}),
+      ...(delivery.mode === "return-token" ? { devToken: existing ? decoyToken : token } : {}),
     };
-    if (existing) {
-      await this.deliver(delivery, { type: "account_exists", to: email, accountId: existing.id });
-      await this.audit(this.store, {
-        actorAccountId: null,
-        action: AUDIT_ACTIONS.accountSignupDuplicate,
-        targetType: "account",
-        targetId: existing.id,
-      });
-      return response;
-    }
+    const tokenAccountId = existing ? existing.id : accountId;
     const roles: Role[] = normalizeRoles(
       this.bootstrapAdmins.has(normalized) ? [input.role, "admin"] : [input.role],
     );
-    if (!autoVerify) {
+    if (existing || !autoVerify) {
       await this.deliver(delivery, {
-        type: "verify_email",
+        type: existing ? "account_exists" : "verify_email",
         to: email,
-        displayName: input.displayName,
-        accountId,
+        displayName: existing ? existing.display_name : input.displayName,
+        accountId: tokenAccountId,
         token,
         expiresAt,
-        linkPath: verifyEmailLinkPath(accountId, token),
+        linkPath: verifyEmailLinkPath(tokenAccountId, token),
       });
     } else {
       this.log(`[dev email] auto-verify: ${email} (${accountId}) is verified without a mail`);
     }
+    const writeToken = existing !== undefined || !autoVerify;
     try {
       await this.store.transaction(async (tx) => {
-        await tx.query(
+        const inserted = await tx.query(
           `INSERT INTO accounts (id, email, email_normalized, display_name, roles, created_at, verified_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6::timestamptz, $7::timestamptz, $6::timestamptz)`,
+           VALUES ($1, $2, $3, $4, $5, $6::timestamptz, $7::timestamptz, $6::timestamptz)
+           ON CONFLICT (email_normalized) DO NOTHING`,
           [
             accountId,
             email,
@@ -271,20 +370,32 @@ export class AccountService {
             autoVerify ? now.toISOString() : null,
           ],
         );
-        if (!autoVerify) {
+        // A concurrent sign-up took the address between the lookup and the insert: same answer, nothing written.
+        if (!existing && inserted.rowCount !== 1) throw new SignupRaceLost();
+        if (writeToken) {
           await tx.query(
             "INSERT INTO verification_tokens (token_hash, account_id, created_at, expires_at) VALUES ($1, $2, $3::timestamptz, $4::timestamptz)",
-            [tokenHash, accountId, now.toISOString(), expiresAt],
+            [tokenHash, tokenAccountId, now.toISOString(), expiresAt],
           );
         }
-        await this.audit(tx, {
-          actorAccountId: accountId,
-          action: AUDIT_ACTIONS.accountCreated,
-          targetType: "account",
-          targetId: accountId,
-          metadata: { roles, bootstrapAdmin: roles.includes("admin"), autoVerified: autoVerify },
-        });
-        if (autoVerify) {
+        await this.audit(
+          tx,
+          existing
+            ? {
+                actorAccountId: null,
+                action: AUDIT_ACTIONS.accountSignupDuplicate,
+                targetType: "account",
+                targetId: existing.id,
+              }
+            : {
+                actorAccountId: accountId,
+                action: AUDIT_ACTIONS.accountCreated,
+                targetType: "account",
+                targetId: accountId,
+                metadata: { roles, bootstrapAdmin: roles.includes("admin"), autoVerified: autoVerify },
+              },
+        );
+        if (autoVerify && !existing) {
           await this.audit(tx, {
             actorAccountId: accountId,
             action: AUDIT_ACTIONS.accountEmailVerified,
@@ -295,8 +406,7 @@ export class AccountService {
         }
       });
     } catch (error) {
-      // A concurrent sign-up took the address between the lookup and the insert: same answer.
-      if ((error as { code?: string }).code === "23505") return response;
+      if (error instanceof SignupRaceLost) return response;
       throw error;
     }
     return response;
@@ -329,6 +439,8 @@ export class AccountService {
       });
       return toAccount(row);
     });
+    // Verification changes which roles take effect, and cached credentials carry them.
+    if (account) this.credentials.forgetAccount(accountId);
     if (!account) {
       throw new SvcError(
         "token_invalid",
@@ -341,9 +453,13 @@ export class AccountService {
   // ---- magic links and sessions ---------------------------------------------------------------
 
   /**
-   * Sends a magic link to a verified account. Unknown and unverified addresses take the same path:
-   * the same lookups, a token made and hashed, one mail-system call, one audit insert, and the same
-   * answer (in return-token mode a decoy token that signs nothing in).
+   * Sends a magic link to a verified account. Verified, unverified and unknown addresses take the
+   * same path, so neither the answer nor its timing tells them apart: the same lookup, a token made
+   * and hashed, one mail-system call, then one transaction of the same two statements. The token
+   * insert selects the account by address, so it writes one row for an account (born expired, so
+   * inert, when the account was not verified at the lookup) and none for an unknown address; the
+   * audit insert records either outcome. The answer is the same; in return-token mode the token of
+   * an address that cannot sign in signs nothing in.
    */
   async requestMagicLink(emailInput: string): Promise<{ expiresInSeconds: number; devToken?: string }> {
     const delivery = this.requireEmailDelivery();
@@ -352,6 +468,8 @@ export class AccountService {
     const normalized = normalizeEmail(email);
     const token = newSecretToken(this.random);
     const tokenHash = hashSecret(token);
+    // An unmatched address is recorded by hash only: the log must not collect strangers' emails.
+    const addressHash = `sha256:${hashSecret(normalized).slice(0, 32)}`;
     const expiresAt = new Date(now.getTime() + this.ttl.magicLinkSeconds * 1000).toISOString();
     const row = (
       await this.store.query<{ id: string; email: string; display_name: string; verified_at: Date | null }>(
@@ -360,32 +478,32 @@ export class AccountService {
       )
     ).rows[0];
     const eligible = row && row.verified_at !== null ? row : null;
-    if (eligible) {
-      await this.deliver(delivery, {
-        type: "magic_link",
-        to: eligible.email,
-        displayName: eligible.display_name,
-        accountId: eligible.id,
-        token,
-        expiresAt,
-        linkPath: magicLinkPath(token),
-      });
-    } else {
-      await this.deliver(delivery, { type: "sign_in_unavailable", to: email });
-    }
+    await this.deliver(
+      delivery,
+      eligible
+        ? {
+            type: "magic_link",
+            to: eligible.email,
+            displayName: eligible.display_name,
+            accountId: eligible.id,
+            token,
+            expiresAt,
+            linkPath: magicLinkPath(token),
+          }
+        : { type: "sign_in_unavailable", to: email },
+    );
     await this.store.transaction(async (tx) => {
-      if (eligible) {
-        await tx.query(
-          "INSERT INTO magic_link_tokens (token_hash, account_id, created_at, expires_at) VALUES ($1, $2, $3::timestamptz, $4::timestamptz)",
-          [tokenHash, eligible.id, now.toISOString(), expiresAt],
-        );
-      }
+      await tx.query(
+        `INSERT INTO magic_link_tokens (token_hash, account_id, created_at, expires_at)
+         SELECT $1, id, $3::timestamptz, CASE WHEN $5::boolean THEN $4::timestamptz ELSE $3::timestamptz END
+         FROM accounts WHERE email_normalized = $2`,
+        [tokenHash, normalized, now.toISOString(), expiresAt, eligible !== null],
+      );
       await this.audit(tx, {
         actorAccountId: null,
         action: eligible ? AUDIT_ACTIONS.magicLinkRequested : AUDIT_ACTIONS.magicLinkUnmatched,
         targetType: eligible ? "account" : "email",
-        // An unmatched address is recorded by hash only: the log must not collect strangers' emails.
-        targetId: eligible ? eligible.id : `sha256:${hashSecret(normalized).slice(0, 32)}`,
+        targetId: eligible ? eligible.id : addressHash,
         metadata: eligible ? { expiresAt } : { reason: row ? "unverified" : "unknown" },
       });
     });
@@ -437,6 +555,7 @@ export class AccountService {
       });
       return account;
     });
+    if (previousSessionToken) this.credentials.forgetSession(hashSecret(previousSessionToken));
     if (!account) throw new SvcError("token_invalid", "the magic-link token is unknown, used or expired");
     return {
       sessionToken,
@@ -450,26 +569,50 @@ export class AccountService {
     };
   }
 
-  /** The live session behind a cookie value, or null (unknown, ended or expired). */
+  /**
+   * The live session behind a cookie value, or null (unknown, ended or expired). A session the
+   * store confirmed is trusted from memory for the credential cache's lifetime (never past its own
+   * expiry); ending it or changing the account's roles through this process evicts it at once.
+   */
   async getSession(sessionToken: string): Promise<SessionInfo | null> {
     if (!/^[A-Za-z0-9_-]{20,100}$/.test(sessionToken)) return null;
+    const idHash = hashSecret(sessionToken);
+    const cached = this.credentials.sessions.get(idHash);
+    if (cached && constantTimeEqual(cached.idHash, idHash)) return this.sessionInfo(cached, sessionToken);
+    const epoch = this.credentials.epoch;
     const row = (
-      await this.store.query<AccountRow & { s_created_at: Date; s_expires_at: Date }>(
+      await this.store.query<AccountRow & { s_created_at: Date; s_expires_at: Date; id_hash: string }>(
         `SELECT a.id, a.email, a.display_name, a.roles, a.created_at, a.verified_at,
-                s.created_at AS s_created_at, s.expires_at AS s_expires_at
+                s.created_at AS s_created_at, s.expires_at AS s_expires_at, s.id_hash
          FROM sessions s JOIN accounts a ON a.id = s.account_id
          WHERE s.id_hash = $1 AND s.ended_at IS NULL AND s.expires_at > $2::timestamptz`,
-        [hashSecret(sessionToken), this.now().toISOString()],
+        [idHash, this.now().toISOString()],
       )
     ).rows[0];
-    if (!row) return null;
+    if (!row || !constantTimeEqual(row.id_hash, idHash)) return null;
     const account = toAccount(row);
-    return {
+    const entry: SessionCacheEntry = {
+      accountId: account.id,
+      idHash: row.id_hash,
       account,
       roles: effectiveRoles(account.roles, account.verifiedAt !== null),
-      csrfToken: csrfTokenFor(sessionToken),
       createdAt: iso(row.s_created_at)!,
       expiresAt: iso(row.s_expires_at)!,
+    };
+    // An eviction that ran while the row was on its way may concern it: cache only an undisturbed read.
+    if (epoch === this.credentials.epoch) {
+      this.credentials.sessions.set(idHash, entry, new Date(entry.expiresAt).getTime());
+    }
+    return this.sessionInfo(entry, sessionToken);
+  }
+
+  private sessionInfo(entry: SessionCacheEntry, sessionToken: string): SessionInfo {
+    return {
+      account: copyAccount(entry.account),
+      roles: [...entry.roles],
+      csrfToken: csrfTokenFor(sessionToken),
+      createdAt: entry.createdAt,
+      expiresAt: entry.expiresAt,
     };
   }
 
@@ -496,6 +639,8 @@ export class AccountService {
         });
       }
     });
+    // After the commit: a lookup between an earlier eviction and the commit would re-cache it.
+    this.credentials.forgetSession(hashSecret(sessionToken));
   }
 
   // ---- roles ------------------------------------------------------------------------------------
@@ -513,7 +658,7 @@ export class AccountService {
     const roles = normalizeRoles(rolesInput);
     if (roles.length === 0) throw new SvcError("invalid_payload", "an account needs at least one role");
     const now = this.now().toISOString();
-    return this.store.transaction(async (tx) => {
+    const updated = await this.store.transaction(async (tx) => {
       await tx.query("SELECT name FROM store_locks WHERE name = 'account_roles' FOR UPDATE");
       const actor = await this.getAccount(actorAccountId, tx);
       if (!actor || !effectiveRoles(actor.roles, actor.verifiedAt !== null).includes("admin")) {
@@ -551,6 +696,9 @@ export class AccountService {
       });
       return toAccount(row);
     });
+    // Cached sessions and keys carry the old roles: on this process the change applies at once.
+    this.credentials.forgetAccount(targetAccountId);
+    return updated;
   }
 
   // ---- API keys ---------------------------------------------------------------------------------
@@ -592,6 +740,8 @@ export class AccountService {
   }
 
   async listApiKeys(accountId: string): Promise<ApiKeyMetadata[]> {
+    // The deferred lastUsedAt marks of this process go first, so the owner sees their latest use.
+    await this.apiKeyUsage.flush();
     const rows = (
       await this.store.query<{
         id: string;
@@ -638,6 +788,8 @@ export class AccountService {
       }
       return true;
     });
+    // After the commit: a lookup between an earlier eviction and the commit would re-cache the key.
+    this.credentials.forgetApiKey(apiKeyId);
     if (!revoked) throw new SvcError("not_found", `no API key ${apiKeyId} on this account`);
     const key = (await this.listApiKeys(accountId)).find((k) => k.id === apiKeyId);
     return key!;
@@ -645,11 +797,21 @@ export class AccountService {
 
   /**
    * The account behind a presented key, or null when the key is malformed, has a bad checksum, is
-   * unknown or revoked. The checksum is checked before any lookup; the lookup is by hash.
+   * unknown or revoked. The checksum is checked before any lookup; the lookup is by hash. A key the
+   * store confirmed is trusted from memory for the credential cache's lifetime, so the download
+   * lane costs a hash and a map lookup; revoking it through this process evicts it at once, through
+   * another instance within that lifetime. lastUsedAt is marked at most once a minute and written
+   * after the answer, never on the request's path.
    */
-  async verifyApiKey(key: string): Promise<{ account: Account; roles: Role[]; apiKeyId: string } | null> {
+  async verifyApiKey(key: string): Promise<VerifiedApiKey | null> {
     if (!isWellFormedApiKey(key)) return null;
     const hash = hashSecret(key);
+    const cached = this.credentials.apiKeys.get(hash);
+    if (cached && constantTimeEqual(cached.keyHash, hash)) {
+      this.apiKeyUsage.mark(cached.apiKeyId, cached.lastUsedAt);
+      return this.copyVerified(cached.verified);
+    }
+    const epoch = this.credentials.epoch;
     const row = (
       await this.store.query<
         AccountRow & { key_id: string; key_hash: string; revoked_at: Date | null; last_used_at: Date | null }
@@ -661,22 +823,32 @@ export class AccountService {
       )
     ).rows[0];
     if (!row || !constantTimeEqual(row.key_hash, hash) || row.revoked_at !== null) return null;
-    const now = this.now();
-    // last_used_at is informational: written at most once a minute per key to keep downloads cheap.
-    if (
-      !row.last_used_at ||
-      now.getTime() - new Date(row.last_used_at).getTime() > API_KEY_TOUCH_INTERVAL_MS
-    ) {
-      await this.store.query("UPDATE api_keys SET last_used_at = $2::timestamptz WHERE id = $1", [
-        row.key_id,
-        now.toISOString(),
-      ]);
-    }
     const account = toAccount(row);
-    return {
+    const verified: VerifiedApiKey = {
       account,
       roles: effectiveRoles(account.roles, account.verifiedAt !== null),
       apiKeyId: row.key_id,
+    };
+    const lastUsedAt = row.last_used_at ? new Date(row.last_used_at) : null;
+    // An eviction that ran while the row was on its way may concern it: cache only an undisturbed read.
+    if (epoch === this.credentials.epoch) {
+      this.credentials.apiKeys.set(hash, {
+        apiKeyId: row.key_id,
+        accountId: account.id,
+        keyHash: row.key_hash,
+        verified,
+        lastUsedAt,
+      });
+    }
+    this.apiKeyUsage.mark(row.key_id, lastUsedAt);
+    return this.copyVerified(verified);
+  }
+
+  private copyVerified(verified: VerifiedApiKey): VerifiedApiKey {
+    return {
+      account: copyAccount(verified.account),
+      roles: [...verified.roles],
+      apiKeyId: verified.apiKeyId,
     };
   }
 }

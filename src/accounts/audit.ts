@@ -1,5 +1,7 @@
+import { isIP } from "node:net";
 import { SvcError } from "../errors.ts";
-import type { SqlExecutor } from "../store/store.ts";
+import type { SqlExecutor, Store } from "../store/store.ts";
+import { countHit, type RateLimitRule, SUMMARISED_BUCKET_PREFIX } from "./rate-limit.ts";
 import { newId, type RandomBytes } from "./secrets.ts";
 
 /**
@@ -17,6 +19,8 @@ export const AUDIT_ACTIONS = {
   sessionEnded: "session.ended",
   apiKeyCreated: "api_key.created",
   apiKeyRevoked: "api_key.revoked",
+  requestRefused: "request.refused",
+  requestRefusalsSuppressed: "request.refusals_suppressed",
 } as const;
 
 export interface AuditEvent {
@@ -149,4 +153,173 @@ export async function listAuditEvents(db: SqlExecutor, filter: AuditFilter): Pro
     nextCursor:
       rows.length > limit && last ? Buffer.from(`seq:${last.seq_text}`).toString("base64url") : null,
   };
+}
+
+// ---- refused requests ---------------------------------------------------------------------------
+
+/**
+ * How many refusals reach the log one by one in a window; beyond that they are only counted, and
+ * one request.refusals_suppressed event per error code and window carries the count once the
+ * window has closed. Per client (an IPv4 address or an IPv6 /64, the smallest block one party
+ * usually holds) and code, and per code over all clients, so neither one address nor many can
+ * grow the log without bound: at most perCode.limit events plus one summary per code and window.
+ */
+export const REFUSAL_AUDIT_BUDGET = {
+  perClient: { limit: 20, windowSeconds: 600 },
+  perCode: { limit: 200, windowSeconds: 600 },
+} as const satisfies Record<string, RateLimitRule>;
+
+const CLIENT_BUCKET = `${SUMMARISED_BUCKET_PREFIX}client`;
+const CODE_BUCKET = `${SUMMARISED_BUCKET_PREFIX}code`;
+/** Closed windows summarised per sweep; the rest wait for the next one. */
+const SWEEP_ROWS = 2000;
+/** Clients named in one summary (largest counts first); the summary still counts all of them. */
+const SUMMARY_CLIENTS = 20;
+
+export interface RefusalInput {
+  /** The error code the request was refused with (csrf_failed, payload_too_large, ...). */
+  code: string;
+  status: number;
+  method: string;
+  /** The endpoint id from the endpoint table. */
+  endpointId: string;
+  /** The client address as the server resolved it (trusted proxies applied). */
+  ip: string;
+  /** The signed-in caller, when the refusal came after authentication (a CSRF failure). */
+  actorAccountId: string | null;
+}
+
+/** The part of an address one party usually controls: IPv4 as is, IPv6 cut to its /64. */
+export function refusalClientKey(ip: string): string {
+  const address = ip.split("%")[0]!;
+  if (isIP(address) !== 6) return address;
+  const [head = "", tail] = address.split("::");
+  const groups = (part: string) =>
+    part === ""
+      ? []
+      : part
+          .split(":")
+          .flatMap((g) => (g.includes(".") ? ["0", "0"] : [g.toLowerCase().replace(/^0+(?=.)/, "")]));
+  const left = groups(head);
+  const right = tail === undefined ? [] : groups(tail);
+  const full = [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
+  return `${full.slice(0, 4).join(":")}::/64`;
+}
+
+/**
+ * Records one refused request: an audit event while the client's and the code's budgets last,
+ * otherwise only a count in the store's rate-limit buckets (summarised later). Never stores the
+ * body, the message or any header but the resolved address.
+ */
+export async function recordRefusal(
+  store: Store,
+  input: RefusalInput,
+  deps: { now: Date; random: RandomBytes },
+): Promise<"logged" | "counted"> {
+  const { perClient, perCode } = REFUSAL_AUDIT_BUDGET;
+  const client = refusalClientKey(input.ip);
+  const own = await countHit(store, CLIENT_BUCKET, `${input.code}|${client}`, perClient, deps.now);
+  if (own.hits > perClient.limit) return "counted";
+  // Counted against the code's budget only while the client's lasts, so every refusal is counted once.
+  const overall = await countHit(store, CODE_BUCKET, input.code, perCode, deps.now);
+  if (overall.hits > perCode.limit) return "counted";
+  await summariseRefusals(store, deps);
+  await appendAuditEvent(
+    store,
+    {
+      actorAccountId: input.actorAccountId,
+      action: AUDIT_ACTIONS.requestRefused,
+      targetType: "endpoint",
+      targetId: input.endpointId,
+      metadata: {
+        code: input.code,
+        status: input.status,
+        method: input.method,
+        ip: input.ip,
+        ...(own.hits === perClient.limit ? { budgetSpent: true } : {}),
+      },
+    },
+    deps,
+  );
+  return "logged";
+}
+
+interface ClosedWindow {
+  bucket: string;
+  subject: string;
+  window_start: Date;
+  hits: number;
+  expires_at: Date;
+}
+
+/**
+ * Turns closed refusal windows into audit events: one request.refusals_suppressed per error code
+ * and window whose refusals went over a budget, with the number not logged one by one and the
+ * clients that sent most. The windows are deleted in the same transaction, so each is summarised
+ * exactly once even when several instances sweep at the same moment. Returns the events written.
+ */
+export async function summariseRefusals(
+  store: Store,
+  deps: { now: Date; random: RandomBytes },
+): Promise<number> {
+  const { perClient, perCode } = REFUSAL_AUDIT_BUDGET;
+  return store.transaction(async (tx) => {
+    const closed = (
+      await tx.query<ClosedWindow>(
+        `DELETE FROM rate_limit_buckets WHERE (bucket, subject, window_start) IN (
+           SELECT bucket, subject, window_start FROM rate_limit_buckets
+           WHERE bucket IN ($1, $2) AND expires_at <= $3::timestamptz
+           ORDER BY expires_at LIMIT $4)
+         RETURNING bucket, subject, window_start, hits, expires_at`,
+        [CLIENT_BUCKET, CODE_BUCKET, deps.now.toISOString(), SWEEP_ROWS],
+      )
+    ).rows;
+    const groups = new Map<
+      string,
+      { code: string; start: Date; end: Date; suppressed: number; clients: Map<string, number> }
+    >();
+    for (const row of closed) {
+      const byClient = row.bucket === CLIENT_BUCKET;
+      const over = Number(row.hits) - (byClient ? perClient.limit : perCode.limit);
+      if (over <= 0) continue;
+      const split = row.subject.indexOf("|");
+      const code = byClient ? row.subject.slice(0, split) : row.subject;
+      const start = new Date(row.window_start);
+      const key = `${code} ${start.toISOString()}`;
+      let group = groups.get(key);
+      if (!group) {
+        group = { code, start, end: new Date(row.expires_at), suppressed: 0, clients: new Map() };
+        groups.set(key, group);
+      }
+      group.suppressed += over;
+      if (byClient) group.clients.set(row.subject.slice(split + 1), over);
+    }
+    for (const group of groups.values()) {
+      const top = [...group.clients].sort((a, b) => b[1] - a[1]).slice(0, SUMMARY_CLIENTS);
+      await appendAuditEvent(
+        tx,
+        {
+          actorAccountId: null,
+          action: AUDIT_ACTIONS.requestRefusalsSuppressed,
+          targetType: "error_code",
+          targetId: group.code,
+          metadata: {
+            code: group.code,
+            windowStart: group.start.toISOString(),
+            windowEnd: group.end.toISOString(),
+            suppressed: group.suppressed,
+            clientsOverBudget: group.clients.size,
+            topClients: top.map(([client, suppressed]) => ({ client, suppressed })),
+            budget: {
+              perClient: perClient.limit,
+              perCode: perCode.limit,
+              windowSeconds: perCode.windowSeconds,
+            },
+          },
+        },
+        deps,
+      );
+    }
+    return groups.size;
+  });
 }

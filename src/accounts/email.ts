@@ -3,8 +3,10 @@ import { createHmac } from "node:crypto";
 /**
  * What the portal asks the mail system to send. "account_exists" and "sign_in_unavailable" exist so
  * that sign-up and magic-link requests do the same work (and take the same time) whether or not the
- * address has an account: the receiver may send a short "you already have an account" / "no
- * account for this address" note, or drop them.
+ * address has an account. "account_exists" has the fields of "verify_email" (token, expiresAt,
+ * linkPath to the owner's own verify page: "you already have an account; confirm your address
+ * here"); "sign_in_unavailable" carries no token and means "no account can sign in with this
+ * address". The receiver may send a short note for either, or drop them.
  */
 export type EmailType = "verify_email" | "magic_link" | "account_exists" | "sign_in_unavailable";
 

@@ -18,6 +18,8 @@ export interface AppContextInput {
   fetch?: typeof fetch;
   clientIp?: AppContext["clientIp"];
   assumeHttps?: boolean;
+  /** A development portal names how to reset rate limits in every rate_limit_exceeded. */
+  rateLimitResetHint?: string;
 }
 
 /**
@@ -62,6 +64,7 @@ export async function createAppContext(input: AppContextInput): Promise<AppConte
     email,
     bootstrapAdminEmails: input.settings.bootstrapAdminEmails,
     rateLimits: input.config.limits.rateLimits,
+    ...(input.rateLimitResetHint ? { rateLimitResetHint: input.rateLimitResetHint } : {}),
     now,
     random,
     log: input.log,

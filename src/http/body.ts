@@ -40,17 +40,32 @@ export async function readLimited(
   };
   const declared = Number(req.headers["content-length"] ?? "0");
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of req) {
-    total += (chunk as Buffer).length;
-    if (total > maxBytes) {
-      req.pause();
-      throw tooLarge();
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+  // Events, not async iteration: on Vercel the Node helpers read the body before the function runs
+  // and replay it to "data" and "end" listeners only; the request stream itself is already spent
+  // (test/http/vercel-build.test.ts runs the built functions that way).
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let settled = false;
+    const settle = (finish: () => void) => {
+      if (settled) return;
+      settled = true;
+      finish();
+    };
+    req.on("data", (chunk: Buffer) => {
+      if (settled) return;
+      total += chunk.length;
+      if (total > maxBytes) {
+        req.pause();
+        settle(() => reject(tooLarge()));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on("end", () => settle(() => resolve(Buffer.concat(chunks))));
+    req.on("error", (error) => settle(() => reject(error)));
+    req.on("close", () => settle(() => reject(new Error("the request closed before its body ended"))));
+  });
 }
 
 /**

@@ -24,6 +24,14 @@ export interface Guarded {
 
 const proxyLists = new WeakMap<readonly string[], ReturnType<typeof trustedProxyList>>();
 
+/** The caller each request authenticated as, kept for the refusal audit (a CSRF failure has one). */
+const establishedCallers = new WeakMap<IncomingMessage, Caller>();
+
+/** The caller guardRequest established for this request, also when it then refused it. */
+export function callerOf(req: IncomingMessage): Caller | null {
+  return establishedCallers.get(req) ?? null;
+}
+
 export function clientIpOf(req: IncomingMessage, app: AppContext): string {
   if (app.clientIp) return app.clientIp(req);
   const entries = app.config.deployment.trustedProxies;
@@ -82,6 +90,7 @@ export async function guardRequest(
       throw new SvcError("invalid_api_key", "the API key is malformed, unknown or revoked");
     }
     caller = { account: verified.account, roles: verified.roles, apiKeyId: verified.apiKeyId };
+    establishedCallers.set(req, caller);
   } else if (endpoint.authRequired) {
     const token = readSessionCookie(req);
     if (!token) {
@@ -100,6 +109,7 @@ export async function guardRequest(
       throw new SvcError("unauthenticated", "the session is unknown, ended or expired; sign in again");
     }
     caller = { account: info.account, roles: info.roles, session: { token, info } };
+    establishedCallers.set(req, caller);
     if (endpoint.csrf) {
       const header = req.headers[CSRF_HEADER];
       if (!accountsOf(app).checkCsrf(token, typeof header === "string" ? header : undefined)) {

@@ -273,6 +273,18 @@ export const REASONS = {
     meaning: "The ZIP uses ZIP64 records; packages are capped at 100 MiB and never need them.",
     fix: "Rebuild the ZIP without ZIP64 (for example zip -fz- or a tool default for small archives).",
   },
+  zip_version_unsupported: {
+    check: "file_signature",
+    meaning:
+      "An entry declares a 'version needed to extract' above 2.0 (or for a system other than MS-DOS): unzip skips such an entry and Python's zipfile refuses the archive, while other tools extract it, so what players get depends on their tool.",
+    fix: "Rebuild the ZIP with a standard tool using stored or deflate entries without ZIP64 or encryption (they declare 1.0 or 2.0).",
+  },
+  zip_flags_unsupported: {
+    check: "file_signature",
+    meaning:
+      "An entry sets general-purpose flags that extractors handle differently (compressed patched data, enhanced deflating, reserved bits), or is stored with a data descriptor that streaming extractors cannot delimit.",
+    fix: "Rebuild the ZIP with a standard tool (zip, 7-Zip, Windows 'Send to compressed folder'); avoid streaming writers' stored-with-descriptor mode.",
+  },
   central_directory_invalid: {
     check: "file_signature",
     meaning: "A central directory record is malformed or runs past the directory.",

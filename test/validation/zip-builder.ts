@@ -28,9 +28,14 @@ export interface FixtureEntry {
     crc: number;
     compressedSize: number;
     uncompressedSize: number;
+    versionNeeded: number;
   }>;
   /** Point the central record at another entry's local header (by index): an overlap. */
   shareLocalOf?: number;
+  /** "Version needed to extract" in both headers (default 20); `local.versionNeeded` overrides the local one. */
+  versionNeeded?: number;
+  /** "Version made by" in the central record (default Unix, 2.0: 0x0314). */
+  madeBy?: number;
   /** Write a data descriptor after the data (sets flag bit 3, zeroes the local CRC/sizes). */
   dataDescriptor?: boolean;
   /** Bytes written after this entry's data. */
@@ -66,11 +71,12 @@ function centralRecord(
   extra: Buffer,
   mode: number,
   localOffset: number,
+  versions: { madeBy?: number; needed?: number } = {},
 ): Buffer {
   const c = Buffer.alloc(46);
   c.writeUInt32LE(0x02014b50, 0);
-  c.writeUInt16LE((3 << 8) | 20, 4);
-  c.writeUInt16LE(20, 6);
+  c.writeUInt16LE(versions.madeBy ?? (3 << 8) | 20, 4);
+  c.writeUInt16LE(versions.needed ?? 20, 6);
   c.writeUInt16LE(flags, 8);
   c.writeUInt16LE(method, 10);
   c.writeUInt16LE(0, 12);
@@ -138,7 +144,7 @@ export function buildZip(entries: FixtureEntry[], options: FixtureOptions = {}):
     const localName = l.name !== undefined ? toBuffer(l.name) : name;
     const local = Buffer.alloc(30);
     local.writeUInt32LE(0x04034b50, 0);
-    local.writeUInt16LE(20, 4);
+    local.writeUInt16LE(l.versionNeeded ?? entry.versionNeeded ?? 20, 4);
     local.writeUInt16LE(l.flags ?? flags, 6);
     local.writeUInt16LE(l.method ?? method, 8);
     local.writeUInt16LE(0, 10);
@@ -166,7 +172,12 @@ export function buildZip(entries: FixtureEntry[], options: FixtureOptions = {}):
 
     written.push({ crc, csize, usize, method, flags });
     const mode = entry.unixMode ?? (isDir ? 0o040755 : 0o100644);
-    central.push(centralRecord(name, flags, method, crc, csize, usize, extra, mode, localOffsets[i]!));
+    central.push(
+      centralRecord(name, flags, method, crc, csize, usize, extra, mode, localOffsets[i]!, {
+        ...(entry.madeBy !== undefined ? { madeBy: entry.madeBy } : {}),
+        ...(entry.versionNeeded !== undefined ? { needed: entry.versionNeeded } : {}),
+      }),
+    );
   }
   const cdOffset = offset;
   for (const c of central) push(c);

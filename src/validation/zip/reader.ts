@@ -120,6 +120,31 @@ export const FLAG_DATA_DESCRIPTOR = 0x0008;
 export const FLAG_STRONG_ENCRYPTION = 0x0040;
 export const FLAG_UTF8 = 0x0800;
 export const FLAG_MASKED_HEADERS = 0x2000;
+/**
+ * Flag bits a stored/deflate package has no use for and extractors act on differently: 4
+ * (enhanced deflating), 5 (compressed patched data: Python's zipfile refuses the entry, others
+ * read the patch as the file), and the bits APPNOTE reserves (7-10, 12, 14, 15). Bits 0, 6 and 13
+ * (encryption) have their own reason; 1-2 (deflate level hints), 3 (data descriptor) and 11
+ * (UTF-8 names) are accepted.
+ */
+export const FLAGS_UNSUPPORTED = 0xd7b0;
+
+/**
+ * The highest "version needed to extract" a package may declare: 2.0, enough for stored and
+ * deflated entries and folders without ZIP64. Info-ZIP's unzip skips an entry that needs more than
+ * it can do (4.6 on Debian: a 5.1 entry is left out while the rest is extracted), Python's zipfile
+ * refuses the whole archive above 6.3, and the upper byte names the system needed to extract it
+ * (unzip asks "stored in VMS format. Extract anyway? (y/n)" of a VMS one, and skips it on "n"):
+ * readers would not agree on the contents.
+ */
+export const MAX_VERSION_NEEDED = 20;
+
+/**
+ * "Version made by" systems whose external attributes extractors read as a Unix st_mode (unzip:
+ * VMS, Unix, Atari, QDOS, Acorn, BeOS, Tandem, AtheOS; libarchive and 7-Zip: Unix; macOS tools:
+ * OS X). unzip creates symbolic links for Unix, VMS, Atari, BeOS and AtheOS entries alike.
+ */
+const UNIX_MODE_HOSTS: ReadonlySet<number> = new Set([2, 3, 5, 12, 13, 16, 17, 19, 30]);
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -143,6 +168,8 @@ export const LAYOUT_CODES: ReadonlySet<ReasonCode> = new Set<ReasonCode>([
   "declared_size_mismatch",
   "encrypted_entry",
   "unsupported_compression_method",
+  "zip_version_unsupported",
+  "zip_flags_unsupported",
   "too_many_entries",
   "entry_too_large",
   "total_uncompressed_too_large",
@@ -318,6 +345,7 @@ export function readZipStructure(input: Buffer | ByteSource, caps: ZipCaps): Zip
       return { ...emptyStructure(findings), entries };
     }
     const versionMadeBy = cd.u16(p + 4);
+    const versionNeeded = cd.u16(p + 6);
     const flags = cd.u16(p + 8);
     const method = cd.u16(p + 10);
     const crc = cd.u32(p + 16);
@@ -354,7 +382,10 @@ export function readZipStructure(input: Buffer | ByteSource, caps: ZipCaps): Zip
     const label = nameDecoded ? name : `<undecodable name ${rawName.toString("hex")}>`;
 
     const platform = versionMadeBy >> 8;
-    const unixMode = platform === 3 || platform === 19 ? (externalAttributes >>> 16) & 0xffff : null;
+    // Other systems' upper attribute bits are read as a mode too when set (7-Zip marks them so, and
+    // PKZip for Unix writes them under MS-DOS): judge them the way the strictest extractor would.
+    const upperAttributes = (externalAttributes >>> 16) & 0xffff;
+    const unixMode = UNIX_MODE_HOSTS.has(platform) || upperAttributes !== 0 ? upperAttributes : null;
     const isDirectory = name.endsWith("/") || (unixMode !== null && (unixMode & S_IFMT) === S_IFDIR);
 
     let unicodePathName: string | null = null;
@@ -394,6 +425,22 @@ export function readZipStructure(input: Buffer | ByteSource, caps: ZipCaps): Zip
     }
     if (flags & (FLAG_ENCRYPTED | FLAG_STRONG_ENCRYPTION | FLAG_MASKED_HEADERS)) {
       findings.push({ code: "encrypted_entry", entry: label, message: `${label}: entry is encrypted` });
+    }
+    const versionProblem = describeVersionNeeded(versionNeeded);
+    if (versionProblem) {
+      findings.push({
+        code: "zip_version_unsupported",
+        entry: label,
+        message: `${label}: central directory ${versionProblem}`,
+      });
+    }
+    const flagsProblem = describeUnsupportedFlags(flags, method);
+    if (flagsProblem) {
+      findings.push({
+        code: "zip_flags_unsupported",
+        entry: label,
+        message: `${label}: central directory ${flagsProblem}`,
+      });
     }
     if (method !== 0 && method !== 8) {
       findings.push({
@@ -515,6 +562,7 @@ function checkLocalHeaders(
       });
       continue;
     }
+    const localVersionNeeded = bytes.u16(o + 4);
     const flags = bytes.u16(o + 6);
     const method = bytes.u16(o + 8);
     const crc = bytes.u32(o + 14);
@@ -543,6 +591,23 @@ function checkLocalHeaders(
         });
         break;
       }
+    }
+    // Streaming extractors read only the local header: it must pass the same rules.
+    const localVersionProblem = describeVersionNeeded(localVersionNeeded);
+    if (localVersionProblem) {
+      findings.push({
+        code: "zip_version_unsupported",
+        entry: label,
+        message: `${label}: local header ${localVersionProblem}`,
+      });
+    }
+    const localFlagsProblem = describeUnsupportedFlags(flags, method);
+    if (localFlagsProblem) {
+      findings.push({
+        code: "zip_flags_unsupported",
+        entry: label,
+        message: `${label}: local header ${localFlagsProblem}`,
+      });
     }
     const localName = bytes.slice(o + LOCAL_SIZE, o + LOCAL_SIZE + nameLength);
     const differences: string[] = [];
@@ -589,6 +654,38 @@ function checkLocalHeaders(
     entry.endOffset = end;
   }
   checkLayout(entries, cdOffset, findings);
+}
+
+function versionText(version: number): string {
+  return `${Math.floor(version / 10)}.${version % 10}`;
+}
+
+/** Why a "version needed to extract" value is refused, or null. */
+function describeVersionNeeded(field: number): string | null {
+  const version = field & 0xff;
+  const system = field >> 8;
+  if (system !== 0) {
+    return `declares version needed to extract ${versionText(version)} on system ${system}; only MS-DOS-compatible (0) entries are read the same everywhere`;
+  }
+  if (version > MAX_VERSION_NEEDED) {
+    return `declares version needed to extract ${versionText(version)}; stored and deflated entries need at most ${versionText(MAX_VERSION_NEEDED)}, and extractors that cannot do ${versionText(version)} skip the entry or refuse the archive`;
+  }
+  return null;
+}
+
+/** Why general-purpose flags are refused, or null. */
+function describeUnsupportedFlags(flags: number, method: number): string | null {
+  const unsupported = flags & FLAGS_UNSUPPORTED;
+  if (unsupported !== 0) {
+    const bits = [...Array(16).keys()].filter((bit) => unsupported & (1 << bit));
+    return `sets general-purpose flag bit(s) ${bits.join(", ")}${unsupported & 0x0020 ? " (compressed patched data)" : ""}, which extractors treat differently`;
+  }
+  // A stored entry's length is only in the central directory; a streaming reader must guess where
+  // it ends (Java's ZipInputStream refuses it, others scan for a descriptor signature its data may hold).
+  if (method === 0 && flags & FLAG_DATA_DESCRIPTOR) {
+    return "is stored with a data descriptor, so streaming extractors cannot tell where its data ends";
+  }
+  return null;
 }
 
 /** Every byte before the central directory must belong to exactly one entry, in order. */
