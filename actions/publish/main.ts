@@ -1,109 +1,100 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as core from "@actions/core";
+import { context } from "@actions/github";
 import { Octokit } from "@octokit/rest";
 import { handlePublishReceipt } from "../../src/bot/handle.ts";
-import { filesystemArtifactStore } from "../../src/catalog/artifact-store.ts";
-import type { PublisherOptions } from "../../src/catalog/publisher.ts";
 import { runnerValidator } from "../../src/catalog/validator.ts";
 import { loadPortalConfig } from "../../src/config/portal-config.ts";
-import { splitRepository } from "../../src/github/api.ts";
-import { type MergedSubmission, publishMergedSubmissions } from "../../src/github/publish-merged.ts";
-import {
-  applyVisibility,
-  isVisibilityEntry,
-  parseVisibilityInputs,
-  postVisibilityReceipt,
-  type VisibilityEntry,
-  VisibilityRefusal,
-} from "../../src/github/publish-visibility.ts";
+import { verifyCatalog } from "../../src/github/catalog-push.ts";
+import { mintInstallationToken } from "../../src/github/installation-token.ts";
+import { type PublishRunEntry, publishSummary, runPublish } from "../../src/github/publish-action.ts";
+import { pendingSidecars } from "../../src/github/publish-reconcile.ts";
+import { isVisibilityEntry, postVisibilityReceipt } from "../../src/github/publish-visibility.ts";
+import { githubReleaseArtifactStore } from "../../src/github/release-artifact-store.ts";
 import { createClamscanScanner } from "../../src/validation/antivirus/clamscan.ts";
 
-type ReceiptEntry = MergedSubmission | VisibilityEntry;
+async function postReceipts(reader: Octokit, receiptsPath: string, botLogins: string[]): Promise<void> {
+  const entries = JSON.parse(readFileSync(receiptsPath, "utf8")) as PublishRunEntry[];
+  for (const m of entries)
+    if (isVisibilityEntry(m)) await postVisibilityReceipt(reader, context.repo, m);
+    else if (m.pullRequest !== null)
+      await handlePublishReceipt(reader, context.repo, m.pullRequest, m.receipt, { botLogins });
+}
 
-function publisherOptions(root: string): PublisherOptions {
+// Octokit logs every failed request; the expected 404s (no release for this version yet) are noise.
+const log = { debug: core.debug, info: core.debug, warn: core.warning, error: core.debug };
+
+async function run(): Promise<void> {
+  const baseUrl = context.apiUrl;
+  const reader = new Octokit({ auth: core.getInput("github-token", { required: true }), baseUrl, log });
+  const botLogins = (core.getInput("bot-logins") || "github-actions[bot]").split(",").map((s) => s.trim());
+  const receiptsPath = core.getInput("receipts-path") || "publish-receipts.json";
+  const mode = core.getInput("mode") || "publish";
+  if (mode === "receipts") return postReceipts(reader, receiptsPath, botLogins);
+  const root = process.env.GITHUB_WORKSPACE ?? process.cwd();
+  if (mode === "pending") {
+    const pending = pendingSidecars(root, join(root, "records"));
+    core.info(
+      `${pending.length} sidecar(s) without a release record: ${pending.map((p) => p.path).join(", ")}`,
+    );
+    return core.setOutput("pending", String(pending.length > 0));
+  }
+  if (mode !== "publish") throw new Error(`mode must be publish, pending or receipts, not ${mode}`);
+
+  const repository = `${context.repo.owner}/${context.repo.repo}`;
   const config = loadPortalConfig(join(root, "portal.config.json"));
-  const siteDir = join(root, "site");
   const database = core.getInput("clamscan-db");
   const scanner =
     core.getInput("scanner") === "none"
       ? null
       : createClamscanScanner("clamscan", database ? { database } : {});
-  return {
-    root,
-    recordsDir: join(root, "records"),
-    siteDir,
-    config,
-    store: filesystemArtifactStore({ root, siteDir, baseUrl: config.baseUrl }),
-    validate: runnerValidator({ siteDir, scanner }),
-  };
-}
-
-async function run(): Promise<void> {
-  const api = new Octokit({
-    auth: core.getInput("github-token", { required: true }),
-    baseUrl: process.env.GITHUB_API_URL,
+  const siteDir = join(root, "site");
+  const result = await runPublish({
+    eventName: context.eventName,
+    event: context.payload,
+    ref: context.ref,
+    sha: context.sha,
+    repo: context.repo,
+    branch: config.portal.defaultBranch ?? "main",
+    publisher: (writer) => ({
+      root,
+      recordsDir: join(root, "records"),
+      siteDir,
+      config,
+      store: githubReleaseArtifactStore({ octokit: writer, repository, downloadBaseUrl: context.serverUrl }),
+      validate: runnerValidator({ siteDir, scanner }),
+    }),
+    botLogins,
+    reader,
+    connect: async () => {
+      const minted = await mintInstallationToken({
+        appId: core.getInput("app-id", { required: true }),
+        privateKey: core.getInput("app-private-key", { required: true }),
+        repository,
+        apiUrl: baseUrl,
+      });
+      core.setSecret(minted.token);
+      return { writer: new Octokit({ auth: minted.token, baseUrl, log }), pushToken: minted.token };
+    },
+    verify: () => verifyCatalog(root),
+    log: (line) => core.info(line),
   });
-  const repo = splitRepository(process.env.GITHUB_REPOSITORY ?? "");
-  const botLogins = (core.getInput("bot-logins") || "github-actions[bot]").split(",").map((s) => s.trim());
-  const receiptsPath = core.getInput("receipts-path") || "publish-receipts.json";
-  if (core.getInput("mode") === "receipts") {
-    const entries = JSON.parse(readFileSync(receiptsPath, "utf8")) as ReceiptEntry[];
-    for (const m of entries)
-      if (isVisibilityEntry(m)) await postVisibilityReceipt(api, repo, m);
-      else if (m.pullRequest !== null)
-        await handlePublishReceipt(api, repo, m.pullRequest, m.receipt, { botLogins });
-    return;
-  }
-  const event = JSON.parse(readFileSync(process.env.GITHUB_EVENT_PATH ?? "", "utf8"));
-  const root = process.env.GITHUB_WORKSPACE ?? process.cwd();
-  let entries: ReceiptEntry[];
-  let message: string;
-  if (process.env.GITHUB_EVENT_NAME === "workflow_dispatch") {
-    // The bot dispatches hide/unhide; applyVisibility refuses any dispatch its pull request does not back.
-    const request = parseVisibilityInputs(event.inputs);
-    entries = [await applyVisibility(api, { repo, request, botLogins, publisher: publisherOptions(root) })];
-    message = `${request.action === "hide" ? "Hide" : "Unhide"} ${request.modId}@${request.version} (#${request.pullRequest})`;
-  } else {
-    const publisher = publisherOptions(root);
-    entries = await publishMergedSubmissions(api, {
-      repo,
-      before: event.before,
-      after: event.after,
-      botLogins,
-      publisher,
-    });
-    message = "Publish merged submissions";
-  }
-  writeFileSync(receiptsPath, `${JSON.stringify(entries, null, 2)}\n`);
-  const rows = entries.map((m) => [
-    m.path,
-    isVisibilityEntry(m) ? m.visibility : "publish",
-    m.receipt.ok ? (isVisibilityEntry(m) ? `${m.status}` : "published") : `failed: ${m.receipt.error?.code}`,
-    m.receipt.ok ? (m.receipt.artifactUrl ?? m.receipt.detailUrl ?? "") : "",
-  ]);
-  await core.summary
-    .addHeading("svc publish")
-    .addTable([
-      ["sidecar", "action", "result", "artifact or page"].map((data) => ({ data, header: true })),
-      ...rows,
-    ])
-    .write();
-  for (const m of entries.filter((e) => !e.receipt.ok))
-    core.warning(`${m.path}: ${m.receipt.error?.code}: ${m.receipt.error?.message}`);
-  const applied = entries.filter((m) => m.receipt.ok);
-  core.setOutput("published", String(applied.filter((m) => !isVisibilityEntry(m)).length));
-  core.setOutput("visibility", applied.find(isVisibilityEntry)?.visibility ?? "");
-  core.setOutput("commit-message", message);
+  writeFileSync(receiptsPath, `${JSON.stringify(result.receipts, null, 2)}\n`);
+  await core.summary.addRaw(publishSummary(result)).write();
+  for (const e of result.entries.filter((e) => !e.receipt.ok))
+    core.warning(`${e.path}: ${e.receipt.error?.code}: ${e.receipt.error?.message}`);
+  const published = result.entries.filter((e) => "outcome" in e && e.outcome === "published");
+  core.setOutput("published", String(published.length));
+  const applied = result.entries.find((e) => isVisibilityEntry(e) && e.receipt.ok);
+  core.setOutput("visibility", applied && isVisibilityEntry(applied) ? applied.visibility : "");
+  core.setOutput("commit", result.push.commit ?? "");
+  core.setOutput("deploy", String(result.deploy));
   core.setOutput("receipts-path", receiptsPath);
 }
 
-run().catch((error: unknown) =>
-  core.setFailed(
-    error instanceof VisibilityRefusal
-      ? `${error.code}: ${error.message}`
-      : error instanceof Error
-        ? error.message
-        : String(error),
-  ),
-);
+run().catch((error: unknown) => {
+  const code = (error as { code?: unknown }).code;
+  const message = error instanceof Error ? error.message : String(error);
+  core.setFailed(typeof code === "string" ? `${code}: ${message}` : message);
+});

@@ -4,6 +4,8 @@ import { join } from "node:path";
 import semver from "semver";
 import type { GameBuildEntry, PortalConfig } from "../config/portal-config.ts";
 import { SvcError } from "../errors.ts";
+import { recoverPending } from "./atomic-files.ts";
+import type { ArtifactStore, PromotedArtifact } from "./artifact-store.ts";
 import { commitRecordUpdates, type RebuildOptions } from "./rebuild.ts";
 import { RECORD_PATHS, type TrackedRelease } from "./records.ts";
 
@@ -35,6 +37,12 @@ export interface SyncOptions extends RebuildOptions {
   publicDownloadBase?: string;
   /** Where downloads are actually fetched from (default: publicDownloadBase); tests use a loopback server. */
   fetchDownloadBase?: string;
+  /**
+   * Where the framework ZIP is published on a GitHub portal: a release of the portal repository
+   * (src/github/release-artifact-store.ts), so no ZIP enters git. Default: create-only under
+   * site/downloads/framework/{version}/ (the local portal).
+   */
+  frameworkStore?: ArtifactStore;
 }
 
 /** The asset the game-build matrix is read from, in the latest framework release. */
@@ -143,6 +151,8 @@ export interface SyncReleasesResult {
  */
 export async function syncReleases(options: SyncOptions): Promise<SyncReleasesResult> {
   const { config } = options;
+  // The framework check below reads the site before the lock: a crashed transaction is finished first.
+  await recoverPending(options, { timeoutMs: options.lockTimeoutMs ?? 60_000 });
   const publicBase = (options.publicDownloadBase ?? "https://github.com").replace(/\/+$/, "");
   const maxBytes = config.limits.maxPackageBytes * 4;
 
@@ -180,13 +190,18 @@ export async function syncReleases(options: SyncOptions): Promise<SyncReleasesRe
       : {}),
     fileName: frameworkAsset.name,
     assetName: frameworkAsset.name,
-    url: `${config.baseUrl}/${sitePath}`,
+    url: options.frameworkStore
+      ? options.frameworkStore.urlFor(frameworkKey(frameworkVersion, frameworkAsset.name))
+      : `${config.baseUrl}/${sitePath}`,
     sha256: frameworkDigest,
     sizeBytes: frameworkAsset.size,
   };
   const artifacts: Array<{ path: string; bytes: Uint8Array; sha256: string }> = [];
   const stored = join(options.siteDir, sitePath);
-  if (existsSync(stored)) {
+  let promoted: PromotedArtifact | null = null;
+  if (options.frameworkStore) {
+    promoted = await promoteFramework(options, options.frameworkStore, framework, frameworkAsset, maxBytes);
+  } else if (existsSync(stored)) {
     // Already published by an earlier sync: immutable, so it must be the very same bytes.
     const actual = createHash("sha256").update(readFileSync(stored)).digest("hex");
     if (actual !== frameworkDigest) {
@@ -201,22 +216,29 @@ export async function syncReleases(options: SyncOptions): Promise<SyncReleasesRe
     artifacts.push({ path: sitePath, bytes, sha256: frameworkDigest });
   }
 
-  const result = await commitRecordUpdates(
-    options,
-    [
-      {
-        path: RECORD_PATHS.manager,
-        text: `${JSON.stringify(manager, null, 2)}\n`,
-        apply: (inputs) => ({ ...inputs, manager }),
-      },
-      {
-        path: RECORD_PATHS.framework,
-        text: `${JSON.stringify(framework, null, 2)}\n`,
-        apply: (inputs) => ({ ...inputs, framework }),
-      },
-    ],
-    artifacts,
-  );
+  let result: Awaited<ReturnType<typeof commitRecordUpdates>>;
+  try {
+    result = await commitRecordUpdates(
+      options,
+      [
+        {
+          path: RECORD_PATHS.manager,
+          text: `${JSON.stringify(manager, null, 2)}\n`,
+          apply: (inputs) => ({ ...inputs, manager }),
+        },
+        {
+          path: RECORD_PATHS.framework,
+          text: `${JSON.stringify(framework, null, 2)}\n`,
+          apply: (inputs) => ({ ...inputs, framework }),
+        },
+      ],
+      artifacts,
+    );
+  } catch (error) {
+    await promoted?.abort();
+    throw error;
+  }
+  await promoted?.finish();
   return { manager, framework, written: result.written };
 }
 
@@ -276,3 +298,43 @@ export async function syncGameBuilds(options: SyncOptions): Promise<SyncGameBuil
 }
 
 export type { PortalConfig };
+
+/** The framework's key in an artifact store; a GitHub store tags it with frameworkTag. */
+function frameworkKey(version: string, fileName: string) {
+  return { modId: "framework", version, fileName };
+}
+
+/** Release tag of a framework version in the portal's store: `_` never occurs in a mod's `{modId}-v{version}`. */
+export function frameworkTag(key: { version: string }): string {
+  return `framework_v${key.version}`;
+}
+
+/**
+ * The framework ZIP into the store: nothing to do when the record already names this store's URL
+ * with this sha256; else download, verify against the published digest and promote (the store
+ * refuses other bytes under a taken URL, and adopts the same bytes a cancelled run left).
+ */
+async function promoteFramework(
+  options: SyncOptions,
+  store: ArtifactStore,
+  framework: TrackedRelease,
+  asset: HostedAsset,
+  maxBytes: number,
+): Promise<PromotedArtifact | null> {
+  const recordPath = join(options.recordsDir, RECORD_PATHS.framework);
+  if (existsSync(recordPath)) {
+    const current = JSON.parse(readFileSync(recordPath, "utf8")) as TrackedRelease;
+    if (current.url === framework.url && current.sha256 === framework.sha256) return null;
+  }
+  const bytes = await download(options, asset.browserDownloadUrl, maxBytes);
+  verify(bytes, asset, framework.sha256!, `framework ${asset.browserDownloadUrl}`);
+  const promoted = await store.promote(frameworkKey(framework.version!, asset.name), bytes);
+  if (promoted.sha256 !== framework.sha256) {
+    await promoted.abort();
+    throw new SvcError(
+      "internal_error",
+      `the stored framework asset hashes to ${promoted.sha256}, not ${framework.sha256}`,
+    );
+  }
+  return promoted;
+}

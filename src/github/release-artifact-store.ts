@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import type { Octokit } from "@octokit/rest";
 import {
   type ArtifactKey,
   type ArtifactStore,
@@ -7,17 +6,35 @@ import {
   type PromotedArtifact,
 } from "../catalog/artifact-store.ts";
 import { SvcError } from "../errors.ts";
+import type { GitHubApi } from "./api.ts";
 
 export interface GitHubReleaseStoreOptions {
-  /** Constructed at the edge (token, baseUrl); tests point baseUrl at a loopback server. */
-  octokit: Octokit;
+  /** Constructed at the edge (a token with contents: write, baseUrl); tests point baseUrl at a loopback server. */
+  octokit: GitHubApi;
   /** The portal repository that holds one release per mod version, "owner/name". */
   repository: string;
   /** Release tag of a mod version; default `{modId}-v{version}` (both are slugs, so tags never collide). */
   tagFor?: (key: ArtifactKey) => string;
   /** Public download origin; default https://github.com. */
   downloadBaseUrl?: string;
+  /** How many of the newest releases are searched for drafts a cancelled run left (default 100, one page). */
+  draftScanLimit?: number;
 }
+
+/**
+ * Thrown when publishing the verified draft fails after the publisher's local commit. It is not an
+ * SvcError on purpose: callers treat it as fatal and push nothing, so no record ever names a
+ * release that is not public; the next run finds the draft gone or the release published and
+ * converges (see promote()).
+ */
+export class ReleasePublishError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ReleasePublishError";
+  }
+}
+
+type Release = Awaited<ReturnType<GitHubApi["rest"]["repos"]["getReleaseByTag"]>>["data"];
 
 function splitRepo(repository: string): { owner: string; repo: string } {
   const [owner, repo, ...rest] = repository.split("/");
@@ -48,11 +65,19 @@ async function hashStream(
 
 /**
  * Artifacts as GitHub release assets on the portal repository: one release per mod version, tagged
- * `{modId}-v{version}`, holding exactly one asset. promote() refuses when the release or the tag
- * already exists, creates the release, uploads the bytes, downloads the stored asset back through the
- * API and hashes that (and compares GitHub's own `digest` when it reports one). abort() deletes the
- * release and its tag so a failed publication can be retried; after a commit nothing is ever deleted.
- * Enable "immutable releases" on the repository so published assets cannot be replaced on GitHub either.
+ * `{modId}-v{version}`, holding exactly one asset.
+ *
+ * Immutable releases (the repository setting this store is meant for) lock a release's assets and
+ * tag the moment it is published, and a deleted immutable release burns its tag for good. So
+ * promote() creates a *draft* (invisible to the public, no tag yet), uploads the bytes, downloads the
+ * stored asset back through the API and hashes that; finish(), called after the publisher's commit,
+ * publishes the draft; abort() deletes the draft. Nothing public is ever deleted.
+ *
+ * A run cancelled after finish() but before its catalog commit reached git leaves a published
+ * release and no record. The next run's promote() finds that release and adopts it when its one
+ * asset has the same name and exactly the same bytes (hashed again); anything else at that tag is
+ * artifact_exists, never replaced. Drafts a cancelled run left behind are deleted before a new one
+ * is made.
  */
 export function githubReleaseArtifactStore(options: GitHubReleaseStoreOptions): ArtifactStore {
   const { owner, repo } = splitRepo(options.repository);
@@ -61,16 +86,18 @@ export function githubReleaseArtifactStore(options: GitHubReleaseStoreOptions): 
   const downloadBase = (options.downloadBaseUrl ?? "https://github.com").replace(/\/+$/, "");
   const urlFor = (key: ArtifactKey) =>
     `${downloadBase}/${owner}/${repo}/releases/download/${encodeURIComponent(tagFor(key))}/${encodeURIComponent(key.fileName)}`;
+  const where = (tag: string) => `release ${tag} on ${owner}/${repo}`;
 
-  const exists = async (key: ArtifactKey): Promise<boolean> => {
-    const tag = tagFor(key);
+  const publishedRelease = async (tag: string): Promise<Release | null> => {
     try {
-      await octokit.rest.repos.getReleaseByTag({ owner, repo, tag });
-      return true;
+      return (await octokit.rest.repos.getReleaseByTag({ owner, repo, tag })).data;
     } catch (error) {
-      if (status(error) !== 404) throw error;
+      if (status(error) === 404) return null;
+      throw error;
     }
-    // A tag without a release still blocks: the release would silently point at old code or bytes.
+  };
+
+  const tagExists = async (tag: string): Promise<boolean> => {
     try {
       await octokit.rest.git.getRef({ owner, repo, ref: `tags/${tag}` });
       return true;
@@ -80,71 +107,90 @@ export function githubReleaseArtifactStore(options: GitHubReleaseStoreOptions): 
     }
   };
 
+  /** The stored asset's bytes, read back through the API (302 to the blob) and hashed. */
+  const measureAsset = async (assetId: number) => {
+    const download = await octokit.request("GET /repos/{owner}/{repo}/releases/assets/{asset_id}", {
+      owner,
+      repo,
+      asset_id: assetId,
+      headers: { accept: "application/octet-stream" },
+      request: { parseSuccessResponseBody: false },
+    });
+    return hashStream(download.data as unknown as ReadableStream<Uint8Array>);
+  };
+
+  /** A published release of this key holding exactly these bytes (a cancelled run's), or artifact_exists. */
+  const adopt = async (key: ArtifactKey, release: Release, sha256: string): Promise<PromotedArtifact> => {
+    const tag = tagFor(key);
+    const asset = release.assets.length === 1 ? release.assets[0] : undefined;
+    if (!asset || asset.name !== key.fileName || asset.state !== "uploaded")
+      throw artifactExistsError(key, urlFor(key), where(tag));
+    if (asset.digest && asset.digest !== `sha256:${sha256}`)
+      throw artifactExistsError(key, urlFor(key), `${where(tag)}, digest ${asset.digest}`);
+    const measured = await measureAsset(asset.id);
+    if (measured.sha256 !== sha256)
+      throw artifactExistsError(key, urlFor(key), `${where(tag)}, sha256 ${measured.sha256}`);
+    const noop = async () => {};
+    return { key, url: urlFor(key), ...measured, files: new Map(), finish: noop, abort: noop };
+  };
+
+  /** Drafts of this tag that a cancelled run left: never public, safe to delete. */
+  const deleteLeftoverDrafts = async (tag: string) => {
+    const { data: releases } = await octokit.rest.repos.listReleases({
+      owner,
+      repo,
+      per_page: Math.min(options.draftScanLimit ?? 100, 100),
+    });
+    for (const r of releases.filter((r) => r.draft && r.tag_name === tag))
+      await octokit.rest.repos.deleteRelease({ owner, repo, release_id: r.id });
+  };
+
   return {
     kind: "github-releases",
     description: `GitHub releases of ${owner}/${repo}`,
     urlFor,
-    exists,
+    // Drafts do not count: they are private, hold nothing public and are replaced by the next attempt.
+    exists: async (key) => (await publishedRelease(tagFor(key))) !== null || (await tagExists(tagFor(key))),
     async promote(key, bytes): Promise<PromotedArtifact> {
       const tag = tagFor(key);
-      if (await exists(key))
-        throw artifactExistsError(key, urlFor(key), `release ${tag} on ${owner}/${repo}`);
-      let release: { id: number; upload_url: string };
-      try {
-        ({ data: release } = await octokit.rest.repos.createRelease({
-          owner,
-          repo,
-          tag_name: tag,
-          name: `${key.modId} ${key.version}`,
-          body: `Immutable package of ${key.modId} ${key.version}, published by the svc catalog publisher.`,
-          draft: false,
-          prerelease: false,
-          make_latest: "false",
-        }));
-      } catch (error) {
-        // 422 already_exists: another publisher took the tag between exists() and now.
-        if (status(error) === 422)
-          throw artifactExistsError(key, urlFor(key), `release ${tag} on ${owner}/${repo}`);
-        throw error;
-      }
-      const abort = async () => {
-        await octokit.rest.repos.deleteRelease({ owner, repo, release_id: release.id });
+      const sha256 = createHash("sha256").update(bytes).digest("hex");
+      const existing = await publishedRelease(tag);
+      if (existing) return adopt(key, existing, sha256);
+      // A tag without a release still blocks: the release would silently point at other code or bytes.
+      if (await tagExists(tag)) throw artifactExistsError(key, urlFor(key), `tag ${tag} on ${owner}/${repo}`);
+      await deleteLeftoverDrafts(tag);
+      const { data: draft } = await octokit.rest.repos.createRelease({
+        owner,
+        repo,
+        tag_name: tag,
+        name: `${key.modId} ${key.version}`,
+        body: `Immutable package of ${key.modId} ${key.version}, published by the svc catalog publisher.`,
+        draft: true,
+        prerelease: false,
+      });
+      const deleteDraft = async () => {
         try {
-          await octokit.rest.git.deleteRef({ owner, repo, ref: `tags/${tag}` });
+          await octokit.rest.repos.deleteRelease({ owner, repo, release_id: draft.id });
         } catch (error) {
-          if (status(error) !== 404 && status(error) !== 422) throw error;
+          if (status(error) !== 404) throw error;
         }
       };
       try {
         const { data: asset } = await octokit.request({
           method: "POST",
-          url: release.upload_url,
+          url: draft.upload_url,
           name: key.fileName,
           data: bytes as unknown as string,
           headers: { "content-type": "application/zip", "content-length": bytes.length },
         });
-        const uploaded = asset as {
-          id: number;
-          name: string;
-          size: number;
-          digest?: string | null;
-          browser_download_url: string;
-        };
+        const uploaded = asset as { id: number; name: string; digest?: string | null };
         if (uploaded.name !== key.fileName) {
           throw new SvcError(
             "internal_error",
             `GitHub stored the asset as ${uploaded.name}, not ${key.fileName}`,
           );
         }
-        // Read back what GitHub stores, through the API (302 to the blob), and hash it.
-        const download = await octokit.request("GET /repos/{owner}/{repo}/releases/assets/{asset_id}", {
-          owner,
-          repo,
-          asset_id: uploaded.id,
-          headers: { accept: "application/octet-stream" },
-          request: { parseSuccessResponseBody: false },
-        });
-        const measured = await hashStream(download.data as unknown as ReadableStream<Uint8Array>);
+        const measured = await measureAsset(uploaded.id);
         if (uploaded.digest && uploaded.digest !== `sha256:${measured.sha256}`) {
           throw new SvcError(
             "internal_error",
@@ -156,11 +202,29 @@ export function githubReleaseArtifactStore(options: GitHubReleaseStoreOptions): 
           url: urlFor(key),
           ...measured,
           files: new Map(),
-          finish: async () => {},
-          abort,
+          finish: async () => {
+            try {
+              const { data: published } = await octokit.rest.repos.updateRelease({
+                owner,
+                repo,
+                release_id: draft.id,
+                draft: false,
+                make_latest: "false",
+              });
+              if (published.draft || published.tag_name !== tag)
+                throw new Error(
+                  `the release is ${published.draft ? "still a draft" : `tagged ${published.tag_name}`}`,
+                );
+            } catch (error) {
+              throw new ReleasePublishError(
+                `publishing the verified draft of ${where(tag)} failed: ${(error as Error).message}`,
+              );
+            }
+          },
+          abort: deleteDraft,
         };
       } catch (error) {
-        await abort().catch(() => {});
+        await deleteDraft().catch(() => {});
         throw error;
       }
     },

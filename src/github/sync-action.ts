@@ -1,11 +1,13 @@
 /**
  * The sync action's core: runs the same syncs as `svc sync releases` and `svc sync game-builds`
  * (src/catalog/sync.ts) one after the other, each its own transaction, and reports what changed.
- * A failed target does not undo an earlier one; the workflow commits what succeeded.
+ * A failed target does not undo an earlier one: what succeeded is committed. On GitHub the action
+ * pushes through the same catalog commit path as publication (src/github/catalog-push.ts).
  */
-import { syncGameBuilds, syncReleases, type SyncOptions } from "../catalog/sync.ts";
 import { inlineCode } from "../bot/comments.ts";
+import { type SyncOptions, syncGameBuilds, syncReleases } from "../catalog/sync.ts";
 import { isSvcError } from "../errors.ts";
+import { type CatalogPushResult, pushCatalogCommit } from "./catalog-push.ts";
 
 export const SYNC_TARGETS = ["releases", "game-builds"] as const;
 export type SyncTarget = (typeof SYNC_TARGETS)[number];
@@ -55,6 +57,40 @@ export async function runSyncTargets(
   const outcomes: SyncOutcome[] = [];
   for (const target of targets) outcomes.push(await syncOne(target, options));
   return outcomes;
+}
+
+export interface SyncPushOptions {
+  /** The checkout; the default branch it is at; the app's installation token. */
+  cwd: string;
+  branch: string;
+  token: string;
+  verify: () => Promise<void>;
+  log?: (line: string) => void;
+}
+
+/**
+ * Runs the targets and pushes what they wrote to the default branch. A conflicting rebase (a
+ * publication landed meanwhile) resets to the new head and runs the targets again: a sync is a
+ * reconciliation too, and the framework release it made is adopted, not duplicated.
+ */
+export async function syncAndPush(
+  targets: readonly SyncTarget[],
+  options: SyncOptions,
+  push: SyncPushOptions,
+): Promise<{ outcomes: SyncOutcome[]; push: CatalogPushResult }> {
+  let outcomes = await runSyncTargets(targets, options);
+  const pushed = await pushCatalogCommit({
+    cwd: push.cwd,
+    branch: push.branch,
+    token: push.token,
+    message: () => `Sync ${targets.join(" and ")}`,
+    verify: push.verify,
+    redo: async () => {
+      outcomes = await runSyncTargets(targets, options);
+    },
+    ...(push.log ? { log: push.log } : {}),
+  });
+  return { outcomes, push: pushed };
 }
 
 /** The job summary: one row per target, then the files each changed. */

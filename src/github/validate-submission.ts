@@ -103,7 +103,15 @@ export async function validateSubmission(
   const download = await downloadCapped(url, input.policy.package.maxPackageBytes, input.fetch, {
     allowHttp: input.allowHttp ?? false,
   });
-  if (!download.ok) return stop(path, [{ code: download.code, message: download.message }]);
+  if (!download.ok)
+    return stop(path, [
+      {
+        // A failed transfer is not the package's fault (the bot offers /svc revalidate); a package
+        // over the cap or a URL that is not https is, and keeps its own code.
+        code: download.code === "download_failed" ? "package_download_failed" : download.code,
+        message: download.message,
+      },
+    ]);
   // Size and sha256 are compared with the sidecar by the artifact_hash check, over these very bytes.
   const report = await runValidation({
     package: { bytes: download.bytes },
@@ -115,4 +123,25 @@ export async function validateSubmission(
     ...(input.clock ? { clock: input.clock } : {}),
   });
   return { ...base, sidecarPath: path, problems: [], report };
+}
+
+/**
+ * The report written when validation itself broke (the API, the runner, a missing policy): the job
+ * always leaves a report, so the pull request ends in a visible, retryable validation_failed
+ * instead of waiting for one forever.
+ */
+export function validationErrorReport(
+  target: { repo: RepoRef; pullRequest: number; headSha: string },
+  error: unknown,
+): SubmissionReport {
+  const message = error instanceof Error ? error.message : String(error);
+  return {
+    schema: SUBMISSION_REPORT_SCHEMA,
+    repository: `${target.repo.owner}/${target.repo.repo}`,
+    pullRequest: target.pullRequest,
+    headSha: target.headSha,
+    sidecarPath: null,
+    problems: [{ code: "validation_error", message: `validation could not run: ${message}`.slice(0, 4000) }],
+    report: null,
+  };
 }

@@ -32,26 +32,55 @@ const NOT_FOUND = {
 };
 
 function store(server: GitHubApiServer) {
-  const octokit = new Octokit({ auth: "test-token", baseUrl: server.url });
+  // The store's expected 404s (no release yet) would otherwise be logged by Octokit as errors.
+  const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+  const octokit = new Octokit({ auth: "test-token", baseUrl: server.url, log: quiet });
   return githubReleaseArtifactStore({ octokit, repository: REPO, downloadBaseUrl: "https://github.com" });
 }
 
-/** Scripts the calls of a successful promotion; returns what GitHub "stored". */
+const KEY = { modId: "better-hud", version: "1.0.0", fileName: "better-hud-1.0.0.zip" };
+
+/** Scripts the calls of a promotion into a new draft; returns what GitHub "stored". */
 function expectPromotion(
   server: GitHubApiServer,
   tag: string,
-  options: { digest?: boolean; corrupt?: boolean } = {},
+  options: { digest?: boolean; corrupt?: boolean; leftoverDrafts?: number } = {},
 ) {
   const stored: { bytes?: Buffer } = {};
   server.expect({ route: "GET /repos/{owner}/{repo}/releases/tags/{tag}", reply: () => NOT_FOUND });
   server.expect({ route: "GET /repos/{owner}/{repo}/git/ref/{ref}", reply: () => NOT_FOUND });
+  const leftovers = Array.from({ length: options.leftoverDrafts ?? 0 }, (_, i) => ({
+    ...githubRelease({ id: 50 + i, tag, repo: REPO }),
+    draft: true,
+    published_at: null,
+  }));
+  server.expect({
+    route: "GET /repos/{owner}/{repo}/releases",
+    reply: () => ({
+      status: 200,
+      body: [githubRelease({ id: 3, tag: "other-mod-v1.0.0", repo: REPO }), ...leftovers],
+    }),
+  });
+  if (leftovers.length > 0)
+    server.expect({
+      route: "DELETE /repos/{owner}/{repo}/releases/{release_id}",
+      times: leftovers.length,
+      reply: (req) => {
+        expect(Number(req.params.release_id)).toBeGreaterThanOrEqual(50);
+        return { status: 204 };
+      },
+    });
   server.expect({
     route: "POST /repos/{owner}/{repo}/releases",
     reply: (req) => {
-      expect(req.json).toMatchObject({ tag_name: tag, draft: false });
+      // A draft: with immutable releases, assets can only be added before publication.
+      expect(req.json).toMatchObject({ tag_name: tag, draft: true });
       return {
         status: 201,
-        body: githubRelease({ id: 7, tag, repo: REPO, apiUrl: server.url, uploadUrl: server.url }),
+        body: {
+          ...githubRelease({ id: 7, tag, repo: REPO, apiUrl: server.url, uploadUrl: server.url }),
+          draft: true,
+        },
       };
     },
   });
@@ -73,34 +102,46 @@ function expectPromotion(
       };
     },
   });
-  server.expect({
-    route: "GET /repos/{owner}/{repo}/releases/assets/{asset_id}",
-    reply: (req) => {
-      expect(req.headers.accept).toBe("application/octet-stream");
-      return { status: 302, headers: { location: `${server.url}/blob/70` } };
-    },
-  });
-  server.expect({
-    route: "GET /blob/70",
-    raw: true,
-    reply: () => {
-      const bytes = Buffer.from(stored.bytes!);
-      if (options.corrupt) bytes[0] = (bytes[0] ?? 0) ^ 1;
-      return { status: 200, body: bytes, headers: { "content-type": "application/octet-stream" } };
-    },
+  expectAssetDownload(server, 70, () => {
+    const bytes = Buffer.from(stored.bytes!);
+    if (options.corrupt) bytes[0] = (bytes[0] ?? 0) ^ 1;
+    return bytes;
   });
   return stored;
 }
 
+function expectAssetDownload(server: GitHubApiServer, id: number, bytes: () => Buffer) {
+  server.expect({
+    route: "GET /repos/{owner}/{repo}/releases/assets/{asset_id}",
+    reply: (req) => {
+      expect(req.headers.accept).toBe("application/octet-stream");
+      return { status: 302, headers: { location: `${server.url}/blob/${id}` } };
+    },
+  });
+  server.expect({
+    route: `GET /blob/${id}`,
+    raw: true,
+    reply: () => ({ status: 200, body: bytes(), headers: { "content-type": "application/octet-stream" } }),
+  });
+}
+
+function expectPublishDraft(server: GitHubApiServer, tag: string) {
+  server.expect({
+    route: "PATCH /repos/{owner}/{repo}/releases/{release_id}",
+    reply: (req) => {
+      expect(req.params.release_id).toBe("7");
+      expect(req.json).toEqual({ draft: false, make_latest: "false" });
+      return { status: 200, body: githubRelease({ id: 7, tag, repo: REPO }) };
+    },
+  });
+}
+
 describe("GitHub releases artifact store (against GitHub's OpenAPI description)", () => {
-  it("creates one release per version, uploads, downloads the asset back and hashes it", async () => {
+  it("uploads into a draft, downloads the asset back and hashes it; finish() publishes the draft", async () => {
     api = await startGitHubApi();
     const stored = expectPromotion(api, "better-hud-v1.0.0", { digest: true });
     const bytes = Buffer.from("PK\u0005\u0006 not really a zip but bytes");
-    const promoted = await store(api).promote(
-      { modId: "better-hud", version: "1.0.0", fileName: "better-hud-1.0.0.zip" },
-      bytes,
-    );
+    const promoted = await store(api).promote(KEY, bytes);
     expect(stored.bytes?.equals(bytes)).toBe(true);
     expect(promoted).toMatchObject({
       url: `https://github.com/${REPO}/releases/download/better-hud-v1.0.0/better-hud-1.0.0.zip`,
@@ -108,28 +149,93 @@ describe("GitHub releases artifact store (against GitHub's OpenAPI description)"
       sizeBytes: bytes.length,
     });
     expect(promoted.files.size).toBe(0);
+    // Nothing is public until the publisher has committed.
+    expect(
+      api.requests.some((r) => r.operation === "PATCH /repos/{owner}/{repo}/releases/{release_id}"),
+    ).toBe(false);
+    expectPublishDraft(api, "better-hud-v1.0.0");
+    await promoted.finish();
     api.assertDone();
   });
 
-  it("refuses when the release or only the tag already exists (artifact_exists)", async () => {
+  it("deletes drafts of the same tag that a cancelled run left before making a new one", async () => {
     api = await startGitHubApi();
-    const tag = "better-hud-v1.0.0";
+    expectPromotion(api, "better-hud-v1.0.0", { leftoverDrafts: 2 });
+    await store(api).promote(KEY, Buffer.from("bytes"));
+    api.assertDone();
+  });
+
+  it("adopts a published release that holds exactly these bytes (a run cancelled before its commit): no new release", async () => {
+    api = await startGitHubApi();
+    const bytes = Buffer.from("the very same package bytes");
+    const sha = createHash("sha256").update(bytes).digest("hex");
     api.expect({
       route: "GET /repos/{owner}/{repo}/releases/tags/{tag}",
-      reply: () => ({ status: 200, body: githubRelease({ id: 3, tag, repo: REPO }) }),
+      reply: () => ({
+        status: 200,
+        body: githubRelease({
+          id: 3,
+          tag: "better-hud-v1.0.0",
+          repo: REPO,
+          assets: [
+            releaseAsset({
+              id: 31,
+              name: KEY.fileName,
+              size: bytes.length,
+              repo: REPO,
+              tag: "better-hud-v1.0.0",
+              digest: `sha256:${sha}`,
+            }),
+          ],
+        }),
+      }),
     });
-    const key = { modId: "better-hud", version: "1.0.0", fileName: "better-hud-1.0.0.zip" };
-    const error = await store(api)
-      .promote(key, Buffer.from("x"))
-      .catch((e: unknown) => e);
-    expect((error as SvcError).code).toBe("artifact_exists");
+    expectAssetDownload(api, 31, () => bytes);
+    const promoted = await store(api).promote(KEY, bytes);
+    expect(promoted).toMatchObject({ sha256: sha, sizeBytes: bytes.length });
+    await promoted.finish();
+    await promoted.abort();
     api.assertDone();
+  });
 
-    await api.close();
+  it("refuses (artifact_exists) a published release with other bytes, another asset, or only the tag", async () => {
+    const bytes = Buffer.from("new bytes");
+    const releases = [
+      [
+        releaseAsset({
+          id: 31,
+          name: KEY.fileName,
+          size: 3,
+          repo: REPO,
+          tag: "better-hud-v1.0.0",
+          digest: `sha256:${"e".repeat(64)}`,
+        }),
+      ],
+      [releaseAsset({ id: 32, name: "other.zip", size: 3, repo: REPO, tag: "better-hud-v1.0.0" })],
+    ];
+    for (const assets of releases) {
+      api = await startGitHubApi();
+      api.expect({
+        route: "GET /repos/{owner}/{repo}/releases/tags/{tag}",
+        reply: () => ({
+          status: 200,
+          body: githubRelease({ id: 3, tag: "better-hud-v1.0.0", repo: REPO, assets }),
+        }),
+      });
+      const error = await store(api)
+        .promote(KEY, bytes)
+        .catch((e: unknown) => e);
+      expect((error as SvcError).code).toBe("artifact_exists");
+      api.assertDone();
+      await api.close();
+    }
+
     api = await startGitHubApi();
-    api.expect({ route: "GET /repos/{owner}/{repo}/releases/tags/{tag}", reply: () => NOT_FOUND });
+    const tag = "better-hud-v1.0.0";
+    api.expect({ route: "GET /repos/{owner}/{repo}/releases/tags/{tag}", reply: () => NOT_FOUND, times: 2 });
     api.expect({
       route: "GET /repos/{owner}/{repo}/git/ref/{ref}",
+      times: 2,
       reply: (req) => {
         expect(req.params.ref).toBe(`tags/${tag}`);
         return {
@@ -147,27 +253,33 @@ describe("GitHub releases artifact store (against GitHub's OpenAPI description)"
         };
       },
     });
-    expect(await store(api).exists(key)).toBe(true);
+    expect(await store(api).exists(KEY)).toBe(true);
+    const error = await store(api)
+      .promote(KEY, bytes)
+      .catch((e: unknown) => e);
+    expect((error as SvcError).code).toBe("artifact_exists");
     api.assertDone();
   });
 
-  it("withdraws the release and tag when the bytes read back differ", async () => {
+  it("deletes the draft (never a published release) when the bytes read back differ", async () => {
     api = await startGitHubApi();
     expectPromotion(api, "better-hud-v1.0.0", { digest: true, corrupt: true });
     api.expect({
       route: "DELETE /repos/{owner}/{repo}/releases/{release_id}",
-      reply: () => ({ status: 204 }),
+      reply: (req) => {
+        expect(req.params.release_id).toBe("7");
+        return { status: 204 };
+      },
     });
-    api.expect({ route: "DELETE /repos/{owner}/{repo}/git/refs/{ref}", reply: () => ({ status: 204 }) });
-    const key = { modId: "better-hud", version: "1.0.0", fileName: "better-hud-1.0.0.zip" };
-    await expect(store(api).promote(key, Buffer.from("some package bytes"))).rejects.toThrow(/digest/);
+    await expect(store(api).promote(KEY, Buffer.from("some package bytes"))).rejects.toThrow(/digest/);
     api.assertDone();
   });
 
-  it("serves the publisher: the record carries the release asset URL; a failed commit withdraws the release", async () => {
+  it("serves the publisher: the record carries the release asset URL, the release is published after the commit; a failed commit deletes the draft", async () => {
     api = await startGitHubApi();
     project = catalogProject();
     expectPromotion(api, "better-hud-v1.0.0");
+    expectPublishDraft(api, "better-hud-v1.0.0");
     const { packageBytes, sidecar } = modRelease();
     const result = await publishRelease(publisherOptions(project, { store: store(api) }), {
       packageBytes,
@@ -181,7 +293,7 @@ describe("GitHub releases artifact store (against GitHub's OpenAPI description)"
     expect(result.written.some((p) => p.startsWith("site/downloads/"))).toBe(false);
     api.assertDone();
 
-    // An injected failure in the local commit: the release just created is deleted again.
+    // An injected failure in the local commit: the draft just made is deleted; nothing was published.
     await api.close();
     api = await startGitHubApi();
     expectPromotion(api, "better-hud-v1.1.0");
@@ -189,7 +301,6 @@ describe("GitHub releases artifact store (against GitHub's OpenAPI description)"
       route: "DELETE /repos/{owner}/{repo}/releases/{release_id}",
       reply: () => ({ status: 204 }),
     });
-    api.expect({ route: "DELETE /repos/{owner}/{repo}/git/refs/{ref}", reply: () => ({ status: 204 }) });
     const before = project.snapshot();
     const next = modRelease({ version: "1.1.0" });
     await expect(
@@ -206,6 +317,9 @@ describe("GitHub releases artifact store (against GitHub's OpenAPI description)"
       ),
     ).rejects.toThrow(/injected/);
     expect(project.snapshot()).toEqual(before);
+    expect(
+      api.requests.some((r) => r.operation === "PATCH /repos/{owner}/{repo}/releases/{release_id}"),
+    ).toBe(false);
     api.assertDone();
   });
 

@@ -5,26 +5,18 @@
  * each test proves every expected call was made; workspaces are temp portal projects.
  */
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { renderStoredStatus } from "../../src/bot/comments.ts";
-import { publishRelease } from "../../src/catalog/publisher.ts";
 import { CHECKS } from "../../src/contracts/checks.ts";
 import type { SubmissionState } from "../../src/workflow/machine.ts";
 import { intakeSubmissionReport } from "../../src/github/submission-report.ts";
-import {
-  type CatalogProject,
-  catalogProject,
-  modRelease,
-  publisherOptions,
-  runCli,
-} from "../support/catalog-project.ts";
+import { type CatalogProject, catalogProject, modRelease, runCli } from "../support/catalog-project.ts";
 import { githubRelease, releaseAsset } from "../support/github-openapi-server.ts";
 import { writeZip } from "../support/zip.ts";
-import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
-import { eventExample, ROOT, runAction, startTlsServer } from "./support/action-runner.ts";
+import { ROOT, runAction } from "./support/action-runner.ts";
 import { BOT_LOGIN, examplePayload, PORTAL } from "./support/bot-harness.ts";
 import { GitHubApiServer } from "./support/github-api-server.ts";
 import { PullRequestWorld } from "./support/pull-request-world.ts";
@@ -74,12 +66,6 @@ function mergedWorld(
     },
   ];
   return world;
-}
-
-function catalogModIds(p: CatalogProject): string[] {
-  return (
-    readJson(join(p.siteDir, "api/v1/catalog.json")).mods as Array<{ id?: string; modId?: string }>
-  ).map((m) => m.id ?? m.modId ?? "");
 }
 
 describe("actions/validate from its bundle", () => {
@@ -246,151 +232,8 @@ describe("actions/report from its bundle", () => {
   });
 });
 
-describe("actions/publish from its bundle: push to the default branch", () => {
-  const before = "1".repeat(40);
-  const after = "2".repeat(40);
-
-  function pushEvent() {
-    const event = eventExample("push");
-    event.before = before;
-    event.after = after;
-    return event;
-  }
-
-  /** The merged sidecar in the workspace, naming its package by an https URL. */
-  function mergedSubmission(p: CatalogProject, url: string) {
-    const release = modRelease({ version: "1.0.0" });
-    const side = { ...release.sidecar, package: { ...release.sidecar.package, url } };
-    const path = join(p.root, "submissions/better-hud/1.0.0.json");
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, `${JSON.stringify(side, null, 2)}\n`);
-    return { ...release, sidecar: side };
-  }
-
-  function expectPushReads(world: PullRequestWorld) {
-    github.expect("GET /repos/{owner}/{repo}/compare/{basehead}", (req) => {
-      expect(req.params.basehead).toBe(`${before}...${after}`);
-      return { body: { files: [{ filename: "submissions/better-hud/1.0.0.json", status: "added" }] } };
-    });
-    github.expect("GET /repos/{owner}/{repo}/commits/{commit_sha}/pulls", (req) => {
-      expect(req.params.commit_sha).toBe(after);
-      return {
-        body: [
-          {
-            number: world.number,
-            merged_at: "2026-11-21T10:00:00Z",
-            html_url: `https://github.com/${PORTAL}/pull/${world.number}`,
-            head: {
-              ref: "submit-better-hud",
-              sha: world.headSha,
-              repo: { full_name: "Codertocat/better-hud" },
-            },
-          },
-        ],
-      };
-    });
-    world.expectFetch();
-  }
-
-  it("publishes the approved bytes through the real checks and clamscan: records, site, receipts, summary", async () => {
-    if (shouldSkip(clamscanPath, "clamscan")) return;
-    project = catalogProject();
-    const pkgPath = "/releases/better-hud-1.0.0.zip";
-    const { packageBytes } = modRelease({ version: "1.0.0" });
-    const tls = await startTlsServer({ [pkgPath]: packageBytes });
-    stops.push(tls.stop);
-    const merged = mergedSubmission(project, `${tls.url}${pkgPath}`);
-    const world = mergedWorld("approved", "1.0.0", merged.sidecar);
-    expectPushReads(world);
-    const receipts = join(dir, "publish-receipts.json");
-    const result = await runAction("publish", {
-      workspace: project.root,
-      event: pushEvent(),
-      eventName: "push",
-      env: runnerEnv({ NODE_EXTRA_CA_CERTS: tls.caFile }),
-      inputs: {
-        "github-token": "ghs_publish_test",
-        "receipts-path": receipts,
-        scanner: "clamscan",
-        "clamscan-db": makeSignatureDatabase(dir),
-        "bot-logins": BOT_LOGIN,
-      },
-    });
-    expect(result.code, result.stdout).toBe(0);
-    github.assertDone();
-    const artifactUrl = `${project.config.baseUrl}/downloads/mods/better-hud/1.0.0/better-hud-1.0.0.zip`;
-    expect(result.outputs).toEqual({
-      published: "1",
-      visibility: "",
-      "commit-message": "Publish merged submissions",
-      "receipts-path": receipts,
-    });
-    expect(readJson(receipts)).toEqual([
-      {
-        path: "submissions/better-hud/1.0.0.json",
-        pullRequest: 7,
-        receipt: {
-          ok: true,
-          modId: "better-hud",
-          version: "1.0.0",
-          artifactUrl,
-          sha256: sha256(packageBytes),
-          sizeBytes: packageBytes.length,
-          catalogUrl: `${project.config.baseUrl}/api/v1/catalog.json`,
-          detailUrl: `${project.config.baseUrl}/api/v1/mods/better-hud/index.json`,
-        },
-      },
-    ]);
-    const record = readJson(join(project.recordsDir, "mods/better-hud/1.0.0.json"));
-    expect(record).toMatchObject({
-      status: "published",
-      sha256: sha256(packageBytes),
-      packageUrl: artifactUrl,
-    });
-    expect(record.source).toMatchObject({
-      kind: "pull_request",
-      pullRequestUrl: `https://github.com/${PORTAL}/pull/7`,
-    });
-    expect(
-      readFileSync(join(project.siteDir, "downloads/mods/better-hud/1.0.0/better-hud-1.0.0.zip")).equals(
-        packageBytes,
-      ),
-    ).toBe(true);
-    expect(catalogModIds(project)).toContain("better-hud");
-    expect(result.summary).toContain(
-      `<td>submissions/better-hud/1.0.0.json</td><td>publish</td><td>published</td><td>${artifactUrl}</td>`,
-    );
-    expect((await runCli(["check"], project.root)).code).toBe(0);
-  });
-
-  it("refuses a submission that is not approved: no download, nothing written, a failed receipt", async () => {
-    project = catalogProject();
-    mergedSubmission(
-      project,
-      "https://github.com/ada/better-hud/releases/download/v1.0.0/better-hud-1.0.0.zip",
-    );
-    const world = mergedWorld("pending_review");
-    expectPushReads(world);
-    const snapshot = project.snapshot();
-    const receipts = join(dir, "publish-receipts.json");
-    const result = await runAction("publish", {
-      workspace: project.root,
-      event: pushEvent(),
-      eventName: "push",
-      env: runnerEnv(),
-      inputs: { "github-token": "ghs_publish_test", "receipts-path": receipts, "bot-logins": BOT_LOGIN },
-    });
-    expect(result.code, result.stdout).toBe(0);
-    github.assertDone();
-    expect(project.snapshot()).toEqual(snapshot);
-    expect(result.outputs.published).toBe("0");
-    expect(readJson(receipts)[0].receipt).toMatchObject({ ok: false, error: { code: "not_approved" } });
-    expect(result.stdout).toContain(
-      "::warning::submissions/better-hud/1.0.0.json: not_approved: #7 is pending_review",
-    );
-    expect(result.summary).toContain("<td>failed: not_approved</td>");
-  });
-});
+// actions/publish on push, schedule and dispatch (reconciliation, branch protection, GitHub
+// Releases, hide/unhide) is tested in publish-reconcile.test.ts and publish-visibility.test.ts.
 
 describe("actions/publish from its bundle: receipts mode", () => {
   it("moves a published submission to published with its receipt, and posts a hide receipt", async () => {
@@ -444,204 +287,6 @@ describe("actions/publish from its bundle: receipts mode", () => {
     expect(replies[0]).toContain("### svc published `better-hud@1.0.0`");
     expect(replies[1]).toContain("### svc hid `better-hud@1.0.0` from the public catalog");
     expect(replies[1]).toContain("| status | `hidden` |");
-  });
-});
-
-describe("actions/publish from its bundle: /svc hide and /svc unhide (workflow_dispatch)", () => {
-  /** A published release of better-hud@1.0.0 in a temp portal (the stand-in validator only sets it up). */
-  async function publishedProject(): Promise<CatalogProject> {
-    const p = catalogProject();
-    const { packageBytes, sidecar: side } = modRelease({ version: "1.0.0" });
-    await publishRelease(publisherOptions(p), {
-      packageBytes,
-      sidecar: side,
-      source: { kind: "pull_request", pullRequestUrl: `https://github.com/${PORTAL}/pull/7` },
-    });
-    return p;
-  }
-
-  function dispatch(inputs: Record<string, string>) {
-    const event = eventExample("workflow_dispatch");
-    event.inputs = inputs;
-    return event;
-  }
-
-  function runDispatch(p: CatalogProject, inputs: Record<string, string>, receipts: string) {
-    return runAction("publish", {
-      workspace: p.root,
-      event: dispatch(inputs),
-      eventName: "workflow_dispatch",
-      env: runnerEnv(),
-      inputs: {
-        "github-token": "ghs_publish_test",
-        "receipts-path": receipts,
-        scanner: "none",
-        "bot-logins": BOT_LOGIN,
-      },
-    });
-  }
-
-  const HIDE = { visibility: "hide", modId: "better-hud", version: "1.0.0", pullRequest: "7" };
-
-  it("hides a release whose pull request the bot moved to hidden, then unhides it", async () => {
-    project = await publishedProject();
-    const record = () => readJson(join(project!.recordsDir, "mods/better-hud/1.0.0.json"));
-    expect(record().status).toBe("published");
-
-    const world = mergedWorld("hidden");
-    world.expectFetch();
-    const receipts = join(dir, "hide-receipts.json");
-    const hidden = await runDispatch(project, HIDE, receipts);
-    expect(hidden.code, hidden.stdout).toBe(0);
-    github.assertDone();
-    expect(hidden.outputs).toEqual({
-      published: "0",
-      visibility: "hide",
-      "commit-message": "Hide better-hud@1.0.0 (#7)",
-      "receipts-path": receipts,
-    });
-    expect(record()).toMatchObject({ status: "hidden", statusBeforeHidden: "published" });
-    expect(catalogModIds(project)).not.toContain("better-hud");
-    // The artifact is immutable: hiding never deletes it.
-    expect(existsSync(join(project.siteDir, "downloads/mods/better-hud/1.0.0/better-hud-1.0.0.zip"))).toBe(
-      true,
-    );
-    const base = project.config.baseUrl;
-    expect(readJson(receipts)).toEqual([
-      {
-        path: "submissions/better-hud/1.0.0.json",
-        pullRequest: 7,
-        visibility: "hide",
-        status: "hidden",
-        receipt: {
-          ok: true,
-          modId: "better-hud",
-          version: "1.0.0",
-          catalogUrl: `${base}/api/v1/catalog.json`,
-          detailUrl: `${base}/api/v1/mods/better-hud/index.json`,
-        },
-      },
-    ]);
-    expect(hidden.summary).toContain(
-      "<td>submissions/better-hud/1.0.0.json</td><td>hide</td><td>hidden</td>",
-    );
-    // Only reads: the bot has already written the state; the receipts job posts the comment.
-    expect(github.recorded.every((r) => r.method === "GET")).toBe(true);
-    expect((await runCli(["check"], project.root)).code).toBe(0);
-
-    world.comments[0]!.body = renderStoredStatus({ state: "published", headSha: world.headSha });
-    world.expectFetch();
-    const unhidden = await runDispatch(project, { ...HIDE, visibility: "unhide" }, join(dir, "unhide.json"));
-    expect(unhidden.code, unhidden.stdout).toBe(0);
-    github.assertDone();
-    expect(unhidden.outputs).toMatchObject({
-      visibility: "unhide",
-      "commit-message": "Unhide better-hud@1.0.0 (#7)",
-    });
-    expect(record().status).toBe("published");
-    expect(record().statusBeforeHidden).toBeUndefined();
-    expect(catalogModIds(project)).toContain("better-hud");
-    expect((await runCli(["check"], project.root)).code).toBe(0);
-  });
-
-  const forged: Array<[string, () => PullRequestWorld, Record<string, string>, string]> = [
-    [
-      "the pull request is still published",
-      () => mergedWorld("published"),
-      HIDE,
-      "visibility_state_mismatch",
-    ],
-    [
-      "the hidden marker was typed by someone other than the bot",
-      () => {
-        const world = mergedWorld("published");
-        world.comments = [
-          {
-            id: 501,
-            body: renderStoredStatus({ state: "hidden", headSha: world.headSha }),
-            user: { login: "Codertocat", type: "User" },
-          },
-        ];
-        return world;
-      },
-      HIDE,
-      "visibility_state_mismatch",
-    ],
-    [
-      "the pull request submitted another release",
-      () => mergedWorld("hidden", "0.9.0"),
-      HIDE,
-      "visibility_release_mismatch",
-    ],
-    [
-      "the pull request was never merged",
-      () => {
-        const world = mergedWorld("hidden");
-        world.merged = false;
-        return world;
-      },
-      HIDE,
-      "visibility_not_a_release",
-    ],
-    [
-      "unhide while the pull request is still hidden",
-      () => mergedWorld("hidden"),
-      { ...HIDE, visibility: "unhide" },
-      "visibility_state_mismatch",
-    ],
-  ];
-  for (const [name, makeWorld, inputs, code] of forged) {
-    it(`refuses a forged dispatch (${name}): ${code}, nothing written, no receipt`, async () => {
-      project = await publishedProject();
-      makeWorld().expectFetch();
-      const snapshot = project.snapshot();
-      const receipts = join(dir, "receipts.json");
-      const result = await runDispatch(project, inputs, receipts);
-      expect(result.code).toBe(1);
-      expect(result.stdout).toContain(`::error::${code}: #7 `);
-      github.assertDone();
-      expect(github.recorded.every((r) => r.method === "GET")).toBe(true);
-      expect(project.snapshot()).toEqual(snapshot);
-      expect(existsSync(receipts)).toBe(false);
-    });
-  }
-
-  const invalid: Array<[string, Record<string, string>]> = [
-    ["a path in modId", { ...HIDE, modId: "../records" }],
-    ["build metadata in version", { ...HIDE, version: "1.0.0+evil" }],
-    ["an unknown visibility", { ...HIDE, visibility: "delete" }],
-    ["a pull request that is not a number", { ...HIDE, pullRequest: "7; rm -rf /" }],
-    ["no inputs at all", {}],
-  ];
-  for (const [name, inputs] of invalid) {
-    it(`refuses ${name} before any GitHub call: visibility_input_invalid`, async () => {
-      project = await publishedProject();
-      const snapshot = project.snapshot();
-      const result = await runDispatch(project, inputs, join(dir, "receipts.json"));
-      expect(result.code).toBe(1);
-      expect(result.stdout).toContain("::error::visibility_input_invalid: ");
-      expect(github.recorded).toEqual([]);
-      expect(project.snapshot()).toEqual(snapshot);
-    });
-  }
-
-  it("answers a verified dispatch for a release that is not in records/ with unknown_release", async () => {
-    project = await publishedProject();
-    mergedWorld("hidden", "2.0.0").expectFetch();
-    const snapshot = project.snapshot();
-    const receipts = join(dir, "receipts.json");
-    const result = await runDispatch(project, { ...HIDE, version: "2.0.0" }, receipts);
-    expect(result.code, result.stdout).toBe(0);
-    github.assertDone();
-    expect(project.snapshot()).toEqual(snapshot);
-    expect(result.outputs).toMatchObject({ visibility: "", published: "0" });
-    expect(readJson(receipts)[0]).toMatchObject({
-      visibility: "hide",
-      status: null,
-      receipt: { ok: false, error: { code: "unknown_release" } },
-    });
-    expect(result.stdout).toContain("::warning::submissions/better-hud/2.0.0.json: unknown_release");
-    expect(result.summary).toContain("<td>failed: unknown_release</td>");
   });
 });
 

@@ -77,9 +77,22 @@ function loadSpec(): Spec {
   // OpenAPI 3.0 schemas: nullable and example keywords; strict mode off for the vendor extensions.
   const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: true });
   (addFormatsModule as unknown as (a: Ajv) => Ajv)(ajv);
-  ajv.addSchema({ $id: "github-components", components: spec.components });
+  ajv.addSchema({ $id: "github-components", components: nullableAsAnyOf(spec.components) });
   cached = { operations, components: spec.components, ajv, validators: new Map() };
   return cached;
+}
+
+/** OpenAPI 3.0 `nullable` without a `type` (beside anyOf/allOf), which Ajv refuses: the same as "or null". */
+function nullableAsAnyOf(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(nullableAsAnyOf);
+  if (!schema || typeof schema !== "object") return schema;
+  const out: Json = {};
+  for (const [k, v] of Object.entries(schema as Json)) out[k] = nullableAsAnyOf(v);
+  if (out.nullable === true && !("type" in out)) {
+    const { nullable: _, ...rest } = out;
+    return { anyOf: [rest, { type: "null" }] };
+  }
+  return out;
 }
 
 /** Points local refs (#/components/...) at the registered components document. */
@@ -143,7 +156,7 @@ export interface ExpectedCall {
   /** "METHOD /openapi/template" for API calls, or "METHOD /raw/path" for a raw (non-API) route. */
   route: string;
   reply: (request: RecordedRequest) => Reply | Promise<Reply>;
-  /** How many times the call must happen (default 1). */
+  /** How many times the call must happen (default 1); Infinity: any number, none included (a stateful fake). */
   times?: number;
   /** Raw routes (download hosts) are matched literally and not checked against the API description. */
   raw?: boolean;
@@ -334,7 +347,7 @@ export async function startGitHubApi(
     },
     assertDone() {
       const unmade = expected
-        .filter((e) => e.made !== (e.times ?? 1))
+        .filter((e) => e.times !== Number.POSITIVE_INFINITY && e.made !== (e.times ?? 1))
         .map((e) => `${e.route}: made ${e.made} of ${e.times ?? 1}`);
       const all = [...problems, ...unmade.map((u) => `expected call not made as declared: ${u}`)];
       if (all.length > 0) throw new Error(`GitHub API fake:\n  ${all.join("\n  ")}`);

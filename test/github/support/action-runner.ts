@@ -3,7 +3,7 @@
  * INPUT_* variables, GITHUB_EVENT_NAME/GITHUB_EVENT_PATH, and GITHUB_OUTPUT and GITHUB_STEP_SUMMARY
  * files. The bundle is run from its real path, because it finds schemas/ relative to itself.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import { createRequire } from "node:module";
@@ -56,6 +56,8 @@ export function runAction(
     eventName?: string;
     inputs?: Record<string, string>;
     env?: Record<string, string>;
+    /** The runner's process, e.g. to cancel the job (SIGKILL) at a chosen point. */
+    onSpawn?: (child: ChildProcess) => void;
   },
 ): Promise<ActionRun> {
   const files = options.files ?? runnerFiles();
@@ -81,6 +83,7 @@ export function runAction(
       cwd: options.workspace,
       env,
     });
+    options.onSpawn?.(child);
     let stdout = "";
     child.stdout.on("data", (d) => (stdout += d));
     child.stderr.on("data", (d) => (stdout += d));

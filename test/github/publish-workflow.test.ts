@@ -1,0 +1,115 @@
+/**
+ * What publish.yml and sync.yml really do, read with GitHub's own workflow parser: the commit path
+ * is the actions' (TypeScript, tested in publish-reconcile.test.ts), never a shell step; the
+ * workflow token only reads; the app's key comes from the `publish` environment; publication runs on
+ * push, on a schedule and on a plain dispatch, in one never-cancelled concurrency group.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { register } from "tsx/esm/api";
+import { describe, expect, it } from "vitest";
+
+// @actions/workflow-parser imports its schema JSON without an import attribute (see workflow-lint.test.ts).
+register();
+const { NoOperationTraceWriter, parseWorkflow } = await import("@actions/workflow-parser");
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+
+type Plain = any;
+function toPlain(token: unknown): Plain {
+  if (token === null || typeof token !== "object") return token;
+  const t = token as {
+    type?: number;
+    map?: Array<{ Key: unknown; Value: unknown }>;
+    seq?: unknown[];
+    expr?: string;
+  };
+  if (t.type === 2 && Array.isArray(t.map))
+    return Object.fromEntries(t.map.map(({ Key, Value }) => [String(toPlain(Key)), toPlain(Value)]));
+  if (t.type === 1 && Array.isArray(t.seq)) return t.seq.map(toPlain);
+  if (t.type === 3 && typeof t.expr === "string") return `\${{ ${t.expr} }}`;
+  return token;
+}
+
+function workflow(name: string): Plain {
+  const file = join(ROOT, ".github/workflows", name);
+  const parsed = parseWorkflow({ name, content: readFileSync(file, "utf8") }, new NoOperationTraceWriter());
+  expect(parsed.context.errors.getErrors()).toEqual([]);
+  return toPlain(JSON.parse(JSON.stringify(parsed.value)));
+}
+
+/** An expression as the parser renders it: `${{ expr }}` (built, so no string looks like a template). */
+const expression = (expr: string) => ["$", "{{ ", expr, " }}"].join("");
+
+const steps = (job: Plain): Plain[] => job.steps ?? [];
+const shell = (job: Plain) =>
+  steps(job)
+    .map((s) => String(s.run ?? ""))
+    .join("\n");
+
+describe("publish.yml", () => {
+  const doc = workflow("publish.yml");
+  const publish = doc.jobs.publish;
+
+  it("reconciles on every merge, on a schedule and on a plain dispatch whose hide/unhide inputs are optional", () => {
+    expect(doc.on.push).toMatchObject({ branches: ["main"], paths: ["submissions/**"] });
+    expect(doc.on.schedule).toEqual([{ cron: "*/30 * * * *" }]);
+    const inputs = doc.on.workflow_dispatch.inputs;
+    for (const name of ["visibility", "modId", "version", "pullRequest"])
+      expect(inputs[name].required).toBe(false);
+    expect(doc.concurrency).toEqual({ group: "publish", "cancel-in-progress": false });
+  });
+
+  it("commits nowhere but in actions/publish: no git add/commit/push in a shell step of any job", () => {
+    for (const [name, job] of Object.entries(doc.jobs))
+      expect(shell(job), name).not.toMatch(/\bgit\s+(add|commit|push)\b/);
+    const step = steps(publish).find((s) => s.id === "publish");
+    expect(step.uses).toBe("./actions/publish");
+    expect(step.with).toMatchObject({
+      "github-token": expression("github.token"),
+      "app-id": expression("vars.SVC_APP_ID"),
+      "app-private-key": expression("secrets.SVC_APP_PRIVATE_KEY"),
+    });
+  });
+
+  it("the workflow token only reads; the app key lives in the publish environment; checkout keeps no credentials", () => {
+    expect(doc.permissions).toEqual({});
+    expect(publish.permissions).toEqual({ contents: "read", "pull-requests": "read", deployments: "read" });
+    expect(publish.environment).toBe("publish");
+    const checkout = steps(publish).find((s) => String(s.uses).startsWith("actions/checkout@"));
+    expect(String(checkout.with["persist-credentials"])).toBe("false");
+    expect(doc.jobs.deploy.permissions).toEqual({ pages: "write", "id-token": "write" });
+    expect(doc.jobs.deploy.if).toBe("needs.publish.outputs.deploy == 'true'");
+    expect(doc.jobs.receipts.permissions).toEqual({
+      contents: "read",
+      "pull-requests": "write",
+      issues: "write",
+    });
+  });
+
+  it("installs the scanner only when a sidecar is pending", () => {
+    const pending = steps(publish).find((s) => s.id === "pending");
+    expect(pending).toMatchObject({ uses: "./actions/publish", with: { mode: "pending" } });
+    const clamav = steps(publish).find((s) => String(s.run ?? "").includes("apt-get install -y -q clamav"));
+    expect(clamav.if).toBe("steps.pending.outputs.pending == 'true'");
+  });
+});
+
+describe("sync.yml", () => {
+  const doc = workflow("sync.yml");
+  const sync = doc.jobs.sync;
+
+  it("pushes through actions/sync with the app token (the same commit path), never from a shell step", () => {
+    for (const [name, job] of Object.entries(doc.jobs))
+      expect(shell(job), name).not.toMatch(/\bgit\s+(add|commit|push)\b/);
+    expect(sync.permissions).toEqual({ contents: "read" });
+    expect(sync.environment).toBe("publish");
+    const step = steps(sync).find((s) => s.id === "sync");
+    expect(step.with).toMatchObject({
+      push: "true",
+      "app-id": expression("vars.SVC_APP_ID"),
+      "app-private-key": expression("secrets.SVC_APP_PRIVATE_KEY"),
+    });
+    expect(doc.concurrency).toEqual({ group: "publish", "cancel-in-progress": false });
+  });
+});
