@@ -42,28 +42,38 @@ const sourceLocations = {
   },
 };
 
-/** esbuild options for one action; outfile may be redirected (the check-dist test builds to a temp dir). */
-export function buildOptions(name, outfile = join(ACTIONS, name, "dist/index.js")) {
+/**
+ * esbuild options for one bundle of repository code. `toRoot` is the way from the bundle's folder
+ * back to the repository root, so each source module's import.meta still points at its own file.
+ */
+export function bundleOptions({ entry, outfile, toRoot, target = "node24", external = false }) {
   return {
-    entryPoints: [join(ACTIONS, name, "main.ts")],
+    entryPoints: [entry],
     outfile,
     bundle: true,
     platform: "node",
-    target: "node24",
+    target,
     format: "esm",
     legalComments: "none",
     logLevel: "warning",
     plugins: [sourceLocations],
+    // The CLI keeps its dependencies in node_modules (PGlite loads its WASM beside its own module).
+    ...(external ? { packages: "external" } : {}),
     banner: {
       js: [
         'import { createRequire as __svcCreateRequire } from "node:module";',
         'import { fileURLToPath as __svcFileURLToPath } from "node:url";',
         "const require = __svcCreateRequire(import.meta.url);",
-        'const __svcSourceUrl = (path) => new URL("../../../" + path, import.meta.url).href;',
+        `const __svcSourceUrl = (path) => new URL(${JSON.stringify(toRoot)} + path, import.meta.url).href;`,
         "const __svcSourcePath = (path) => __svcFileURLToPath(__svcSourceUrl(path));",
       ].join("\n"),
     },
   };
+}
+
+/** esbuild options for one action; outfile may be redirected (the check-dist test builds to a temp dir). */
+export function buildOptions(name, outfile = join(ACTIONS, name, "dist/index.js")) {
+  return bundleOptions({ entry: join(ACTIONS, name, "main.ts"), outfile, toRoot: "../../../" });
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The published entry: runs the TypeScript CLI through tsx so there is no separate compile step.
-import { register } from "tsx/esm/api";
+// The published entry: the bundled CLI (dist/svc.js) when it matches the sources, else the
+// TypeScript sources through tsx (bin/cli-entry.mjs says why).
+import { loadCli } from "./cli-entry.mjs";
 
-register();
-const { main } = await import("../src/cli/main.ts");
+const { main } = await loadCli();
 process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,85 @@
+import { execFileSync } from "node:child_process";
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { build } from "esbuild";
+import { describe, expect, it } from "vitest";
+// @ts-expect-error: plain .mjs scripts without types
+import { cliBuildOptions } from "../../bin/build-cli.mjs";
+// @ts-expect-error: plain .mjs scripts without types
+import { bundleIsFresh } from "../../bin/cli-entry.mjs";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+
+/** A copy of the entry scripts beside a one-file src/ tree whose main says where it came from. */
+function miniProject(): string {
+  const root = mkdtempSync(join(tmpdir(), "svc-cli-entry-"));
+  mkdirSync(join(root, "bin"));
+  mkdirSync(join(root, "src", "cli"), { recursive: true });
+  mkdirSync(join(root, "dist"));
+  for (const f of ["svc.js", "cli-entry.mjs"]) cpSync(join(ROOT, "bin", f), join(root, "bin", f));
+  symlinkSync(join(ROOT, "node_modules"), join(root, "node_modules"));
+  writeFileSync(join(root, "package.json"), '{ "type": "module" }\n');
+  writeFileSync(
+    join(root, "src", "cli", "main.ts"),
+    'export async function main(): Promise<number> { console.log("source"); return 0; }\n',
+  );
+  writeFileSync(
+    join(root, "dist", "svc.js"),
+    'export async function main() { console.log("bundle"); return 0; }\n',
+  );
+  return root;
+}
+
+const run = (root: string) =>
+  execFileSync(process.execPath, [join(root, "bin", "svc.js")], { encoding: "utf8" }).trim();
+
+describe("the bundled CLI (dist/svc.js)", () => {
+  it("bin/svc.js runs the bundle while it is fresh and the sources once any of them is newer", () => {
+    const root = miniProject();
+    const past = new Date(Date.now() - 60_000);
+    utimesSync(join(root, "src", "cli", "main.ts"), past, past);
+    expect(bundleIsFresh(root)).toBe(true);
+    expect(run(root)).toBe("bundle");
+    const future = new Date(Date.now() + 60_000);
+    utimesSync(join(root, "src", "cli", "main.ts"), future, future);
+    expect(bundleIsFresh(root)).toBe(false);
+    expect(run(root)).toBe("source");
+  });
+
+  it("the build is the CLI: a fresh bundle runs `svc --help` with every command", async () => {
+    const out = join(mkdtempSync(join(tmpdir(), "svc-cli-dist-")), "svc.js");
+    // Built where the real one lives relative to the sources, so import.meta paths resolve the same.
+    await build({ ...(await cliBuildOptions()), outfile: out });
+    const text = readFileSync(out, "utf8");
+    expect(text).not.toContain('from "../src/');
+    const fresh = join(ROOT, "dist", "svc-check.js");
+    writeFileSync(fresh, text);
+    let help: string;
+    try {
+      help = execFileSync(
+        process.execPath,
+        [
+          "--input-type=module",
+          "-e",
+          `const { main } = await import(${JSON.stringify(fresh)}); process.exitCode = await main(["--help"]);`,
+        ],
+        { encoding: "utf8", cwd: ROOT },
+      );
+    } finally {
+      rmSync(fresh, { force: true });
+    }
+    expect(help).toMatch(/usage: svc <command>/);
+    for (const command of ["serve", "build", "check", "validate", "import", "pack", "new", "smoke"])
+      expect(help).toContain(command);
+  });
+});
