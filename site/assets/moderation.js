@@ -1,24 +1,18 @@
 // The moderation queue and the review page, over moderation_queue, upload_status and
 // moderation_decision (svc.upload-submission.v1). All data is shown through textContent.
-import { currentSession, describeError, el, formatAge, formatDate, request, say } from "./api.js";
+import {
+  currentSession,
+  describeError,
+  el,
+  formatDate,
+  formatDuration as formatSeconds,
+  request,
+  STATE_WORDS,
+  say,
+} from "./api.js";
 
 const page = document.querySelector("[data-page]")?.getAttribute("data-page");
 const signInHref = new URL("../account/signin/", import.meta.url).href;
-
-const STATE_WORDS = {
-  draft: "Draft",
-  uploaded: "Uploaded",
-  validating: "Validating",
-  validation_failed: "Failed validation",
-  cancelled: "Cancelled",
-  pending_review: "Waiting for review",
-  changes_requested: "Changes requested",
-  approved: "Approved",
-  published: "Published",
-  rejected: "Rejected",
-  hidden: "Hidden",
-  superseded: "Superseded",
-};
 
 /** Which decisions make sense from a state; the server has the final word. */
 const DECISIONS_BY_STATE = {
@@ -37,11 +31,6 @@ function checkCounts(submission) {
   const failed = checks.filter((c) => c.status === "failed").length;
   const passed = checks.filter((c) => c.status === "passed").length;
   return { checks, failed, passed };
-}
-
-function formatSeconds(seconds) {
-  if (typeof seconds !== "number" || !Number.isFinite(seconds)) return "—";
-  return formatAge(new Date(0).toISOString(), seconds * 1000);
 }
 
 async function requireModerator() {
@@ -74,9 +63,15 @@ async function queuePage() {
   const more = document.getElementById("queue-more");
   const median = document.getElementById("queue-median");
   let cursor = null;
-  let shown = 0;
+  /** Rows on the page, by submission id: a page is only ever appended once. */
+  const listed = new Set();
+  /** Bumped by every fresh load, so the answer to a superseded request is dropped. */
+  let generation = 0;
+  let loading = false;
 
   const addRow = (item) => {
+    if (listed.has(item.submissionId)) return;
+    listed.add(item.submissionId);
     const row = el("tr");
     const mod = el("td");
     mod.append(el("a", item.modId, { href: `review/?id=${encodeURIComponent(item.submissionId)}` }));
@@ -94,32 +89,50 @@ async function queuePage() {
     rows.append(row);
   };
 
+  // "Show more" continues from the cursor of the last page read; without one there is nothing
+  // more, and a click while a page is on its way would fetch (and append) that page twice.
   const load = async (append) => {
-    const params = new URLSearchParams();
-    if (select.value) params.set("state", select.value);
-    if (append && cursor) params.set("cursor", cursor);
-    const query = params.toString();
-    const data = await request("GET", `moderation/releases${query ? `?${query}` : ""}`);
-    if (!append) {
-      rows.replaceChildren();
-      shown = 0;
+    if (append && (loading || !cursor)) return;
+    const mine = append ? generation : ++generation;
+    loading = true;
+    more.disabled = true;
+    try {
+      const params = new URLSearchParams();
+      if (select.value) params.set("state", select.value);
+      if (append) params.set("cursor", cursor);
+      const query = params.toString();
+      const data = await request("GET", `moderation/releases${query ? `?${query}` : ""}`);
+      if (mine !== generation) return;
+      if (!append) {
+        rows.replaceChildren();
+        listed.clear();
+      }
+      const items = Array.isArray(data?.items) ? data.items : [];
+      for (const item of items) addRow(item);
+      cursor = data?.nextCursor ?? null;
+      const shown = listed.size;
+      more.hidden = !cursor;
+      table.hidden = shown === 0;
+      empty.hidden = shown > 0;
+      median.textContent =
+        typeof data?.medianWaitSeconds === "number"
+          ? `Median wait for a decision over the last 30 days: ${formatSeconds(data.medianWaitSeconds)}.`
+          : "No decisions in the last 30 days.";
+      say(`${shown} submission${shown === 1 ? "" : "s"} shown${cursor ? "; more are available" : ""}.`);
+    } finally {
+      if (mine === generation) {
+        loading = false;
+        more.disabled = false;
+      }
     }
-    const items = Array.isArray(data?.items) ? data.items : [];
-    for (const item of items) addRow(item);
-    shown += items.length;
-    cursor = data?.nextCursor ?? null;
-    more.hidden = !cursor;
-    table.hidden = shown === 0;
-    empty.hidden = shown > 0;
-    median.textContent =
-      typeof data?.medianWaitSeconds === "number"
-        ? `Median wait for a decision over the last 30 days: ${formatSeconds(data.medianWaitSeconds)}.`
-        : "No decisions in the last 30 days.";
-    say(`${shown} submission${shown === 1 ? "" : "s"} shown${cursor ? "; more are available" : ""}.`);
   };
   const run = (append) => load(append).catch(fail);
 
-  select.addEventListener("change", () => run(false));
+  select.addEventListener("change", () => {
+    cursor = null;
+    more.hidden = true;
+    run(false);
+  });
   more.addEventListener("click", () => run(true));
   filter.hidden = false;
   await run(false);

@@ -9,7 +9,7 @@ export interface PageContext {
   apiBaseUrl: string | null;
 }
 
-export type NavSection = "mods" | "status" | "account" | "moderation" | null;
+export type NavSection = "mods" | "status" | "account" | "releases" | "moderation" | "admin" | null;
 
 export interface PageOptions {
   title: string;
@@ -54,7 +54,9 @@ const NAV: Array<{ section: Exclude<NavSection, null>; label: string; path: stri
   { section: "mods", label: "Mods", path: "" },
   { section: "status", label: "Status", path: "status/" },
   { section: "account", label: "Account", path: "account/" },
+  { section: "releases", label: "Your releases", path: "releases/" },
   { section: "moderation", label: "Moderation", path: "moderation/" },
+  { section: "admin", label: "Admin", path: "admin/" },
 ];
 
 export function renderPage(ctx: PageContext, options: PageOptions): string {

@@ -10,11 +10,18 @@ import {
   renderSignUpPage,
   renderVerifyPage,
 } from "./account-pages.ts";
+import { renderAdminAuditPage, renderAdminPublishPage, renderAdminRolesPage } from "./admin-pages.ts";
 import { renderCatalogPage, renderModsRedirectPage } from "./catalog-page.ts";
 import type { GameBuildMatrix } from "./compatibility.ts";
 import type { PageContext } from "./layout.ts";
 import { renderModPage } from "./mod-page.ts";
 import { renderModerationQueuePage, renderModerationReviewPage } from "./moderation-pages.ts";
+import {
+  type ReleasePagesOptions,
+  renderReleasesPage,
+  renderSubmissionPage,
+  renderUploadPage,
+} from "./release-pages.ts";
 import { type ReadinessView, renderStatusPage } from "./status-page.ts";
 import { listFilesUnder } from "../catalog/atomic-files.ts";
 
@@ -31,6 +38,12 @@ export const PAGE_PATHS = {
   confirm: "account/confirm/index.html",
   moderationQueue: "moderation/index.html",
   moderationReview: "moderation/review/index.html",
+  releases: "releases/index.html",
+  upload: "releases/new/index.html",
+  submission: "releases/submission/index.html",
+  adminPublish: "admin/index.html",
+  adminRoles: "admin/roles/index.html",
+  adminAudit: "admin/audit/index.html",
   asset: (name: string) => `assets/${name}`,
 } as const;
 
@@ -38,7 +51,16 @@ export const PAGE_PATHS = {
  * What the pages own below site/: svc build writes these, removes what it no longer produces, and
  * svc check fails on hand edits. site/api (the JSON) and site/downloads are not pages.
  */
-export const PAGE_ROOTS = ["index.html", "mods", "status", "account", "moderation", "assets"] as const;
+export const PAGE_ROOTS = [
+  "index.html",
+  "mods",
+  "status",
+  "account",
+  "releases",
+  "moderation",
+  "admin",
+  "assets",
+] as const;
 
 /** Client files, copied byte for byte from src/pages/assets (formatted and linted there). */
 export const ASSET_FILES = [
@@ -48,6 +70,9 @@ export const ASSET_FILES = [
   "catalog.js",
   "account.js",
   "moderation.js",
+  "package.js",
+  "releases.js",
+  "admin.js",
 ] as const;
 
 const ASSET_DIR = join(import.meta.dirname, "assets");
@@ -58,6 +83,19 @@ export function pageContext(config: PortalConfig): PageContext {
     gameName: config.game.name,
     baseUrl: config.baseUrl,
     apiBaseUrl: config.deployment.apiBaseUrl,
+  };
+}
+
+/** The portal's documentation as GitHub shows it (docs/ of the portal repository). */
+export function docsUrl(config: PortalConfig, file: string): string {
+  return `https://github.com/${config.portal.repository}/blob/${config.portal.defaultBranch ?? "main"}/docs/${file}`;
+}
+
+function releasePagesOptions(config: PortalConfig): ReleasePagesOptions {
+  return {
+    maxPackageBytes: config.limits.maxPackageBytes,
+    validationGuideUrl: docsUrl(config, "validation.md"),
+    moddersGuideUrl: docsUrl(config, "modders.md"),
   };
 }
 
@@ -96,6 +134,13 @@ export function renderPages(files: ReadonlyMap<string, string>, config: PortalCo
   pages.set(PAGE_PATHS.confirm, renderConfirmPage(ctx));
   pages.set(PAGE_PATHS.moderationQueue, renderModerationQueuePage(ctx));
   pages.set(PAGE_PATHS.moderationReview, renderModerationReviewPage(ctx));
+  const releaseOptions = releasePagesOptions(config);
+  pages.set(PAGE_PATHS.releases, renderReleasesPage(ctx));
+  pages.set(PAGE_PATHS.upload, renderUploadPage(ctx, releaseOptions));
+  pages.set(PAGE_PATHS.submission, renderSubmissionPage(ctx, releaseOptions));
+  pages.set(PAGE_PATHS.adminPublish, renderAdminPublishPage(ctx));
+  pages.set(PAGE_PATHS.adminRoles, renderAdminRolesPage(ctx));
+  pages.set(PAGE_PATHS.adminAudit, renderAdminAuditPage(ctx));
   for (const name of ASSET_FILES)
     pages.set(PAGE_PATHS.asset(name), readFileSync(join(ASSET_DIR, name), "utf8"));
   return pages;

@@ -240,82 +240,166 @@ export async function applySubmissionAction(
     visibleTo?: (row: SubmissionRow) => boolean;
   } = {},
 ): Promise<SubmissionRow> {
+  return deps.store.transaction((tx) =>
+    applySubmissionActionIn(tx, deps, submissionId, action, actor, options),
+  );
+}
+
+/** applySubmissionAction inside a transaction the caller holds (several moves that commit together). */
+export async function applySubmissionActionIn(
+  tx: SqlExecutor,
+  deps: SubmissionDeps,
+  submissionId: string,
+  action: Action,
+  actor: ActorRef,
+  options: {
+    notes?: string;
+    unhideTo?: "published" | "superseded";
+    visibleTo?: (row: SubmissionRow) => boolean;
+  } = {},
+): Promise<SubmissionRow> {
   const now = deps.now();
-  return deps.store.transaction(async (tx) => {
-    const row = await loadSubmission(tx, submissionId, true);
-    if (!row || (options.visibleTo && !options.visibleTo(row)))
-      throw new SvcError("not_found", `no submission ${submissionId}`);
-    if (actor.kind === "moderator" && row.owner_account_id === actor.accountId) {
-      throw new SvcError("forbidden", "a moderator cannot decide on their own submission");
-    }
-    let unhideTo = options.unhideTo;
-    if (action === "unhide" && !unhideTo) {
-      const newer = await tx.query<{ version: string }>(
-        `SELECT version FROM submissions WHERE mod_id = $1 AND id <> $2 AND state = 'published'`,
-        [row.mod_id, row.id],
-      );
-      unhideTo =
-        newer.rows.length > 0
-          ? "superseded"
-          : row.state_before_hidden === "superseded"
-            ? "superseded"
-            : "published";
-    }
-    const step = transition(row.state, action, actor.kind, unhideTo ? { unhideTo } : {});
-    if (!step.ok) {
-      throw new SvcError("illegal_transition", step.message, { details: { from: row.state, action } });
-    }
-    const pendingSince = step.to === "pending_review" ? now.toISOString() : null;
-    const stateBeforeHidden = step.to === "hidden" ? row.state : null;
-    const updated = await tx.query<SubmissionRow>(
-      `UPDATE submissions SET state = $2, updated_at = $3::timestamptz,
-         pending_since = CASE WHEN $4::timestamptz IS NULL THEN pending_since ELSE $4::timestamptz END,
-         state_before_hidden = $5
-       WHERE id = $1 RETURNING *`,
-      [row.id, step.to, now.toISOString(), pendingSince, stateBeforeHidden],
+  const row = await loadSubmission(tx, submissionId, true);
+  if (!row || (options.visibleTo && !options.visibleTo(row)))
+    throw new SvcError("not_found", `no submission ${submissionId}`);
+  if (actor.kind === "moderator" && row.owner_account_id === actor.accountId) {
+    throw new SvcError("forbidden", "a moderator cannot decide on their own submission");
+  }
+  let unhideTo = options.unhideTo;
+  if (action === "unhide" && !unhideTo) {
+    const newer = await tx.query<{ version: string }>(
+      `SELECT version FROM submissions WHERE mod_id = $1 AND id <> $2 AND state = 'published'`,
+      [row.mod_id, row.id],
     );
-    const isDecision = ["approve", "reject", "request_changes", "hide", "unhide"].includes(action);
-    if (isDecision) {
-      const waited =
-        row.state === "pending_review" && row.pending_since
-          ? Math.max(0, Math.round((now.getTime() - new Date(row.pending_since).getTime()) / 1000))
-          : null;
-      await tx.query(
-        `INSERT INTO submission_decisions (id, submission_id, decision, reviewer_account_id, notes, from_state, to_state, decided_at, waited_seconds)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8::timestamptz, $9)`,
-        [
-          newSubmissionId(deps.random).replace(/^sub_/, "dec_"),
-          row.id,
-          action,
-          actor.accountId,
-          options.notes ?? "",
-          row.state,
-          step.to,
-          now.toISOString(),
-          waited,
-        ],
-      );
-    }
+    unhideTo =
+      newer.rows.length > 0
+        ? "superseded"
+        : row.state_before_hidden === "superseded"
+          ? "superseded"
+          : "published";
+  }
+  const step = transition(row.state, action, actor.kind, unhideTo ? { unhideTo } : {});
+  if (!step.ok) {
+    throw new SvcError("illegal_transition", step.message, { details: { from: row.state, action } });
+  }
+  const pendingSince = step.to === "pending_review" ? now.toISOString() : null;
+  const stateBeforeHidden = step.to === "hidden" ? row.state : null;
+  const updated = await tx.query<SubmissionRow>(
+    `UPDATE submissions SET state = $2, updated_at = $3::timestamptz,
+       pending_since = CASE WHEN $4::timestamptz IS NULL THEN pending_since ELSE $4::timestamptz END,
+       state_before_hidden = $5
+     WHERE id = $1 RETURNING *`,
+    [row.id, step.to, now.toISOString(), pendingSince, stateBeforeHidden],
+  );
+  const isDecision = ["approve", "reject", "request_changes", "hide", "unhide"].includes(action);
+  if (isDecision) {
+    const waited =
+      row.state === "pending_review" && row.pending_since
+        ? Math.max(0, Math.round((now.getTime() - new Date(row.pending_since).getTime()) / 1000))
+        : null;
+    await tx.query(
+      `INSERT INTO submission_decisions (id, submission_id, decision, reviewer_account_id, notes, from_state, to_state, decided_at, waited_seconds)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::timestamptz, $9)`,
+      [
+        newSubmissionId(deps.random).replace(/^sub_/, "dec_"),
+        row.id,
+        action,
+        actor.accountId,
+        options.notes ?? "",
+        row.state,
+        step.to,
+        now.toISOString(),
+        waited,
+      ],
+    );
+  }
+  await appendAuditEvent(
+    tx,
+    {
+      actorAccountId: actor.kind === "system" ? null : actor.accountId,
+      action: isDecision
+        ? SUBMISSION_AUDIT.decided
+        : action === "cancel"
+          ? SUBMISSION_AUDIT.cancelled
+          : `submission.${action}`,
+      targetType: "submission",
+      targetId: row.id,
+      metadata: {
+        from: row.state,
+        to: step.to,
+        action,
+        ...(options.notes ? { notes: options.notes } : {}),
+      },
+    },
+    { now, random: deps.random },
+  );
+  return updated.rows[0]!;
+}
+
+/** Where a published submission's release lives (the upload-submission document's publication). */
+export interface Publication {
+  packageUrl: string;
+  catalogUrl: string;
+  detailUrl: string;
+  versionsUrl: string;
+  pageUrl: string;
+  publishedAt: string;
+}
+
+export function publicationOf(
+  config: PortalConfig,
+  record: { modId: string; packageUrl: string; publishedAt: string },
+): Publication {
+  const urls = portalUrls(config.baseUrl);
+  return {
+    packageUrl: record.packageUrl,
+    catalogUrl: urls.catalog,
+    detailUrl: urls.modDetail(record.modId),
+    versionsUrl: urls.modVersions(record.modId),
+    pageUrl: urls.modPage(record.modId),
+    publishedAt: record.publishedAt,
+  };
+}
+
+/**
+ * Records that an approved submission's release is in the catalog, in one transaction: approved ->
+ * published, its publication, the catalog.published audit event, and every other published
+ * submission of the mod -> superseded when this release is the mod's newest (the records' rule). A
+ * crash therefore leaves either none of it or all of it; the caller removes the staged bytes after.
+ */
+export async function completePublication(
+  deps: SubmissionDeps,
+  submissionId: string,
+  release: { modId: string; version: string; status: string; packageUrl: string; publishedAt: string },
+  actorAccountId: string | null,
+  metadata: Record<string, unknown> = {},
+): Promise<SubmissionRow> {
+  const system: ActorRef = { accountId: actorAccountId ?? "system", kind: "system" };
+  return deps.store.transaction(async (tx) => {
+    const publication = publicationOf(deps.config, release);
+    const published = await applySubmissionActionIn(tx, deps, submissionId, "publish", system);
+    const updated = await tx.query<SubmissionRow>(
+      `UPDATE submissions SET publication = $2::jsonb, staging_path = NULL WHERE id = $1 RETURNING *`,
+      [published.id, JSON.stringify(publication)],
+    );
     await appendAuditEvent(
       tx,
       {
-        actorAccountId: actor.kind === "system" ? null : actor.accountId,
-        action: isDecision
-          ? SUBMISSION_AUDIT.decided
-          : action === "cancel"
-            ? SUBMISSION_AUDIT.cancelled
-            : `submission.${action}`,
+        actorAccountId,
+        action: SUBMISSION_AUDIT.published,
         targetType: "submission",
-        targetId: row.id,
-        metadata: {
-          from: row.state,
-          to: step.to,
-          action,
-          ...(options.notes ? { notes: options.notes } : {}),
-        },
+        targetId: submissionId,
+        metadata: { modId: release.modId, version: release.version, ...publication, ...metadata },
       },
-      { now, random: deps.random },
+      { now: deps.now(), random: deps.random },
     );
+    if (release.status === "published") {
+      const older = await tx.query<{ id: string }>(
+        `SELECT id FROM submissions WHERE mod_id = $1 AND id <> $2 AND state = 'published' ORDER BY id`,
+        [release.modId, submissionId],
+      );
+      for (const { id } of older.rows) await applySubmissionActionIn(tx, deps, id, "supersede", system);
+    }
     return updated.rows[0]!;
   });
 }
@@ -483,7 +567,7 @@ export async function resubmitSubmission(
     const updated = await tx.query<SubmissionRow>(
       `UPDATE submissions SET state = $2, revision = revision + 1, package_size_bytes = $3, package_content_type = $4,
          package_sha256 = $5, metadata_sha256 = $6, metadata = $7::jsonb, staging_path = $8, validation_checks = $9::jsonb,
-         detail_page = NULL, pending_since = NULL, updated_at = $10::timestamptz
+         detail_page = NULL, pending_since = NULL, updated_at = $10::timestamptz, package_file_name = $11
        WHERE id = $1 RETURNING *`,
       [
         row.id,
@@ -496,6 +580,7 @@ export async function resubmitSubmission(
         input.staged.path,
         JSON.stringify(pendingChecks()),
         now.toISOString(),
+        input.sidecar.package.fileName,
       ],
     );
     const next = updated.rows[0]!;
@@ -529,7 +614,7 @@ export async function findResubmittable(
 ): Promise<SubmissionRow | null> {
   const result = await db.query<SubmissionRow>(
     `SELECT * FROM submissions WHERE owner_account_id = $1 AND mod_id = $2 AND version = $3
-       AND state IN ('changes_requested', 'pending_review', 'approved') LIMIT 1`,
+       AND state IN ('changes_requested', 'validation_failed', 'pending_review', 'approved') LIMIT 1`,
     [ownerAccountId, modId, version],
   );
   return result.rows[0] ?? null;

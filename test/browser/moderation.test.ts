@@ -20,6 +20,8 @@ import {
  * pages, their scripts and every other request are real.
  */
 
+declare const getComputedStyle: (element: unknown) => { display: string };
+
 let browser: Browser;
 let project: ReturnType<typeof tempProject>;
 let portal: Portal;
@@ -176,6 +178,70 @@ describe.skipIf(SKIP_BROWSER)("moderation pages", () => {
     expect(await page.getByRole("link", { name: "Sign in" }).last().getAttribute("href")).toBe(
       `${portal.origin}/account/signin/`,
     );
+    await context.close();
+  });
+
+  it("'Show more' is shown only while the queue has more, and appends each page once (fake network)", async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    const page = await context.newPage();
+    const errors = collectPageErrors(page);
+    await fakeSubmissionsApi(page);
+    const third = {
+      ...QUEUE.items[1]!,
+      submissionId: "sub_thirdthirdthirdthird",
+      modId: "loot-filter",
+      queuePosition: 3,
+    };
+    const asked: Array<string | null> = [];
+    // The route's keyset paging: the first page says where to continue, the second is the last.
+    await page.route("**/api/v1/moderation/releases?**", async (route) => {
+      const url = new URL(route.request().url());
+      const cursor = url.searchParams.get("cursor");
+      asked.push(cursor);
+      if (url.searchParams.get("state") === "approved")
+        return json(route, 200, { items: [], nextCursor: null, medianWaitSeconds: null });
+      if (cursor === null) return json(route, 200, { ...QUEUE, nextCursor: "page-2" });
+      if (cursor !== "page-2") return json(route, 400, { code: "invalid_request", message: "bad cursor" });
+      // Slow enough that a second click lands while this page is on its way.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return json(route, 200, { items: [third], nextCursor: null, medianWaitSeconds: 5400 });
+    });
+
+    await page.goto(`${portal.origin}/moderation/`);
+    const rows = page.locator("#queue-rows tr");
+    const more = page.locator("#queue-more");
+    await expect.poll(() => rows.count()).toBe(2);
+    expect(await more.isVisible()).toBe(true);
+    expect(await page.locator("#message").innerText()).toBe("2 submissions shown; more are available.");
+
+    // Two clicks before the answer: one request, one page appended.
+    await more.evaluate((button) => {
+      (button as unknown as { click(): void }).click();
+      (button as unknown as { click(): void }).click();
+    });
+    await expect.poll(() => rows.count()).toBe(3);
+    expect(await page.locator("#queue-rows tr td:nth-child(2)").allInnerTexts()).toEqual([
+      "better-hud",
+      "night-sky",
+      "loot-filter",
+    ]);
+    expect(asked).toEqual([null, "page-2"]);
+    // The last page gave no cursor: the button is gone (the hidden attribute wins over the button style).
+    expect(await more.isVisible()).toBe(false);
+    expect(await more.evaluate((button) => getComputedStyle(button).display)).toBe("none");
+    expect(await page.locator("#message").innerText()).toBe("3 submissions shown.");
+
+    // Even a click on the hidden button (a script, an old tab) starts nothing and duplicates nothing.
+    await more.evaluate((button) => (button as unknown as { click(): void }).click());
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await rows.count()).toBe(3);
+    expect(asked).toEqual([null, "page-2"]);
+
+    // A filter with a single page never shows the button.
+    await page.getByLabel("Show").selectOption("approved");
+    await expect.poll(() => page.locator("#queue-empty").isVisible()).toBe(true);
+    expect(await more.isVisible()).toBe(false);
+    expect(errors).toEqual([]);
     await context.close();
   });
 

@@ -9,11 +9,12 @@ const apiRoot = configured ? new URL(`${configured.replace(/\/+$/, "")}/`) : sit
 const crossOrigin = apiRoot.origin !== location.origin;
 
 export class ApiError extends Error {
-  constructor(status, code, message, retryAfter) {
+  constructor(status, code, message, retryAfter, details) {
     super(message);
     this.status = status;
     this.code = code;
     this.retryAfter = retryAfter;
+    this.details = details ?? null;
   }
 }
 
@@ -21,17 +22,22 @@ export function apiUrl(path) {
   return new URL(`api/v1/${path}`, apiRoot).href;
 }
 
-/** One JSON request. csrf: the token from the session response, sent as x-svc-csrf. */
+/**
+ * One request; the answer is JSON. csrf: the token from the session response, sent as x-svc-csrf.
+ * A FormData body goes out as multipart/form-data (the browser writes the boundary), anything
+ * else as JSON.
+ */
 export async function request(method, path, { body, csrf } = {}) {
   const headers = { accept: "application/json" };
-  if (body !== undefined) headers["content-type"] = "application/json";
+  const multipart = body instanceof FormData;
+  if (body !== undefined && !multipart) headers["content-type"] = "application/json";
   if (csrf) headers["x-svc-csrf"] = csrf;
   let response;
   try {
     response = await fetch(apiUrl(path), {
       method,
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? undefined : multipart ? body : JSON.stringify(body),
       credentials: crossOrigin ? "include" : "same-origin",
       cache: "no-store",
     });
@@ -56,6 +62,7 @@ export async function request(method, path, { body, csrf } = {}) {
       typeof data?.code === "string" ? data.code : `http_${response.status}`,
       typeof data?.message === "string" ? data.message : `HTTP ${response.status}`,
       Number.isFinite(retry) && retry > 0 ? retry : null,
+      data?.details,
     );
   }
   return data;
@@ -74,13 +81,27 @@ const PLAIN = {
   not_implemented: () => "This part of the portal is not live yet.",
   illegal_transition: (e) => `That is not possible in the release's current state. ${e.message}`,
   not_found: () => "Not found. It may have been removed.",
+  last_admin: () =>
+    "Not changed: this is the last verified admin, and the portal always keeps one. Give another verified account the admin role first.",
+  account_not_verified: () =>
+    "Not changed: moderator and admin roles need an account whose email address is verified.",
+  uploads_disabled: () =>
+    "This portal does not take uploads right now (its operator has not turned them on). Nothing was stored.",
+  scanner_unavailable: () =>
+    "The antivirus scanner is not reachable, so the portal cannot accept packages now. Try again later.",
 };
+
+/** The server's own list of what was wrong (invalid_payload names each field). */
+function detailLines(error) {
+  const issues = error.details?.issues;
+  return Array.isArray(issues) && issues.length > 0 ? `: ${issues.map(String).join("; ")}` : "";
+}
 
 /** A sentence for the user: plain words for the known codes, the server's message otherwise. */
 export function describeError(error) {
   if (error instanceof ApiError) {
     const plain = PLAIN[error.code];
-    return plain ? plain(error) : `${error.message} (${error.code})`;
+    return plain ? plain(error) : `${error.message} (${error.code})${detailLines(error)}`;
   }
   return String(error?.message || error);
 }
@@ -118,6 +139,35 @@ export function formatDate(iso) {
   const date = new Date(iso);
   return Number.isNaN(date.getTime()) ? String(iso) : date.toISOString().slice(0, 16).replace("T", " ");
 }
+
+/** A duration in seconds as words ("3 min", "5 h", "2 days"); "—" when unknown. */
+export function formatDuration(seconds) {
+  if (typeof seconds !== "number" || !Number.isFinite(seconds)) return "—";
+  return formatAge(new Date(0).toISOString(), seconds * 1000);
+}
+
+export function formatBytes(bytes) {
+  if (typeof bytes !== "number" || !Number.isFinite(bytes)) return "—";
+  if (bytes < 1024) return `${bytes} bytes`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** The words a person reads for a submission state (the API's ids stay in the data). */
+export const STATE_WORDS = {
+  draft: "Draft",
+  uploaded: "Uploaded",
+  validating: "Validating",
+  validation_failed: "Failed validation",
+  cancelled: "Cancelled",
+  pending_review: "Waiting for review",
+  changes_requested: "Changes requested",
+  approved: "Approved",
+  published: "Published",
+  rejected: "Rejected",
+  hidden: "Hidden",
+  superseded: "Superseded",
+};
 
 export function formatAge(iso, now = Date.now()) {
   const ms = now - new Date(iso).getTime();
