@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { CatalogDocument } from "../contracts/catalog.ts";
 import { type SchemaName, schemaFiles, schemaRegistry } from "../contracts/schemas.ts";
 import { EXTENSIONLESS_ROUTES, SITE_PATHS } from "../contracts/urls.ts";
+import { checkSignedCatalog, type SignatureCheck } from "../distribution/signature-check.ts";
 import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
 import { parseManagerCatalog } from "./manager-reader.ts";
 
@@ -38,6 +39,8 @@ export interface SmokeReport {
   artifacts: SmokeArtifact[];
   managerParse: { ok: boolean; mods?: number; versions?: number; errors: string[] };
   ruleFailures: RuleFailure[];
+  /** The TUF check (docs/distribution.md): unsigned passes; a stale, expired or broken signature fails. */
+  signature?: SignatureCheck;
 }
 
 export interface SmokeOptions {
@@ -258,11 +261,17 @@ export async function runSmoke(options: SmokeOptions): Promise<SmokeReport> {
 
   const routesFailed = routes.filter((r) => !r.ok).length;
   const artifactsFailed = artifacts.filter((a) => !a.ok).length;
+  const signature = await checkSignedCatalog(baseUrl, doFetch);
   return {
     schema: "svc.post-publish-smoke.v1",
     generatedAt: now().toISOString(),
     baseUrl,
-    passed: routesFailed === 0 && artifactsFailed === 0 && managerParse.ok && ruleFailures.length === 0,
+    passed:
+      routesFailed === 0 &&
+      artifactsFailed === 0 &&
+      managerParse.ok &&
+      ruleFailures.length === 0 &&
+      signature.state !== "failed",
     durationMs: Math.max(0, Math.round(Date.now() - started)),
     summary: {
       routesChecked: routes.length,
@@ -274,6 +283,7 @@ export async function runSmoke(options: SmokeOptions): Promise<SmokeReport> {
     artifacts,
     managerParse,
     ruleFailures,
+    signature,
   };
 }
 

@@ -24,6 +24,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run: Com
     summary: "sync manager/framework releases (`sync releases`) or game builds (`sync game-builds`)",
     load: () => import("./sync.ts"),
   },
+  pack: {
+    summary: "build a mod's deterministic package ZIP from its folder (refuses what validation would)",
+    load: () => import("./pack.ts"),
+  },
   new: {
     summary: "scaffold a release's sidecar (submissions/{modId}/{version}.json) from its package",
     load: () => import("./new.ts"),
@@ -31,6 +35,26 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run: Com
   validate: {
     summary: "run every validation check on a package and its sidecar",
     load: () => import("./validate.ts"),
+  },
+  keys: {
+    summary: "create, rotate and explain the catalog's TUF signing keys; `keys sign` signs the built site",
+    load: () => import("./keys.ts"),
+  },
+  install: {
+    summary: "install mods from a signed portal (TUF-verified, dependencies resolved, resumable)",
+    load: () => import("./manager.ts").then((m) => ({ run: m.runInstall })),
+  },
+  verify: {
+    summary: "check an installation against its per-file hashes",
+    load: () => import("./manager.ts").then((m) => ({ run: m.runVerify })),
+  },
+  repair: {
+    summary: "rewrite only the damaged files of an installation from verified packages",
+    load: () => import("./manager.ts").then((m) => ({ run: m.runRepair })),
+  },
+  fetch: {
+    summary: "download one verified package ZIP from a signed portal",
+    load: () => import("./manager.ts").then((m) => ({ run: m.runFetch })),
   },
 };
 

@@ -1,0 +1,56 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { isDistributionError } from "./errors.ts";
+import { ManagerClient } from "./manager-client.ts";
+import { TUF_DIR } from "./tuf-repository.ts";
+
+/** What the public smoke reports about the signed catalog (post-publish-smoke `signature`). */
+export type SignatureCheck =
+  | { state: "unsigned"; detail: string }
+  | { state: "verified"; documents: number }
+  | { state: "failed"; code: string; detail: string };
+
+/**
+ * Verifies a deployed portal the way a manager does, through the same client: TUF refresh, then the
+ * catalog and each mod's detail and versions documents against their signed length and sha256.
+ * The root is taken from the site itself (trust on first use): this proves the deployment is
+ * consistently signed and fresh (not stale after a publication, not expired), which is what an
+ * operator's smoke is for; a manager pins its root instead. No root on the site: `unsigned`.
+ */
+export async function checkSignedCatalog(
+  baseUrl: string,
+  fetchImpl: typeof fetch = fetch,
+): Promise<SignatureCheck> {
+  const mirrorUrl = baseUrl.replace(/\/+$/, "");
+  let rootText: string;
+  try {
+    const response = await fetchImpl(`${mirrorUrl}/${TUF_DIR}/root.json`);
+    if (response.status === 404) return { state: "unsigned", detail: `no ${TUF_DIR}/root.json` };
+    if (!response.ok)
+      return { state: "failed", code: "download_failed", detail: `root.json: HTTP ${response.status}` };
+    rootText = await response.text();
+  } catch (error) {
+    return { state: "failed", code: "download_failed", detail: (error as Error).message };
+  }
+  const cacheDir = mkdtempSync(join(tmpdir(), "svc-signature-"));
+  try {
+    const trustedRootFile = join(cacheDir, "pinned-root.json");
+    writeFileSync(trustedRootFile, rootText);
+    const client = new ManagerClient({ mirrorUrl, cacheDir, trustedRootFile, fetch: fetchImpl });
+    await client.refresh();
+    const catalog = await client.verifiedCatalog();
+    let documents = 1;
+    for (const mod of catalog.mods) {
+      await client.fetchDocument(`api/v1/mods/${mod.id}/index.json`);
+      await client.fetchDocument(`api/v1/mods/${mod.id}/versions.json`);
+      documents += 2;
+    }
+    return { state: "verified", documents };
+  } catch (error) {
+    if (isDistributionError(error)) return { state: "failed", code: error.code, detail: error.message };
+    return { state: "failed", code: "catalog_tampered", detail: (error as Error).message };
+  } finally {
+    rmSync(cacheDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,149 @@
+import { createHash } from "node:crypto";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { Metadata } from "@tufjs/models";
+import { publishRelease } from "../../src/catalog/publisher.ts";
+import { ManagerClient } from "../../src/distribution/manager-client.ts";
+import {
+  buildRoot,
+  generateKey,
+  ONLINE_ROLES,
+  type OnlineKeys,
+  signerFor,
+  type TufKeyFile,
+  type TufRole,
+} from "../../src/distribution/tuf-keys.ts";
+import { signSite, writeRoot } from "../../src/distribution/tuf-repository.ts";
+import { catalogProject, type ModFixture, modRelease, publisherOptions } from "../support/catalog-project.ts";
+
+export interface MirrorRequest {
+  path: string;
+  range: string | undefined;
+  status: number;
+}
+
+/**
+ * A loopback mirror: a real HTTP server on 127.0.0.1 serving a site folder with Range support.
+ * `override` lets a test play the attacker: replace the bytes served for a path.
+ */
+export async function startMirror(siteDir: string) {
+  const override = new Map<string, Buffer>();
+  const requests: MirrorRequest[] = [];
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const path = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname).replace(/^\/+/, "");
+    const range = req.headers.range;
+    const file = join(siteDir, path);
+    const body =
+      override.get(path) ??
+      (!path.includes("..") && existsSync(file) && statSync(file).isFile() ? readFileSync(file) : null);
+    if (!body) {
+      requests.push({ path, range, status: 404 });
+      res.writeHead(404).end();
+      return;
+    }
+    const m = range ? /^bytes=(\d+)-$/.exec(range) : null;
+    if (m && Number(m[1]) < body.length) {
+      const start = Number(m[1]);
+      requests.push({ path, range, status: 206 });
+      res.writeHead(206, {
+        "content-range": `bytes ${start}-${body.length - 1}/${body.length}`,
+        "content-length": body.length - start,
+      });
+      res.end(body.subarray(start));
+      return;
+    }
+    requests.push({ path, range, status: 200 });
+    res.writeHead(200, { "content-length": body.length }).end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  const origin = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  return {
+    origin,
+    override,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export type Mirror = Awaited<ReturnType<typeof startMirror>>;
+
+export function operatorKeys(): { root: TufKeyFile; online: OnlineKeys } {
+  const all = Object.fromEntries(
+    (["root", ...ONLINE_ROLES] as TufRole[]).map((r) => [r, generateKey(r)]),
+  ) as Record<TufRole, TufKeyFile>;
+  return {
+    root: all.root,
+    online: {
+      schema: "svc.tuf-online-keys.v1",
+      keys: { targets: all.targets, snapshot: all.snapshot, timestamp: all.timestamp },
+    },
+  };
+}
+
+/** A temp portal served by a loopback mirror, with a first signed root; publish() imports and re-signs. */
+export async function signedPortal() {
+  const project = catalogProject();
+  const mirror = await startMirror(project.siteDir);
+  project.setBaseUrl(mirror.origin);
+  const keys = operatorKeys();
+  const root = new Metadata(buildRoot(1, { root: keys.root, ...keys.online.keys }, new Date()));
+  root.sign(signerFor(keys.root));
+  writeRoot(project.siteDir, root);
+  const work = mkdtempSync(join(tmpdir(), "svc-manager-"));
+  const portal = {
+    project,
+    mirror,
+    keys,
+    work,
+    siteDir: project.siteDir,
+    trustedRoot: join(project.siteDir, "tuf", "1.root.json"),
+    async publish(fixture: ModFixture, sign: { now?: () => Date } = {}) {
+      const { packageBytes, sidecar } = modRelease(fixture);
+      await publishRelease(publisherOptions(project), { packageBytes, sidecar, source: { kind: "import" } });
+      return signSite(project.siteDir, keys.online, sign.now);
+    },
+    client(name = "client", overrides: Partial<ConstructorParameters<typeof ManagerClient>[0]> = {}) {
+      return new ManagerClient({
+        mirrorUrl: mirror.origin,
+        cacheDir: join(work, name, "cache"),
+        trustedRootFile: portal.trustedRoot,
+        ...overrides,
+      });
+    },
+    installDir: (name = "client") => join(work, name, "game"),
+    /** A copy of the site as it is now, to replay later (the rollback attacker's stock). */
+    copySite() {
+      const copy = mkdtempSync(join(tmpdir(), "svc-site-copy-"));
+      cpSync(project.siteDir, copy, { recursive: true });
+      return copy;
+    },
+    async close() {
+      await mirror.close();
+      project.cleanup();
+      rmSync(work, { recursive: true, force: true });
+    },
+  };
+  return portal;
+}
+
+/** path -> sha256 of every file under dir (missing dir: empty). */
+export function treeHashes(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  if (!existsSync(dir)) return out;
+  const walk = (d: string) => {
+    for (const name of readdirSync(d).sort()) {
+      const full = join(d, name);
+      if (statSync(full).isDirectory()) walk(full);
+      else out.set(relative(dir, full), createHash("sha256").update(readFileSync(full)).digest("hex"));
+    }
+  };
+  walk(dir);
+  return out;
+}
