@@ -1,20 +1,15 @@
-import { readFileSync } from "node:fs";
 import * as core from "@actions/core";
-import { Octokit } from "@octokit/rest";
+import * as github from "@actions/github";
 import { handleValidationRun } from "../../src/bot/handle.ts";
-import { splitRepository } from "../../src/github/api.ts";
+import type { GitHubApi } from "../../src/github/api.ts";
 
 async function run(): Promise<void> {
-  const event = JSON.parse(readFileSync(process.env.GITHUB_EVENT_PATH ?? "", "utf8"));
-  const runInfo = event?.workflow_run;
-  if (!runInfo) throw new Error("report runs on workflow_run events: GITHUB_EVENT_PATH has no workflow_run");
-  const api = new Octokit({
-    auth: core.getInput("github-token", { required: true }),
-    baseUrl: process.env.GITHUB_API_URL,
-  });
+  const runInfo = github.context.payload.workflow_run;
+  if (!runInfo) throw new Error("report runs on workflow_run events: the event has no workflow_run");
+  const api = github.getOctokit(core.getInput("github-token", { required: true })) as unknown as GitHubApi;
   const result = await handleValidationRun(
     api,
-    splitRepository(process.env.GITHUB_REPOSITORY ?? ""),
+    github.context.repo,
     {
       id: runInfo.id,
       path: runInfo.path,
@@ -22,6 +17,9 @@ async function run(): Promise<void> {
       conclusion: runInfo.conclusion,
       headSha: runInfo.head_sha,
       htmlUrl: runInfo.html_url,
+      pullRequests: (runInfo.pull_requests ?? []).map((pr: { number: number }) => pr.number),
+      headBranch: runInfo.head_branch ?? null,
+      headOwner: runInfo.head_repository?.owner?.login ?? null,
     },
     {
       botLogins: (core.getInput("bot-logins") || "github-actions[bot]").split(",").map((s) => s.trim()),

@@ -1,10 +1,8 @@
-// The GitHub App's webhook endpoint on Vercel. Probot reads the raw request body and verifies
-// x-hub-signature-256 (WEBHOOK_SECRET) before any handler runs; APP_ID and PRIVATE_KEY authenticate
-// the app; SVC_PORTAL_REPOSITORY names the portal repository (a missing variable fails closed).
-import { createNodeMiddleware, createProbot } from "probot";
-import { createSvcApp, svcAppOptionsFromEnv } from "../../src/bot/app.ts";
+// The portal GitHub App's webhooks (app.yml). Each delivery is verified over its raw body
+// (WEBHOOK_SECRET), recorded in PostgreSQL (DATABASE_URL) and answered 202 at once; waitUntil keeps
+// the work running after the response (src/bot/deployment.ts). A missing variable is answered
+// 500 config_invalid, naming it.
+import { waitUntil } from "@vercel/functions";
+import { createBotFunctions } from "../../src/bot/app.ts";
 
-export default await createNodeMiddleware(createSvcApp(svcAppOptionsFromEnv(process.env)), {
-  probot: createProbot(),
-  webhooksPath: "/api/github/webhooks",
-});
+export default createBotFunctions(process.env, { defer: waitUntil }).portalWebhook;

@@ -1,20 +1,35 @@
 /**
- * The Probot app: one function, mounted by a few-line adapter on Vercel (api/github/webhooks.ts),
- * run inside Actions (actions/report) and driven by tests. Handlers only translate payloads into
- * calls of src/bot/handle.ts; Probot verifies x-hub-signature-256 on the raw body before any of
- * them runs.
+ * The Probot app and its deployment. Two GitHub Apps reach one deployment:
+ *
+ * - the portal app (app.yml), installed on the portal repository only: pull requests, reviews,
+ *   `/svc` comments and validation runs become check runs, labels and the status comment;
+ * - the release-intake app (app-intake.yml), public, installed by modders on their mod
+ *   repositories with read-only rights: a published release opens the submission pull request on
+ *   the portal, written with the portal app's installation token.
+ *
+ * Webhooks are acknowledged once recorded in the delivery queue (src/bot/deployment.ts); the work
+ * runs afterwards, serialised per pull request (per release), through the app function below
+ * (Probot's receive) or, for work derived from a delivery, straight through src/bot/handle.ts.
  */
+import type { EmitterWebhookEvent } from "@octokit/webhooks";
 import type { ApplicationFunction, Context, Probot } from "probot";
 import type { GitHubApi, RepoRef } from "../github/api.ts";
 import { splitRepository } from "../github/api.ts";
 import type { FetchLike } from "../github/download.ts";
+import type { Store } from "../store/store.ts";
+import type { BotEvent } from "./decide.ts";
+import type { Delivery, QueueOptions } from "./delivery-queue.ts";
+import { type BotDeployment, BotConfigError, createBotDeployment, type NodeHandler } from "./deployment.ts";
 import {
   type BotOptions,
+  findPullRequestsOfRun,
+  handleDeliveryFailure,
   handleSubmissionEvent,
-  handleValidationRun,
+  readValidationRun,
   VALIDATE_WORKFLOW_PATH,
+  type WorkflowRunInfo,
 } from "./handle.ts";
-import { intakeRelease } from "./release-intake.ts";
+import { intakeRelease, type PublishedRelease } from "./release-intake.ts";
 
 export interface SvcAppOptions {
   /** owner/name of the portal repository; pull request events from any other repository are ignored. */
@@ -28,32 +43,157 @@ export interface SvcAppOptions {
   validateWorkflowPath?: string;
 }
 
+/** Work derived from a validation run, queued under its pull request's key. */
+export const VALIDATION_OUTCOME_EVENT = "svc.validation_outcome";
+
+interface ValidationOutcomeJob {
+  installationId: number;
+  number: number;
+  event: Extract<BotEvent, { kind: "report" | "validation_incomplete" }>;
+}
+
+export function pullRequestKey(repository: string, number: number): string {
+  return `pr:${repository.toLowerCase()}#${number}`;
+}
+
 const api = (context: Context): GitHubApi => context.octokit as unknown as GitHubApi;
 
-export function createSvcApp(options: SvcAppOptions): ApplicationFunction {
+/** The fields of a webhook payload the queue keys and the failure report read (unchecked JSON). */
+interface Payload {
+  action?: string;
+  repository?: { full_name?: string };
+  pull_request?: { number?: number };
+  issue?: { number?: number; pull_request?: unknown };
+  comment?: { body?: string };
+  workflow_run?: WorkflowRunPayload;
+  release?: { tag_name?: string };
+  installation?: { id?: number };
+  /** A VALIDATION_OUTCOME_EVENT job. */
+  installationId?: number;
+}
+
+interface WorkflowRunPayload {
+  id: number;
+  path: string;
+  event: string;
+  conclusion: string | null;
+  head_sha: string;
+  html_url: string;
+  pull_requests?: Array<{ number: number } | null> | null;
+  head_branch?: string | null;
+  head_repository?: { owner?: { login?: string } | null } | null;
+}
+
+/**
+ * Which queue key a portal-app event is serialised under, or null when the app does nothing with
+ * it (then nothing is recorded). Everything about one pull request shares its key; a validation
+ * run has its own until its report names the pull request (see VALIDATION_OUTCOME_EVENT).
+ */
+export function portalSerialKey(portalRepository: string) {
+  const isPortal = (p: Payload) =>
+    typeof p.repository?.full_name === "string" &&
+    p.repository.full_name.toLowerCase() === portalRepository.toLowerCase();
+  return (event: string, payload: unknown): string | null => {
+    const p = payload as Payload;
+    if (!p || typeof p !== "object" || !isPortal(p)) return null;
+    const number = (n: unknown) =>
+      Number.isInteger(n) ? pullRequestKey(portalRepository, n as number) : null;
+    switch (event) {
+      case "pull_request":
+        return ["opened", "reopened", "synchronize", "closed"].includes(p.action ?? "")
+          ? number(p.pull_request?.number)
+          : null;
+      case "pull_request_review":
+        return p.action === "submitted" ? number(p.pull_request?.number) : null;
+      case "issue_comment":
+        return p.action === "created" &&
+          p.issue?.pull_request &&
+          typeof p.comment?.body === "string" &&
+          p.comment.body.trimStart().startsWith("/svc")
+          ? number(p.issue?.number)
+          : null;
+      case "workflow_run":
+        return p.action === "completed" && Number.isInteger(p.workflow_run?.id)
+          ? `run:${portalRepository.toLowerCase()}#${p.workflow_run?.id}`
+          : null;
+      default:
+        return null;
+    }
+  };
+}
+
+/** Release intake: one key per release; the portal's own releases (artifact store, staging) never count. */
+export function intakeSerialKey(portalRepository: string) {
+  return (event: string, payload: unknown): string | null => {
+    const p = payload as Payload;
+    if (event !== "release" || p?.action !== "published") return null;
+    const fullName = p.repository?.full_name;
+    if (typeof fullName !== "string" || fullName.toLowerCase() === portalRepository.toLowerCase())
+      return null;
+    return `release:${fullName.toLowerCase()}@${String(p.release?.tag_name ?? "")}`;
+  };
+}
+
+function workflowRunInfo(run: WorkflowRunPayload): WorkflowRunInfo {
+  return {
+    id: run.id,
+    path: run.path,
+    event: run.event,
+    conclusion: run.conclusion ?? null,
+    headSha: run.head_sha,
+    htmlUrl: run.html_url,
+    pullRequests: (run.pull_requests ?? []).flatMap((pr) => (pr ? [pr.number] : [])),
+    headBranch: run.head_branch ?? null,
+    headOwner: run.head_repository?.owner?.login ?? null,
+  };
+}
+
+/** The bot's moving parts around one Probot instance (the portal app's credentials). */
+export interface SvcBot {
+  appFn: ApplicationFunction;
+  botOptions(): Promise<BotOptions>;
+  /** An API for the portal repository: the delivery's installation, or the portal's own. */
+  portalApi(installationId?: number | null): Promise<GitHubApi>;
+}
+
+export function createSvcBot(
+  options: SvcAppOptions,
+  probot: Pick<Probot, "auth">,
+  followUps: Pick<BotDeployment, "enqueue">,
+  log: (line: string) => void = () => {},
+): SvcBot {
   const portal = splitRepository(options.portalRepository);
   const isPortal = (fullName: string) => fullName.toLowerCase() === options.portalRepository.toLowerCase();
-
-  return (app: Probot) => {
-    let botLogins = options.botLogins;
-    const botOptions = async (): Promise<BotOptions> => {
-      if (!botLogins) {
-        const appApi = (await app.auth()) as unknown as GitHubApi;
-        const { data } = await appApi.rest.apps.getAuthenticated();
-        botLogins = [`${data?.slug ?? "svc"}[bot]`];
-      }
-      return {
-        botLogins,
-        validateWorkflowPath: options.validateWorkflowPath ?? VALIDATE_WORKFLOW_PATH,
-        log: (message) => app.log.info(message),
-        ...(options.dryRun !== undefined ? { dryRun: options.dryRun } : {}),
-      };
+  let botLogins = options.botLogins;
+  const botOptions = async (): Promise<BotOptions> => {
+    if (!botLogins) {
+      const appApi = (await probot.auth()) as unknown as GitHubApi;
+      const { data } = await appApi.rest.apps.getAuthenticated();
+      botLogins = [`${data?.slug ?? "svc"}[bot]`];
+    }
+    return {
+      botLogins,
+      validateWorkflowPath: options.validateWorkflowPath ?? VALIDATE_WORKFLOW_PATH,
+      log,
+      ...(options.dryRun !== undefined ? { dryRun: options.dryRun } : {}),
     };
-    const repoOf = (context: { payload: { repository?: { full_name: string } } }): RepoRef | null => {
-      const fullName = context.payload.repository?.full_name;
-      return fullName && isPortal(fullName) ? portal : null;
-    };
+  };
+  let portalInstallation: number | null = null;
+  const portalApi = async (installationId?: number | null): Promise<GitHubApi> => {
+    if (installationId) return (await probot.auth(installationId)) as unknown as GitHubApi;
+    if (!portalInstallation) {
+      const appApi = (await probot.auth()) as unknown as GitHubApi;
+      const { data: installation } = await appApi.rest.apps.getRepoInstallation({ ...portal });
+      portalInstallation = installation.id;
+    }
+    return (await probot.auth(portalInstallation)) as unknown as GitHubApi;
+  };
+  const repoOf = (context: { payload: { repository?: { full_name: string } } }): RepoRef | null => {
+    const fullName = context.payload.repository?.full_name;
+    return fullName && isPortal(fullName) ? portal : null;
+  };
 
+  const appFn: ApplicationFunction = (app) => {
     app.on(["pull_request.opened", "pull_request.reopened", "pull_request.synchronize"], async (context) => {
       const repo = repoOf(context);
       if (!repo) return;
@@ -117,65 +257,281 @@ export function createSvcApp(options: SvcAppOptions): ApplicationFunction {
       );
     });
 
+    // The report is read (and re-validated) here; what it means for its pull request is queued
+    // under that pull request's key, so it never runs beside another event of the same PR.
     app.on("workflow_run.completed", async (context) => {
       const repo = repoOf(context);
       if (!repo) return;
-      const run = context.payload.workflow_run;
-      await handleValidationRun(
+      const outcome = await readValidationRun(
         api(context),
         repo,
-        {
-          id: run.id,
-          path: run.path,
-          event: run.event,
-          conclusion: run.conclusion,
-          headSha: run.head_sha,
-          htmlUrl: run.html_url,
-        },
+        workflowRunInfo(context.payload.workflow_run),
         await botOptions(),
       );
-    });
-
-    app.on("release.published", async (context) => {
-      const fullName = context.payload.repository.full_name;
-      if (isPortal(fullName)) return;
-      const release = context.payload.release;
-      // The mod repository's installation cannot write to the portal: act as the portal's installation.
-      const appApi = (await app.auth()) as unknown as GitHubApi;
-      const { data: installation } = await appApi.rest.apps.getRepoInstallation({ ...portal });
-      const portalApi = (await app.auth(installation.id)) as unknown as GitHubApi;
-      const result = await intakeRelease(
-        portalApi,
-        portal,
-        {
-          sourceRepository: fullName,
-          htmlUrl: release.html_url,
-          tagName: release.tag_name,
-          body: release.body ?? "",
-          authorLogin: release.author?.login ?? "",
-          draft: release.draft,
-          prerelease: release.prerelease,
-          assets: release.assets.flatMap((a) =>
-            a ? [{ name: a.name, browserDownloadUrl: a.browser_download_url, size: a.size }] : [],
-          ),
-        },
-        {
-          maxPackageBytes: options.maxPackageBytes,
-          ...(options.fetch ? { fetch: options.fetch } : {}),
-          ...(options.allowHttp ? { allowHttp: true } : {}),
-          ...(options.dryRun !== undefined ? { dryRun: options.dryRun } : {}),
-        },
-      );
-      if (result.ok)
-        app.log.info(
-          `release ${fullName}@${release.tag_name}: submission PR #${result.pullRequest ?? "(dry run)"}`,
-        );
-      else
-        app.log.warn(
-          `release ${fullName}@${release.tag_name} not submitted: ${result.code}: ${result.message}`,
-        );
+      if (outcome.kind === "ignored") {
+        log(outcome.why);
+        return;
+      }
+      const installationId = context.payload.installation?.id ?? 0;
+      const jobs: ValidationOutcomeJob[] =
+        outcome.kind === "report"
+          ? [
+              {
+                installationId,
+                number: outcome.number,
+                event: { kind: "report", report: outcome.report, runUrl: outcome.runUrl },
+              },
+            ]
+          : outcome.numbers.map((number) => ({
+              installationId,
+              number,
+              event: {
+                kind: "validation_incomplete",
+                headSha: outcome.headSha,
+                problem: outcome.problem,
+                runUrl: outcome.runUrl,
+              },
+            }));
+      for (const job of jobs) {
+        await followUps.enqueue({
+          id: `${context.id}:pr-${job.number}`,
+          app: "portal",
+          event: VALIDATION_OUTCOME_EVENT,
+          serialKey: pullRequestKey(options.portalRepository, job.number),
+          payload: job,
+        });
+      }
     });
   };
+
+  return { appFn, botOptions, portalApi };
+}
+
+/** A published release in a mod repository, from the intake app's typed payload. */
+export function publishedRelease(
+  payload: EmitterWebhookEvent<"release.published">["payload"],
+): PublishedRelease {
+  const release = payload.release;
+  return {
+    sourceRepository: payload.repository.full_name,
+    repositoryPrivate: payload.repository.private,
+    htmlUrl: release.html_url,
+    tagName: release.tag_name,
+    body: release.body ?? "",
+    authorLogin: release.author?.login ?? "",
+    draft: release.draft,
+    prerelease: release.prerelease,
+    assets: release.assets.flatMap((a) =>
+      a ? [{ name: a.name, browserDownloadUrl: a.browser_download_url, size: a.size }] : [],
+    ),
+  };
+}
+
+export interface BotFunctionsOverrides {
+  defer: (work: Promise<unknown>) => void;
+  /** The migrated store; default: PostgreSQL at DATABASE_URL (a serverless instance has no disk to keep). */
+  openStore?: () => Promise<Store>;
+  /** Tests: a Probot pointed at a loopback GitHub. */
+  probot?: Probot;
+  appOptions?: Partial<SvcAppOptions>;
+  queue?: QueueOptions;
+  drainBudgetMs?: number;
+  clock?: () => Date;
+  log?: (line: string) => void;
+}
+
+export interface BotFunctions {
+  /** POST /api/github/webhooks: the portal app. */
+  portalWebhook: NodeHandler;
+  /** POST /api/github/intake: the release-intake app. */
+  intakeWebhook: NodeHandler;
+  /** GET /api/github/drain: Vercel cron, `Authorization: Bearer $CRON_SECRET`. */
+  drain: NodeHandler;
+  deployment: BotDeployment;
+}
+
+/**
+ * The three bot functions from the environment. Nothing is read until a request arrives, and a
+ * missing variable is answered (500 config_invalid, naming it) instead of failing the function's import; the
+ * webhook secret alone decides a signature, so a bad one is answered 400 even then.
+ */
+export function createBotFunctions(
+  env: Record<string, string | undefined>,
+  overrides: BotFunctionsOverrides,
+): BotFunctions {
+  const log = overrides.log ?? ((line: string) => console.error(line));
+  let bot: SvcBot | null = null;
+  let options: SvcAppOptions | null = null;
+  const appOptions = (): SvcAppOptions => {
+    if (!options) {
+      try {
+        options = { ...svcAppOptionsFromEnv(env), ...overrides.appOptions };
+      } catch (error) {
+        throw new BotConfigError((error as Error).message);
+      }
+    }
+    return options;
+  };
+  const svcBot = async (): Promise<{ bot: SvcBot; probot: Probot }> => {
+    const probot = overrides.probot ?? (await probotFromEnv(env));
+    if (!bot) {
+      bot = createSvcBot(appOptions(), probot, deployment, log);
+      await probot.load(bot.appFn, { cwd: process.cwd(), addHandler: () => {} });
+    }
+    return { bot, probot };
+  };
+  let probotInstance: Probot | null = null;
+  // Probot is loaded with the first piece of work, never on the acknowledgement's path.
+  const probotFromEnv = async (e: Record<string, string | undefined>): Promise<Probot> => {
+    if (probotInstance) return probotInstance;
+    const appId = e.APP_ID?.trim();
+    const privateKey = e.PRIVATE_KEY?.trim().replace(/\\n/g, "\n");
+    if (!appId || !/^\d+$/.test(appId)) throw new BotConfigError("APP_ID is not set (the portal app's id)");
+    if (!privateKey?.includes("PRIVATE KEY"))
+      throw new BotConfigError("PRIVATE_KEY is not set (the portal app's private key, PEM)");
+    const { Probot, ProbotOctokit } = await import("probot");
+    probotInstance = new Probot({
+      appId,
+      privateKey,
+      secret: e.WEBHOOK_SECRET ?? "",
+      ...(e.SVC_GITHUB_API_URL ? { baseUrl: e.SVC_GITHUB_API_URL } : {}),
+      Octokit: ProbotOctokit,
+      logLevel: "warn",
+    });
+    return probotInstance;
+  };
+
+  const processDelivery = async (delivery: Delivery): Promise<string | null> => {
+    const { bot: svc, probot } = await svcBot();
+    if (delivery.app === "intake") return processIntake(svc, delivery);
+    if (delivery.event === VALIDATION_OUTCOME_EVENT) {
+      const job = delivery.payload as ValidationOutcomeJob;
+      const handled = await handleSubmissionEvent(
+        await svc.portalApi(job.installationId),
+        splitRepository(appOptions().portalRepository),
+        job.number,
+        job.event,
+        await svc.botOptions(),
+      );
+      return handled.plan ? `${handled.plan.from} -> ${handled.plan.to}` : handled.log.join("; ");
+    }
+    await probot.receive({
+      id: delivery.id,
+      name: delivery.event,
+      payload: delivery.payload,
+    } as EmitterWebhookEvent);
+    return null;
+  };
+
+  const processIntake = async (svc: SvcBot, delivery: Delivery): Promise<string> => {
+    const payload = delivery.payload as EmitterWebhookEvent<"release.published">["payload"];
+    const release = publishedRelease(payload);
+    const o = appOptions();
+    const result = await intakeRelease(await svc.portalApi(), splitRepository(o.portalRepository), release, {
+      maxPackageBytes: o.maxPackageBytes,
+      ...(o.fetch ? { fetch: o.fetch } : {}),
+      ...(o.allowHttp ? { allowHttp: true } : {}),
+      ...(o.dryRun !== undefined ? { dryRun: o.dryRun } : {}),
+    });
+    if (result.ok) return `submission pull request #${result.pullRequest ?? "(dry run)"}`;
+    // A download can fail for a moment; the queue retries it. Anything else is the release itself.
+    if (result.code === "download_failed") throw new Error(`${result.code}: ${result.message}`);
+    log(
+      `release ${release.sourceRepository}@${release.tagName} not submitted: ${result.code}: ${result.message}`,
+    );
+    return `${result.code}: ${result.message}`;
+  };
+
+  /** After the last retry: the pull requests the delivery was about say the bot could not update them. */
+  const onFailed = async (delivery: Delivery, error: string): Promise<void> => {
+    log(`delivery ${delivery.id} (${delivery.event}) failed after ${delivery.attempts} attempts: ${error}`);
+    if (delivery.app !== "portal") return;
+    const { bot: svc } = await svcBot();
+    const o = appOptions();
+    const repo = splitRepository(o.portalRepository);
+    const payload = delivery.payload as Payload;
+    const githubApi = await svc.portalApi(payload.installationId ?? payload.installation?.id ?? null);
+    const key = /#(\d+)$/.exec(delivery.serialKey);
+    const numbers = delivery.serialKey.startsWith("pr:")
+      ? [Number(key?.[1])]
+      : delivery.event === "workflow_run" && payload.workflow_run
+        ? await findPullRequestsOfRun(githubApi, repo, workflowRunInfo(payload.workflow_run))
+        : [];
+    for (const number of numbers) {
+      await handleDeliveryFailure(
+        githubApi,
+        repo,
+        number,
+        { event: delivery.event, deliveryId: delivery.id, attempts: delivery.attempts, error },
+        await svc.botOptions(),
+      );
+    }
+  };
+
+  const guarded =
+    (key: (o: SvcAppOptions) => (event: string, payload: unknown) => string | null) =>
+    (event: string, payload: unknown) =>
+      key(appOptions())(event, payload);
+
+  const deployment = createBotDeployment({
+    openStore: overrides.openStore ?? (() => openStoreFromEnv(env)),
+    endpoints: [
+      {
+        app: "portal",
+        secret: env.WEBHOOK_SECRET?.trim() || null,
+        secretVariable: "WEBHOOK_SECRET",
+        serialKey: guarded((o) => portalSerialKey(o.portalRepository)),
+      },
+      {
+        app: "intake",
+        secret: env.INTAKE_WEBHOOK_SECRET?.trim() || null,
+        secretVariable: "INTAKE_WEBHOOK_SECRET",
+        serialKey: guarded((o) => intakeSerialKey(o.portalRepository)),
+      },
+    ],
+    process: processDelivery,
+    onFailed,
+    defer: overrides.defer,
+    cronSecret: env.CRON_SECRET?.trim() || null,
+    drainBudgetMs: overrides.drainBudgetMs ?? drainSeconds(env.SVC_BOT_DRAIN_SECONDS) * 1000,
+    ...(overrides.queue ? { queue: overrides.queue } : {}),
+    ...(overrides.clock ? { clock: overrides.clock } : {}),
+    log,
+  });
+  return {
+    portalWebhook: deployment.webhook("portal"),
+    intakeWebhook: deployment.webhook("intake"),
+    drain: deployment.drain,
+    deployment,
+  };
+}
+
+/** SVC_BOT_DRAIN_SECONDS: 1..800 (Vercel's longest maxDuration); anything else is the default. */
+function drainSeconds(value: string | undefined): number {
+  const seconds = Number(value ?? 30);
+  return Number.isFinite(seconds) && seconds >= 1 && seconds <= 800 ? seconds : 30;
+}
+
+/**
+ * The queue must outlive an instance and be shared by all of them: PostgreSQL only. Two
+ * connections per instance (SVC_PG_POOL_MAX) are plenty for one webhook at a time.
+ */
+async function openStoreFromEnv(env: Record<string, string | undefined>): Promise<Store> {
+  const url = env.DATABASE_URL?.trim();
+  if (!url)
+    throw new BotConfigError(
+      "DATABASE_URL is not set: the bot records every webhook in PostgreSQL before answering, so no delivery is lost",
+    );
+  const { createPostgresStore, migrate } = await import("../store/index.ts");
+  const max = Number(env.SVC_PG_POOL_MAX ?? 2);
+  const store = await createPostgresStore(url, { max: Number.isInteger(max) && max > 0 ? max : 2 });
+  try {
+    await migrate(store);
+  } catch (error) {
+    await store.close().catch(() => {});
+    throw error;
+  }
+  return store;
 }
 
 /** Parses the adapter's environment once; a missing variable fails closed with its name. */

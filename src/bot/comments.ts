@@ -44,10 +44,16 @@ const SAFE_FILE = /^[A-Za-z0-9][A-Za-z0-9._-]*\.zip$/;
 export interface StoredStatus {
   state: SubmissionState;
   headSha: string;
+  /** A validation that failed for a reason outside the package: `/svc revalidate` may run it again. */
+  retryable?: boolean;
 }
 
 export function renderStoredStatus(stored: StoredStatus): string {
-  return `${STATUS_MARKER} ${JSON.stringify({ state: stored.state, headSha: stored.headSha })} -->`;
+  return `${STATUS_MARKER} ${JSON.stringify({
+    state: stored.state,
+    headSha: stored.headSha,
+    ...(stored.retryable ? { retryable: true } : {}),
+  })} -->`;
 }
 
 export interface StatusContent {
@@ -133,9 +139,17 @@ export function renderStatusComment(content: StatusContent): string {
   ) {
     out.push("#### Reproduce locally", "", "```sh", ...commands, "```", "");
   }
+  if (state === "validation_failed" && content.stored.retryable) {
+    out.push(
+      "#### Validate again",
+      "",
+      "This failure is not in the package (a download, the virus scanner or the validation run itself failed). The submitter or a moderator can run the same validation again by commenting `/svc revalidate`.",
+      "",
+    );
+  }
   for (const note of content.notes) out.push(`> ${note}`, "");
   out.push(
-    "<sub>This comment is edited in place by the svc bot. Moderators: approve or request changes with a review; `/svc reject <reason>`, `/svc hide`, `/svc unhide` as a comment.</sub>",
+    "<sub>This comment is edited in place by the svc bot. Moderators: approve or request changes with a review; `/svc reject <reason>`, `/svc hide`, `/svc unhide` as a comment. The submitter or a moderator: `/svc revalidate` after a failure that was not in the package.</sub>",
   );
   return `${out.join("\n").trimEnd()}\n`;
 }
@@ -184,7 +198,28 @@ export function illegalMoveReply(login: string, what: string, state: SubmissionS
 }
 
 export function commandUsageReply(login: string, message: string): string {
-  return `@${login} ${message}\n\nCommands: \`/svc reject <reason>\`, \`/svc hide\`, \`/svc unhide\`.`;
+  return `@${login} ${message}\n\nCommands: \`/svc reject <reason>\`, \`/svc hide\`, \`/svc unhide\`, \`/svc revalidate\`.`;
+}
+
+export function revalidateNote(login: string): string {
+  return `@${login} asked to validate this revision again.`;
+}
+
+export function revalidateUnavailableReply(login: string, why: string): string {
+  return `@${login} \`/svc revalidate\` cannot run: ${why}`;
+}
+
+/**
+ * The note the status comment carries when the bot gave up on an event: the state shown may be out
+ * of date, and it says what brings it back.
+ */
+export function deliveryFailedNote(input: {
+  event: string;
+  deliveryId: string;
+  attempts: number;
+  error: string;
+}): string {
+  return `The svc bot could not process a ${inlineCode(input.event, 60)} event for this pull request (delivery ${inlineCode(input.deliveryId, 80)}, ${input.attempts} attempts; last error ${inlineCode(input.error, 300)}), so this comment may be out of date. The operator can redeliver it from the app's settings (Advanced → Recent deliveries); after a validation failure \`/svc revalidate\` runs validation again.`;
 }
 
 const DECISION_VERBS = {

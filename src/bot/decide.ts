@@ -3,6 +3,7 @@
  * GitHub actions to take. Pure: the same input always gives the same plan, so tests snapshot it.
  * Every move goes through transition() of the state machine; nothing re-encodes the states.
  */
+import type { SubmissionProblem } from "../github/submission-files.ts";
 import type { ReportCheck, SubmissionReport } from "../github/submission-report.ts";
 import { type Action, type Actor, type SubmissionState, transition } from "../workflow/machine.ts";
 import {
@@ -12,11 +13,14 @@ import {
   commandUsageReply,
   DISMISSAL_MESSAGE,
   decisionNote,
+  deliveryFailedNote,
   illegalMoveReply,
   portalDecisionNote,
   type PublishReceipt,
   receiptComment,
   renderStatusComment,
+  revalidateNote,
+  revalidateUnavailableReply,
   SHAPE_CHECK_ID,
   shapeCheckOutput,
   stateLabel,
@@ -27,7 +31,15 @@ export type SvcCommand =
   | { name: "reject"; reason: string }
   | { name: "hide" }
   | { name: "unhide" }
+  | { name: "revalidate" }
   | { name: "invalid"; message: string };
+
+/** The latest validate-submission run of the head commit, looked up for `/svc revalidate`. */
+export interface ValidationRunRef {
+  id: number;
+  status: string | null;
+  conclusion: string | null;
+}
 
 export type BotEvent =
   | { kind: "pushed"; action: "opened" | "reopened" | "synchronize" }
@@ -40,7 +52,21 @@ export type BotEvent =
       isModerator: boolean;
       body: string;
     }
-  | { kind: "command"; commenter: string; command: SvcCommand; isModerator: boolean }
+  | {
+      kind: "command";
+      commenter: string;
+      command: SvcCommand;
+      isModerator: boolean;
+      /** Only for revalidate: undefined when not looked up, null when the head has no run. */
+      validationRun?: ValidationRunRef | null;
+    }
+  /**
+   * A validation run of `headSha` that ended without a usable report (it failed, was cancelled, or
+   * its artifact is missing or invalid).
+   */
+  | { kind: "validation_incomplete"; headSha: string; problem: SubmissionProblem; runUrl: string | null }
+  /** The bot gave up on an event for this pull request after every retry. */
+  | { kind: "delivery_failed"; event: string; deliveryId: string; attempts: number; error: string }
   | { kind: "closed"; merged: boolean }
   | { kind: "published"; receipt: PublishReceipt }
   /**
@@ -78,7 +104,8 @@ export type BotAction =
   | CheckRunAction
   | { type: "dismiss_review"; reviewId: number; message: string }
   | { type: "reply"; body: string }
-  | { type: "dispatch_visibility"; action: "hide" | "unhide"; modId: string; version: string };
+  | { type: "dispatch_visibility"; action: "hide" | "unhide"; modId: string; version: string }
+  | { type: "rerun_validation"; runId: number };
 
 export interface Plan {
   from: SubmissionState;
@@ -91,6 +118,22 @@ export interface Plan {
 /** GitHub accepts at most 50 annotations per request. */
 const MAX_ANNOTATIONS = 50;
 
+/**
+ * Failures that are not in the package: validating the same revision again may pass, so the
+ * status comment offers `/svc revalidate`. Anything else needs a new push.
+ */
+export const RETRYABLE_CODES: ReadonlySet<string> = new Set([
+  "package_download_failed",
+  "scanner_unavailable",
+  "scanner_timeout",
+  "scanner_error",
+  "check_error",
+  "validation_error",
+  "validation_run_failed",
+  "report_invalid",
+  "bot_delivery_failed",
+]);
+
 export function parseCommand(body: string): SvcCommand | null {
   const line = body.split(/\r?\n/, 1)[0]!.trim();
   const match = /^\/svc(?:\s+(\S+))?(?:\s+([\s\S]*))?$/.exec(line);
@@ -102,7 +145,7 @@ export function parseCommand(body: string): SvcCommand | null {
       return { name: "invalid", message: "`/svc reject` needs a reason: `/svc reject <reason>`." };
     return { name: "reject", reason: rest.slice(0, 1000) };
   }
-  if (name === "hide" || name === "unhide")
+  if (name === "hide" || name === "unhide" || name === "revalidate")
     return rest.length === 0
       ? { name }
       : { name: "invalid", message: `\`/svc ${name}\` takes no arguments.` };
@@ -128,6 +171,7 @@ interface StatusExtras {
   problems?: SubmissionReport["problems"];
   notes?: string[];
   runUrl?: string | null;
+  retryable?: boolean;
 }
 
 function statusActions(view: SubmissionView, to: SubmissionState, extras: StatusExtras = {}): BotAction[] {
@@ -135,7 +179,7 @@ function statusActions(view: SubmissionView, to: SubmissionState, extras: Status
   const queueLength = view.pendingQueue.length + (inQueue < 0 && to === "pending_review" ? 1 : 0);
   const position = to === "pending_review" ? (inQueue < 0 ? queueLength : inQueue + 1) : null;
   const body = renderStatusComment({
-    stored: { state: to, headSha: view.headSha },
+    stored: { state: to, headSha: view.headSha, ...(extras.retryable ? { retryable: true } : {}) },
     number: view.number,
     sidecarPath: view.shape.kind === "submission" ? view.shape.sidecar.path : null,
     packageUrl: view.packageUrl,
@@ -177,7 +221,83 @@ export function decide(view: SubmissionView, event: BotEvent): Plan {
       return decidePublished(view, event.receipt);
     case "portal_decision":
       return decidePortalDecision(view, event);
+    case "validation_incomplete":
+      return decideValidationIncomplete(view, event);
+    case "delivery_failed":
+      return decideDeliveryFailed(view, event);
   }
+}
+
+/**
+ * The bot's own judgement of the pull request's shape, from the file list it read through the API:
+ * a pull request that changes anything outside submissions/ fails here, whatever a report says.
+ * Only the failing shape check run is written for it, never a check run from a report.
+ */
+function shapeFailure(view: SubmissionView, steps: Array<[Action, Actor]>): Plan {
+  if (view.shape.kind !== "malformed") throw new Error("shapeFailure needs a malformed shape");
+  const moved = walk(view.state, [...steps, ["fail_validation", "system"]]);
+  if (!moved.ok) return nothing(view, `a malformed pull request in state ${view.state}: ${moved.message}`);
+  const problems = view.shape.problems;
+  return {
+    from: view.state,
+    to: moved.to,
+    actions: [shapeCheckRun(view, problems), ...statusActions(view, moved.to, { problems })],
+    log: [],
+  };
+}
+
+function shapeCheckRun(view: SubmissionView, problems: readonly SubmissionProblem[]): CheckRunAction {
+  return {
+    type: "create_check_run",
+    name: checkRunName(SHAPE_CHECK_ID),
+    headSha: view.headSha,
+    conclusion: "failure",
+    ...shapeCheckOutput(problems),
+    annotations: [],
+  };
+}
+
+/** Every failure is one RETRYABLE_CODES names (a check without a reason code counts as its id). */
+function isRetryable(problems: readonly SubmissionProblem[], failedChecks: readonly ReportCheck[]): boolean {
+  const codes = [...problems.map((p) => p.code), ...failedChecks.map((c) => c.reasonCode ?? c.id)];
+  return codes.length > 0 && codes.every((code) => RETRYABLE_CODES.has(code));
+}
+
+/**
+ * The report is data from an unprivileged job: what it says it validated must be what the bot
+ * itself reads at the head commit (path, id, version, and the package hash and size whenever the
+ * report claims they matched).
+ */
+function crossCheckReport(view: SubmissionView, report: SubmissionReport): SubmissionProblem[] {
+  if (view.shape.kind !== "submission") return [];
+  const problems: SubmissionProblem[] = [];
+  const mismatch = (message: string) => problems.push({ code: "report_mismatch", message });
+  const expectedPath = view.shape.sidecar.path;
+  if (report.sidecarPath !== expectedPath)
+    mismatch(`the report read ${report.sidecarPath ?? "no sidecar"}, the pull request adds ${expectedPath}`);
+  const validation = report.report;
+  if (!validation) return problems;
+  const sidecar = view.sidecarIdentity;
+  const claimsMatch =
+    validation.passed || validation.checks.some((c) => c.id === "artifact_hash" && c.status === "passed");
+  if (!sidecar) {
+    if (validation.passed)
+      mismatch(`the report passed, but ${expectedPath} cannot be read at the head commit`);
+    return problems;
+  }
+  const differs = (name: string, reported: unknown, actual: unknown, strict: boolean) => {
+    if (reported === actual || (!strict && reported === null)) return;
+    mismatch(
+      `the report says ${name} ${JSON.stringify(reported)}, ${expectedPath} says ${JSON.stringify(actual)}`,
+    );
+  };
+  differs("modId", validation.modId, sidecar.modId, validation.passed);
+  differs("version", validation.version, sidecar.version, validation.passed);
+  if (claimsMatch) {
+    differs("package sha256", validation.packageSha256, sidecar.sha256, true);
+    differs("package size", validation.packageSizeBytes, sidecar.sizeBytes, true);
+  }
+  return problems;
 }
 
 function decidePush(view: SubmissionView, action: "opened" | "reopened" | "synchronize"): Plan {
@@ -200,6 +320,7 @@ function decidePush(view: SubmissionView, action: "opened" | "reopened" | "synch
               ["resubmit", "modder"],
               ["start_validation", "system"],
             ];
+  if (view.shape.kind === "malformed") return withDismissals(view, action, shapeFailure(view, steps));
   const moved = walk(view.state, steps);
   if (!moved.ok) {
     return nothing(view, `a new push cannot reopen a ${view.state} submission: ${moved.message}`);
@@ -216,6 +337,16 @@ function decidePush(view: SubmissionView, action: "opened" | "reopened" | "synch
   return { from: view.state, to: moved.to, actions, log: [] };
 }
 
+function withDismissals(view: SubmissionView, action: string, plan: Plan): Plan {
+  if (action !== "synchronize" || view.approvals.length === 0 || plan.actions.length === 0) return plan;
+  const dismissals: BotAction[] = view.approvals.map((a) => ({
+    type: "dismiss_review",
+    reviewId: a.id,
+    message: DISMISSAL_MESSAGE,
+  }));
+  return { ...plan, actions: [...dismissals, ...plan.actions] };
+}
+
 function decideReport(view: SubmissionView, report: SubmissionReport, runUrl: string | null): Plan {
   if (report.pullRequest !== view.number) return nothing(view, `the report is for #${report.pullRequest}`);
   if (report.headSha !== view.headSha) {
@@ -224,14 +355,24 @@ function decideReport(view: SubmissionView, report: SubmissionReport, runUrl: st
   if (view.state !== "validating" || view.stored?.headSha !== view.headSha) {
     return nothing(view, `not waiting for a report (state ${view.state})`);
   }
+  // The bot's own reading of the pull request decides first; the report cannot overrule it.
+  if (view.shape.kind === "malformed") return shapeFailure(view, []);
   const expectedPath = view.shape.kind === "submission" ? view.shape.sidecar.path : null;
-  const problems = [...report.problems];
-  if (report.sidecarPath !== expectedPath) {
-    problems.push({
-      code: "report_sidecar_mismatch",
-      message: `the report read ${report.sidecarPath ?? "no sidecar"}, the pull request adds ${expectedPath ?? "no valid sidecar"}`,
-    });
+  const mismatches = crossCheckReport(view, report);
+  if (mismatches.length > 0) {
+    const moved = walk(view.state, [["fail_validation", "system"]]);
+    if (!moved.ok) return nothing(view, moved.message);
+    return {
+      from: view.state,
+      to: moved.to,
+      actions: [
+        shapeCheckRun(view, mismatches),
+        ...statusActions(view, moved.to, { problems: mismatches, runUrl }),
+      ],
+      log: ["the report does not match the pull request; none of its checks is shown"],
+    };
   }
+  const problems = [...report.problems];
   const checks = report.report?.checks ?? [];
   const failedChecks = checks.filter((c) => c.status === "failed" || (c.required && c.status !== "passed"));
   const passed =
@@ -241,17 +382,7 @@ function decideReport(view: SubmissionView, report: SubmissionReport, runUrl: st
 
   const actions: BotAction[] = [];
   const annotationPath = expectedPath ?? report.sidecarPath;
-  if (problems.length > 0) {
-    const out = shapeCheckOutput(problems);
-    actions.push({
-      type: "create_check_run",
-      name: checkRunName(SHAPE_CHECK_ID),
-      headSha: view.headSha,
-      conclusion: "failure",
-      ...out,
-      annotations: [],
-    });
-  }
+  if (problems.length > 0) actions.push(shapeCheckRun(view, problems));
   let annotationBudget = MAX_ANNOTATIONS;
   for (const check of checks) {
     const out = checkRunOutput(check);
@@ -279,8 +410,66 @@ function decideReport(view: SubmissionView, report: SubmissionReport, runUrl: st
       annotations,
     });
   }
-  actions.push(...statusActions(view, moved.to, { failedChecks, problems, runUrl }));
+  const retryable = !passed && isRetryable(problems, failedChecks);
+  actions.push(...statusActions(view, moved.to, { failedChecks, problems, runUrl, retryable }));
   return { from: view.state, to: moved.to, actions, log: [] };
+}
+
+function decideValidationIncomplete(
+  view: SubmissionView,
+  event: Extract<BotEvent, { kind: "validation_incomplete" }>,
+): Plan {
+  if (event.headSha !== view.headSha)
+    return nothing(view, `the run validated ${event.headSha}; a newer push (${view.headSha}) superseded it`);
+  if (view.state !== "validating" || view.stored?.headSha !== view.headSha)
+    return nothing(view, `not waiting for a report (state ${view.state})`);
+  const moved = walk(view.state, [["fail_validation", "system"]]);
+  if (!moved.ok) return nothing(view, moved.message);
+  const problems = [event.problem];
+  return {
+    from: view.state,
+    to: moved.to,
+    actions: statusActions(view, moved.to, {
+      problems,
+      runUrl: event.runUrl,
+      retryable: isRetryable(problems, []),
+    }),
+    log: [],
+  };
+}
+
+/**
+ * The bot gave up on an event: a submission waiting for validation ends visible and retryable;
+ * any other keeps its state, and its status comment says it may be out of date.
+ */
+function decideDeliveryFailed(
+  view: SubmissionView,
+  event: Extract<BotEvent, { kind: "delivery_failed" }>,
+): Plan {
+  const note = deliveryFailedNote(event);
+  if (view.state === "validating" && view.stored?.headSha === view.headSha) {
+    const moved = walk(view.state, [["fail_validation", "system"]]);
+    if (moved.ok) {
+      const problems = [
+        {
+          code: "bot_delivery_failed",
+          message: `the ${event.event} event could not be processed: ${event.error}`,
+        },
+      ];
+      return {
+        from: view.state,
+        to: moved.to,
+        actions: statusActions(view, moved.to, { problems, notes: [note], retryable: true }),
+        log: [],
+      };
+    }
+  }
+  return {
+    from: view.state,
+    to: view.state,
+    actions: statusActions(view, view.state, { notes: [note], retryable: view.stored?.retryable === true }),
+    log: [],
+  };
 }
 
 function decideReview(view: SubmissionView, event: Extract<BotEvent, { kind: "review" }>): Plan {
@@ -321,6 +510,7 @@ function decideReview(view: SubmissionView, event: Extract<BotEvent, { kind: "re
 }
 
 function decideCommand(view: SubmissionView, event: Extract<BotEvent, { kind: "command" }>): Plan {
+  if (event.command.name === "revalidate") return decideRevalidate(view, event);
   if (!event.isModerator)
     return nothing(view, `${event.commenter} is not a moderator; /svc commands are ignored`);
   if (event.commenter.toLowerCase() === view.submitter.toLowerCase()) {
@@ -362,6 +552,58 @@ function decideCommand(view: SubmissionView, event: Extract<BotEvent, { kind: "c
     });
   }
   return { from: view.state, to: moved.to, actions, log: [] };
+}
+
+/**
+ * `/svc revalidate`: the submitter or a moderator re-runs the head commit's validation run after a
+ * failure; the run's new report then arrives like any other.
+ */
+function decideRevalidate(view: SubmissionView, event: Extract<BotEvent, { kind: "command" }>): Plan {
+  const isSubmitter = event.commenter.toLowerCase() === view.submitter.toLowerCase();
+  if (!event.isModerator && !isSubmitter)
+    return nothing(
+      view,
+      `${event.commenter} is neither the submitter nor a moderator; /svc revalidate is ignored`,
+    );
+  const reply = (why: string): Plan => ({
+    from: view.state,
+    to: view.state,
+    actions: [{ type: "reply", body: revalidateUnavailableReply(event.commenter, why) }],
+    log: [why],
+  });
+  if (!view.open) return reply("the pull request is closed.");
+  if (view.shape.kind !== "submission")
+    return reply(
+      "the pull request itself is not a valid submission (see the status comment); push a fix instead.",
+    );
+  // An upload the portal holds privately is validated by the portal's worker, not by the workflow.
+  if (view.packageUrl === null)
+    return reply("the sidecar names no package URL, so the validation workflow has nothing to download.");
+  const moved = walk(view.state, [["revalidate", event.isModerator ? "moderator" : "modder"]]);
+  if (!moved.ok || view.stored?.headSha !== view.headSha)
+    return {
+      from: view.state,
+      to: view.state,
+      actions: [{ type: "reply", body: illegalMoveReply(event.commenter, "`/svc revalidate`", view.state) }],
+      log: [moved.ok ? "the stored state is for another commit" : moved.message],
+    };
+  const run = event.validationRun;
+  if (!run)
+    return reply(`no validation run of \`${view.headSha.slice(0, 12)}\` exists to run again; push a commit.`);
+  if (run.status !== "completed") return reply("the validation run of this commit has not finished yet.");
+  // A first-time contributor's run waits for a maintainer's approval; a re-run would be refused.
+  if (run.conclusion === "action_required")
+    return reply("the validation run of this commit waits for a maintainer to approve it (Actions tab).");
+  return {
+    from: view.state,
+    to: moved.to,
+    // The run is restarted first: if GitHub refuses, the state has not moved.
+    actions: [
+      { type: "rerun_validation", runId: run.id },
+      ...statusActions(view, moved.to, { notes: [revalidateNote(event.commenter)] }),
+    ],
+    log: [],
+  };
 }
 
 function decidePortalDecision(

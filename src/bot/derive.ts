@@ -25,6 +25,15 @@ export interface SubmissionView {
   pendingQueue: number[];
   packageUrl: string | null;
   packageFileName: string | null;
+  /** What the sidecar at the head commit says, read by the bot itself: a report is checked against it. */
+  sidecarIdentity: SidecarIdentity | null;
+}
+
+export interface SidecarIdentity {
+  modId: unknown;
+  version: unknown;
+  sha256: unknown;
+  sizeBytes: unknown;
 }
 
 const STATE_IDS = new Set<string>(STATES.map((s) => s.id));
@@ -34,10 +43,18 @@ export function parseStoredStatus(body: string): StoredStatus | null {
   const end = body.indexOf("-->");
   if (end < 0) return null;
   try {
-    const value = JSON.parse(body.slice(STATUS_MARKER.length, end)) as { state?: unknown; headSha?: unknown };
+    const value = JSON.parse(body.slice(STATUS_MARKER.length, end)) as {
+      state?: unknown;
+      headSha?: unknown;
+      retryable?: unknown;
+    };
     if (typeof value.state !== "string" || !STATE_IDS.has(value.state)) return null;
     if (typeof value.headSha !== "string" || !/^[0-9a-f]{40}$/.test(value.headSha)) return null;
-    return { state: value.state as SubmissionState, headSha: value.headSha };
+    return {
+      state: value.state as SubmissionState,
+      headSha: value.headSha,
+      ...(value.retryable === true ? { retryable: true } : {}),
+    };
   } catch {
     return null;
   }
@@ -65,11 +82,16 @@ export function isBot(login: string, botLogins: readonly string[]): boolean {
  * comment of their own, and the stored state must not be forgeable.
  */
 export function deriveSubmission(info: PullRequestInfo, botLogins: readonly string[]): SubmissionView {
-  const statusComment = info.comments.find(
-    (c) => isBot(c.authorLogin, botLogins) && c.body.startsWith(STATUS_MARKER),
-  );
+  // The oldest one: when two were ever written at once, the execute step keeps the oldest.
+  const statusComment = info.comments
+    .filter((c) => isBot(c.authorLogin, botLogins) && c.body.startsWith(STATUS_MARKER))
+    .sort((a, b) => a.id - b.id)[0];
   const stored = statusComment ? parseStoredStatus(statusComment.body) : null;
-  const sidecar = info.sidecar as { package?: { url?: unknown; fileName?: unknown } } | null;
+  const sidecar = info.sidecar as {
+    modId?: unknown;
+    version?: unknown;
+    package?: { url?: unknown; fileName?: unknown; sha256?: unknown; sizeBytes?: unknown };
+  } | null;
   // The latest review per reviewer counts; an approval later replaced by a comment still stands on GitHub.
   const approvals = info.reviews
     .filter((r) => r.state === "APPROVED")
@@ -80,7 +102,7 @@ export function deriveSubmission(info: PullRequestInfo, botLogins: readonly stri
     merged: info.merged,
     headSha: info.headSha,
     submitter: submitterOf(info, botLogins),
-    shape: classifySubmission(info.files),
+    shape: shapeOf(info),
     state: stored?.state ?? "draft",
     stored,
     statusCommentId: statusComment?.id ?? null,
@@ -89,5 +111,34 @@ export function deriveSubmission(info: PullRequestInfo, botLogins: readonly stri
     pendingQueue: info.pendingQueue,
     packageUrl: typeof sidecar?.package?.url === "string" ? sidecar.package.url : null,
     packageFileName: typeof sidecar?.package?.fileName === "string" ? sidecar.package.fileName : null,
+    sidecarIdentity:
+      sidecar && typeof sidecar === "object"
+        ? {
+            modId: sidecar.modId,
+            version: sidecar.version,
+            sha256: sidecar.package?.sha256,
+            sizeBytes: sidecar.package?.sizeBytes,
+          }
+        : null,
   };
+}
+
+/**
+ * The shape from the whole file list. GitHub lists at most 3,000 files of a pull request: when it
+ * has more than the list holds, the files not seen could be anything, so it is never a submission.
+ */
+export function shapeOf(info: Pick<PullRequestInfo, "files" | "changedFiles">): SubmissionShape {
+  const shape = classifySubmission(info.files);
+  if (
+    shape.kind === "not_a_submission" ||
+    info.changedFiles === null ||
+    info.changedFiles <= info.files.length
+  )
+    return shape;
+  const problems = shape.kind === "malformed" ? [...shape.problems] : [];
+  problems.push({
+    code: "submission_touches_other_files",
+    message: `the pull request changes ${info.changedFiles} files and GitHub lists only ${info.files.length}; a submission changes one`,
+  });
+  return { kind: "malformed", problems };
 }

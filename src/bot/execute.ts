@@ -3,13 +3,17 @@
  * would have sent, so a plan can be previewed (and an Actions run can be rehearsed).
  */
 import type { GitHubApi, RepoRef } from "../github/api.ts";
+import { STATE_LABEL_PREFIX, STATUS_MARKER } from "./comments.ts";
 import type { BotAction, Plan } from "./decide.ts";
+import { isBot } from "./derive.ts";
 
 export interface ExecuteOptions {
   dryRun?: boolean;
   /** The workflow file that applies hide/unhide to the catalog (publish.yml). */
   visibilityWorkflow?: string;
   defaultBranch?: string;
+  /** Whose status comments count when duplicates are cleaned up after a create. */
+  botLogins?: readonly string[];
 }
 
 export interface ExecutedAction {
@@ -41,19 +45,33 @@ async function perform(
 ) {
   switch (action.type) {
     case "set_state_label":
-      for (const name of action.remove) {
-        await api.rest.issues
-          .removeLabel({ ...repo, issue_number: number, name })
-          .catch((error: { status?: number }) => {
-            if (error.status !== 404) throw error;
-          });
+      for (const name of action.remove) await removeLabel(api, repo, number, name);
+      {
+        const { data: labels } = await api.rest.issues.addLabels({
+          ...repo,
+          issue_number: number,
+          labels: [action.add],
+        });
+        // A state label another writer added meanwhile: the label mirrors the one state just written.
+        for (const stale of labels.filter(
+          (l) => l.name.startsWith(STATE_LABEL_PREFIX) && l.name !== action.add,
+        ))
+          await removeLabel(api, repo, number, stale.name);
       }
-      await api.rest.issues.addLabels({ ...repo, issue_number: number, labels: [action.add] });
       return;
     case "upsert_status_comment":
-      if (action.commentId === null)
-        await api.rest.issues.createComment({ ...repo, issue_number: number, body: action.body });
-      else await api.rest.issues.updateComment({ ...repo, comment_id: action.commentId, body: action.body });
+      if (action.commentId === null) {
+        const { data: created } = await api.rest.issues.createComment({
+          ...repo,
+          issue_number: number,
+          body: action.body,
+        });
+        await keepOneStatusComment(api, repo, number, created.id, action.body, options.botLogins ?? []);
+      } else
+        await api.rest.issues.updateComment({ ...repo, comment_id: action.commentId, body: action.body });
+      return;
+    case "rerun_validation":
+      await api.rest.actions.reRunWorkflow({ ...repo, run_id: action.runId });
       return;
     case "create_check_run":
       await api.rest.checks.create({
@@ -95,4 +113,51 @@ async function perform(
       });
       return;
   }
+}
+
+async function removeLabel(api: GitHubApi, repo: RepoRef, number: number, name: string): Promise<void> {
+  await api.rest.issues
+    .removeLabel({ ...repo, issue_number: number, name })
+    .catch((error: { status?: number }) => {
+      if (error.status !== 404) throw error;
+    });
+}
+
+/**
+ * Convergence after creating a status comment: two writers that both found none (an API decision
+ * beside a webhook, or an instance whose lease expired) each created one. Every writer re-lists,
+ * keeps the oldest and deletes the rest, so the pull request ends with one; a writer whose own
+ * comment was the newer one moves its text into the survivor, since it wrote last.
+ */
+async function keepOneStatusComment(
+  api: GitHubApi,
+  repo: RepoRef,
+  number: number,
+  createdId: number,
+  body: string,
+  botLogins: readonly string[],
+): Promise<void> {
+  const comments = await api.paginate(api.rest.issues.listComments, {
+    ...repo,
+    issue_number: number,
+    per_page: 100,
+  });
+  const status = comments
+    .filter(
+      (c) =>
+        (c.id === createdId || isBot(c.user?.login ?? "", botLogins)) &&
+        (c.body ?? "").startsWith(STATUS_MARKER),
+    )
+    .sort((a, b) => a.id - b.id);
+  const survivor = status[0];
+  if (!survivor || status.length < 2) return;
+  for (const extra of status.slice(1)) {
+    await api.rest.issues
+      .deleteComment({ ...repo, comment_id: extra.id })
+      .catch((error: { status?: number }) => {
+        if (error.status !== 404) throw error;
+      });
+  }
+  if (survivor.id !== createdId)
+    await api.rest.issues.updateComment({ ...repo, comment_id: survivor.id, body });
 }

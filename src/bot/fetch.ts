@@ -3,9 +3,10 @@
  * Nothing here decides anything.
  */
 import { isNotFound, type GitHubApi, type RepoRef } from "../github/api.ts";
-import { type ChangedFile, classifySubmission } from "../github/submission-files.ts";
+import type { ChangedFile } from "../github/submission-files.ts";
 import { parseUntrustedJson } from "../validation/untrusted-json.ts";
 import { STATE_LABEL_PREFIX } from "./comments.ts";
+import { shapeOf } from "./derive.ts";
 
 export interface CommentInfo {
   id: number;
@@ -32,6 +33,8 @@ export interface PullRequestInfo {
   body: string;
   headSha: string;
   files: ChangedFile[];
+  /** GitHub's count of changed files (the file list stops at 3,000); null when not reported. */
+  changedFiles: number | null;
   labels: string[];
   comments: CommentInfo[];
   reviews: ReviewInfo[];
@@ -75,7 +78,8 @@ export async function fetchPullRequestInfo(
     per_page: 100,
   });
   const changed = files.map((f) => ({ filename: f.filename, status: f.status }));
-  const shape = classifySubmission(changed);
+  const changedFiles = typeof pr.changed_files === "number" ? pr.changed_files : null;
+  const shape = shapeOf({ files: changed, changedFiles });
   let sidecar: unknown = null;
   if (shape.kind === "submission") sidecar = await readJsonFile(api, repo, shape.sidecar.path, pr.head.sha);
   return {
@@ -89,6 +93,7 @@ export async function fetchPullRequestInfo(
     body: pr.body ?? "",
     headSha: pr.head.sha,
     files: changed,
+    changedFiles,
     labels: pr.labels.map((l) => l.name),
     comments: comments.map((c) => ({
       id: c.id,

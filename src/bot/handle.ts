@@ -3,15 +3,17 @@
  * the Probot app, the Actions adapter and tests all call these with a GitHubApi.
  */
 import type { GitHubApi, RepoRef } from "../github/api.ts";
+import type { SubmissionProblem } from "../github/submission-files.ts";
 import {
   intakeSubmissionReport,
   SUBMISSION_REPORT_ARTIFACT,
   SUBMISSION_REPORT_FILE,
   SUBMISSION_REPORT_MAX_BYTES,
+  type SubmissionReport,
 } from "../github/submission-report.ts";
 import { inflateEntry, readZipStructure } from "../validation/zip/reader.ts";
 import type { PublishReceipt } from "./comments.ts";
-import { type BotEvent, decide, parseCommand, type Plan } from "./decide.ts";
+import { type BotEvent, decide, parseCommand, type Plan, type ValidationRunRef } from "./decide.ts";
 import { deriveSubmission, isBot } from "./derive.ts";
 import { type ExecutedAction, executePlan } from "./execute.ts";
 import { fetchModeratorPolicy, fetchPullRequestInfo, isModerator } from "./fetch.ts";
@@ -75,6 +77,16 @@ export async function handleSubmissionEvent(
       const command = parseCommand(pending.body);
       if (!command) return { number, plan: null, executed: [], log: ["not a /svc command"] };
       event = { kind: "command", commenter: actor, command, isModerator: moderator };
+      if (
+        command.name === "revalidate" &&
+        (moderator || actor.toLowerCase() === view.submitter.toLowerCase())
+      )
+        event.validationRun = await findValidationRun(
+          api,
+          repo,
+          info.headSha,
+          options.validateWorkflowPath ?? VALIDATE_WORKFLOW_PATH,
+        );
     }
   } else {
     event = pending;
@@ -84,6 +96,7 @@ export async function handleSubmissionEvent(
   const executed = await executePlan(api, repo, number, plan, {
     ...(options.dryRun !== undefined ? { dryRun: options.dryRun } : {}),
     defaultBranch: info.defaultBranch,
+    botLogins: options.botLogins,
   });
   return { number, plan, executed, log: plan.log };
 }
@@ -95,11 +108,113 @@ export interface WorkflowRunInfo {
   conclusion: string | null;
   headSha: string;
   htmlUrl: string;
+  /** Pull requests GitHub attached to the run (empty for a pull request from a fork). */
+  pullRequests?: number[];
+  /** The head branch and its owner: how a fork's pull request is found. */
+  headBranch?: string | null;
+  headOwner?: string | null;
+}
+
+/** What a finished validation run means for the pull requests it validated. */
+export type ValidationOutcome =
+  | { kind: "ignored"; why: string }
+  | { kind: "report"; number: number; report: SubmissionReport; runUrl: string }
+  | { kind: "incomplete"; numbers: number[]; headSha: string; problem: SubmissionProblem; runUrl: string };
+
+/** Conclusions of a run that did not validate: the PR would otherwise say validating forever. */
+const UNFINISHED_CONCLUSIONS = new Set(["failure", "cancelled", "timed_out", "startup_failure"]);
+
+/**
+ * Reads a finished validation run: its report artifact re-validated as untrusted input (schema,
+ * repository, head SHA), or, when there is no usable report, which pull requests the run left
+ * waiting. Nothing is written here.
+ */
+export async function readValidationRun(
+  api: GitHubApi,
+  repo: RepoRef,
+  run: WorkflowRunInfo,
+  options: Pick<BotOptions, "validateWorkflowPath">,
+): Promise<ValidationOutcome> {
+  if (run.path !== (options.validateWorkflowPath ?? VALIDATE_WORKFLOW_PATH))
+    return { kind: "ignored", why: `not the validation workflow: ${run.path}` };
+  if (run.event !== "pull_request")
+    return { kind: "ignored", why: `validation run triggered by ${run.event}` };
+  const incomplete = async (problem: SubmissionProblem): Promise<ValidationOutcome> => {
+    const numbers = await findPullRequestsOfRun(api, repo, run);
+    if (numbers.length === 0)
+      return { kind: "ignored", why: `${problem.code}: no open pull request has head ${run.headSha}` };
+    return { kind: "incomplete", numbers, headSha: run.headSha, problem, runUrl: run.htmlUrl };
+  };
+  const bytes = await downloadReportArtifact(api, repo, run.id);
+  if (!bytes) {
+    // A successful run without a report is the portal's own staged upload (its worker reports).
+    if (!UNFINISHED_CONCLUSIONS.has(run.conclusion ?? ""))
+      return {
+        kind: "ignored",
+        why: `run ${run.id} (${run.conclusion}) has no ${SUBMISSION_REPORT_ARTIFACT} artifact`,
+      };
+    return incomplete({
+      code: "validation_run_failed",
+      message: `the validation run ended ${run.conclusion} without a report`,
+    });
+  }
+  const intake = intakeSubmissionReport(bytes, {
+    repository: `${repo.owner}/${repo.repo}`,
+    headSha: run.headSha,
+  });
+  // A report for another repository or commit than the run is not this run's report: refused. One
+  // that breaks its schema is this run's, broken (a stale validator, a truncated upload): the pull
+  // request it leaves waiting ends failed, and may be validated again.
+  if (!intake.ok && intake.code === "report_mismatch")
+    return { kind: "ignored", why: `${intake.code}: ${intake.message}` };
+  if (!intake.ok) return incomplete({ code: intake.code, message: intake.message });
+  return { kind: "report", number: intake.report.pullRequest, report: intake.report, runUrl: run.htmlUrl };
+}
+
+/** Applies an outcome: the report to its pull request, or the incomplete run to each it left waiting. */
+export async function applyValidationOutcome(
+  api: GitHubApi,
+  repo: RepoRef,
+  outcome: ValidationOutcome,
+  options: BotOptions,
+): Promise<HandledEvent[]> {
+  if (outcome.kind === "ignored") {
+    options.log?.(outcome.why);
+    return [{ number: null, plan: null, executed: [], log: [outcome.why] }];
+  }
+  if (outcome.kind === "report")
+    return [
+      await handleSubmissionEvent(
+        api,
+        repo,
+        outcome.number,
+        { kind: "report", report: outcome.report, runUrl: outcome.runUrl },
+        options,
+      ),
+    ];
+  const handled: HandledEvent[] = [];
+  for (const number of outcome.numbers) {
+    handled.push(
+      await handleSubmissionEvent(
+        api,
+        repo,
+        number,
+        {
+          kind: "validation_incomplete",
+          headSha: outcome.headSha,
+          problem: outcome.problem,
+          runUrl: outcome.runUrl,
+        },
+        options,
+      ),
+    );
+  }
+  return handled;
 }
 
 /**
- * The privileged half of validation: downloads the report artifact of a finished validation run,
- * re-validates it (schema, repository, head SHA) and only then acts on the pull request it names.
+ * The privileged half of validation in one call (the Actions adapter): read the finished run, then
+ * act on the pull request it names.
  */
 export async function handleValidationRun(
   api: GitHubApi,
@@ -107,16 +222,65 @@ export async function handleValidationRun(
   run: WorkflowRunInfo,
   options: BotOptions,
 ): Promise<HandledEvent> {
-  const ignore = (why: string): HandledEvent => {
-    options.log?.(why);
-    return { number: null, plan: null, executed: [], log: [why] };
-  };
-  if (run.path !== (options.validateWorkflowPath ?? VALIDATE_WORKFLOW_PATH))
-    return ignore(`not the validation workflow: ${run.path}`);
-  if (run.event !== "pull_request") return ignore(`validation run triggered by ${run.event}`);
-  const bytes = await downloadReportArtifact(api, repo, run.id);
-  if (!bytes) return ignore(`run ${run.id} has no ${SUBMISSION_REPORT_ARTIFACT} artifact`);
-  return handleReportBytes(api, repo, bytes, { headSha: run.headSha, runUrl: run.htmlUrl }, options);
+  const outcome = await readValidationRun(api, repo, run, options);
+  const handled = await applyValidationOutcome(api, repo, outcome, options);
+  return handled.length === 1
+    ? handled[0]!
+    : {
+        number: handled.find((h) => h.number !== null)?.number ?? null,
+        plan: handled.find((h) => h.plan)?.plan ?? null,
+        executed: handled.flatMap((h) => h.executed),
+        log: handled.flatMap((h) => h.log),
+      };
+}
+
+/**
+ * The open pull requests whose head is the run's commit. GitHub attaches them to the run only for
+ * branches of the repository itself; a fork's is found by its head branch.
+ */
+export async function findPullRequestsOfRun(
+  api: GitHubApi,
+  repo: RepoRef,
+  run: WorkflowRunInfo,
+): Promise<number[]> {
+  if (run.pullRequests && run.pullRequests.length > 0) return run.pullRequests;
+  if (!run.headBranch || !run.headOwner) return [];
+  const pulls = await api.paginate(api.rest.pulls.list, {
+    ...repo,
+    state: "open",
+    head: `${run.headOwner}:${run.headBranch}`,
+    per_page: 100,
+  });
+  return pulls.filter((p) => p.head.sha === run.headSha).map((p) => p.number);
+}
+
+/** The latest run of the validation workflow for a commit (what `/svc revalidate` re-runs). */
+export async function findValidationRun(
+  api: GitHubApi,
+  repo: RepoRef,
+  headSha: string,
+  workflowPath: string,
+): Promise<ValidationRunRef | null> {
+  const { data } = await api.rest.actions.listWorkflowRuns({
+    ...repo,
+    workflow_id: workflowPath.split("/").pop()!,
+    head_sha: headSha,
+    event: "pull_request",
+    per_page: 1,
+  });
+  const run = data.workflow_runs[0];
+  return run ? { id: run.id, status: run.status ?? null, conclusion: run.conclusion ?? null } : null;
+}
+
+/** After every retry failed: the pull request's status comment says so (and may end retryable). */
+export async function handleDeliveryFailure(
+  api: GitHubApi,
+  repo: RepoRef,
+  number: number,
+  failure: { event: string; deliveryId: string; attempts: number; error: string },
+  options: BotOptions,
+): Promise<HandledEvent> {
+  return handleSubmissionEvent(api, repo, number, { kind: "delivery_failed", ...failure }, options);
 }
 
 /** The report as bytes (downloaded by the app, or by actions/download-artifact in the Actions adapter). */
@@ -164,7 +328,10 @@ export async function downloadReportArtifact(
     run_id: runId,
     per_page: 100,
   });
-  const artifact = artifacts.find((a) => a.name === SUBMISSION_REPORT_ARTIFACT && !a.expired);
+  // A re-run (`/svc revalidate`) adds the new attempt's artifact beside the old one: the newest counts.
+  const artifact = artifacts
+    .filter((a) => a.name === SUBMISSION_REPORT_ARTIFACT && !a.expired)
+    .sort((a, b) => b.id - a.id)[0];
   if (!artifact) return null;
   if (artifact.size_in_bytes > SUBMISSION_REPORT_MAX_BYTES) return null;
   const { data } = await api.rest.actions.downloadArtifact({

@@ -5,7 +5,12 @@
  */
 import type { GitHubApi, RepoRef } from "../github/api.ts";
 import { type DownloadResult, downloadCapped, type FetchLike } from "../github/download.ts";
-import { openSubmissionPullRequest } from "../github/open-submission-pr.ts";
+import {
+  type OpenedPullRequest,
+  openSubmissionPullRequest,
+  type SubmissionPullRequestInput,
+  updateSubmissionFile,
+} from "../github/open-submission-pr.ts";
 import { parseSubmissionPath, submissionPath } from "../github/submission-files.ts";
 import { parseUntrustedJson } from "../validation/untrusted-json.ts";
 import { releasePullRequest } from "./comments.ts";
@@ -20,6 +25,8 @@ export interface ReleaseAsset {
 
 export interface PublishedRelease {
   sourceRepository: string;
+  /** A private repository's assets need a token to download: no validator or player could fetch them. */
+  repositoryPrivate?: boolean;
   htmlUrl: string;
   tagName: string;
   body: string;
@@ -54,6 +61,11 @@ export async function intakeRelease(
   options: ReleaseIntakeOptions,
 ): Promise<ReleaseIntakeResult> {
   if (release.draft) return fail("release_draft", "draft releases are not submitted");
+  if (release.repositoryPrivate)
+    return fail(
+      "release_repository_private",
+      `${release.sourceRepository} is private: the package URL must be public, for validation, the catalog and every player`,
+    );
   const download = (url: string, max: number): Promise<DownloadResult> =>
     downloadCapped(url, max, options.fetch, { allowHttp: options.allowHttp ?? false });
 
@@ -125,7 +137,7 @@ export async function intakeRelease(
   });
   if (options.dryRun) return { ok: true, pullRequest: null, sidecar: complete, branch: pr.branch };
 
-  const created = await openSubmissionPullRequest(portalApi, portal, {
+  const created = await openOrResume(portalApi, portal, {
     branch: pr.branch,
     path,
     sidecar: complete,
@@ -134,4 +146,49 @@ export async function intakeRelease(
     message: `Submit ${modId}@${version} from ${release.sourceRepository}`,
   });
   return { ok: true, pullRequest: created.number, sidecar: complete, branch: pr.branch };
+}
+
+/**
+ * Intake runs from a queue that retries, so it must be safe to run twice: a pull request already
+ * opened for this release's branch is the answer; a branch left by an attempt that stopped half-way
+ * gets its sidecar and its pull request.
+ */
+async function openOrResume(
+  api: GitHubApi,
+  portal: RepoRef,
+  input: SubmissionPullRequestInput,
+): Promise<Pick<OpenedPullRequest, "number">> {
+  const existing = async () => {
+    const pulls = await api.paginate(api.rest.pulls.list, {
+      ...portal,
+      head: `${portal.owner}:${input.branch}`,
+      state: "all",
+      per_page: 100,
+    });
+    return pulls[0] ?? null;
+  };
+  const found = await existing();
+  if (found) return { number: found.number };
+  try {
+    return await openSubmissionPullRequest(api, portal, input);
+  } catch (error) {
+    if ((error as { status?: number }).status !== 422) throw error;
+  }
+  await updateSubmissionFile(api, portal, {
+    branch: input.branch,
+    path: input.path,
+    sidecar: input.sidecar,
+    message: input.message,
+  });
+  const again = await existing();
+  if (again) return { number: again.number };
+  const { data: repository } = await api.rest.repos.get({ ...portal });
+  const { data: created } = await api.rest.pulls.create({
+    ...portal,
+    title: input.title,
+    head: input.branch,
+    base: repository.default_branch,
+    body: input.body,
+  });
+  return { number: created.number };
 }

@@ -1,4 +1,5 @@
 import type { SqlExecutor, Store } from "./store.ts";
+import { DELIVERY_QUEUE_MIGRATION } from "../bot/delivery-queue.ts";
 import { GITHUB_SUBMISSIONS_MIGRATION, SUBMISSIONS_MIGRATION } from "../submissions/migration.ts";
 
 /**
@@ -111,6 +112,7 @@ INSERT INTO store_locks (name) VALUES ('account_roles');
   },
   SUBMISSIONS_MIGRATION,
   GITHUB_SUBMISSIONS_MIGRATION,
+  DELIVERY_QUEUE_MIGRATION,
 ];
 
 /** Any constant works; it only has to be the same for every instance of the portal. */

@@ -27,6 +27,7 @@ export type Action =
   | "resubmit"
   | "publish"
   | "supersede"
+  | "revalidate"
   | Decision;
 
 export interface StateDefinition {
@@ -296,6 +297,25 @@ export const TRANSITIONS: readonly TransitionDefinition[] = [
     action: "resubmit",
     condition: "a new revision arrives after approval (a new push to the PR)",
     effect: "The approval is dismissed; revalidated and reviewed again.",
+    source: "decision",
+  },
+  {
+    from: "validation_failed",
+    to: "validating",
+    actor: "modder",
+    action: "revalidate",
+    condition:
+      "the same revision is validated again after a failure that was not in the package (download, scanner or runner outage)",
+    effect: "The validation run of the same commit runs again (`/svc revalidate`).",
+    source: "decision",
+  },
+  {
+    from: "validation_failed",
+    to: "validating",
+    actor: "moderator",
+    action: "revalidate",
+    condition: "a moderator validates the same revision again",
+    effect: "The validation run of the same commit runs again (`/svc revalidate`).",
     source: "decision",
   },
   {

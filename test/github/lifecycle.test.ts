@@ -68,7 +68,7 @@ describe("a submission pull request, opened -> validated -> approved -> merged -
   it("moves through every state with one check run per check, one living comment and a mirrored label", async () => {
     await step("01-opened", async () => {
       world.expectFetch().expectLabel().expectStatusComment("create");
-      expect((await bot.deliver("pull_request", pullRequestPayload("opened"))).status).toBe(200);
+      expect((await bot.deliver("pull_request", pullRequestPayload("opened"))).status).toBe(202);
     });
     expect(world.labels).toEqual(["state:validating"]);
 
@@ -76,7 +76,7 @@ describe("a submission pull request, opened -> validated -> approved -> merged -
       expectReportArtifact(bot.github, submissionReport(world.headSha));
       world.expectFetch().expectLabel().expectStatusComment("update");
       bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } }, 15);
-      expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha))).status).toBe(200);
+      expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha))).status).toBe(202);
     });
     expect(world.labels).toEqual(["state:pending_review"]);
     expect(
@@ -90,14 +90,14 @@ describe("a submission pull request, opened -> validated -> approved -> merged -
     await step("03-review-by-non-moderator-ignored", async () => {
       world.expectFetch().expectModeratorPolicy();
       expect((await bot.deliver("pull_request_review", reviewPayload("passer-by", "approved"))).status).toBe(
-        200,
+        202,
       );
     });
     await step("04-review-by-author-ignored", async () => {
       world.moderators.logins.push("Codertocat");
       world.expectFetch().expectModeratorPolicy();
       expect((await bot.deliver("pull_request_review", reviewPayload("Codertocat", "approved"))).status).toBe(
-        200,
+        202,
       );
     });
     expect(world.labels).toEqual(["state:pending_review"]);
@@ -106,7 +106,7 @@ describe("a submission pull request, opened -> validated -> approved -> merged -
       world.expectFetch().expectModeratorPolicy().expectLabel().expectStatusComment("update");
       expect(
         (await bot.deliver("pull_request_review", reviewPayload("moderator-mia", "approved"))).status,
-      ).toBe(200);
+      ).toBe(202);
     });
     expect(world.labels).toEqual(["state:approved"]);
     world.reviews.push({
@@ -120,7 +120,7 @@ describe("a submission pull request, opened -> validated -> approved -> merged -
       world.expectFetch();
       const payload = pullRequestPayload("closed");
       payload.pull_request.merged = true;
-      expect((await bot.deliver("pull_request", payload)).status).toBe(200);
+      expect((await bot.deliver("pull_request", payload)).status).toBe(202);
     });
 
     await step("07-published", async () => {
@@ -170,7 +170,7 @@ describe("what the bot refuses", () => {
     bot.github.assertDone();
   });
 
-  it("ignores a report for an older commit, a report that fails its schema, and a report from another repository", async () => {
+  it("ignores a report for an older commit or another repository; one that fails its schema is never applied and the waiting PR ends failed, retryable", async () => {
     world.comments.push({
       id: 5,
       body: '<!-- svc:status {"state":"validating","headSha":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"} -->',
@@ -181,18 +181,32 @@ describe("what the bot refuses", () => {
     const old = "c".repeat(40);
     expectReportArtifact(bot.github, submissionReport(old));
     world.expectFetch();
-    expect((await bot.deliver("workflow_run", workflowRunPayload(old))).status).toBe(200);
-    bot.github.assertDone();
-
-    const tampered = { ...submissionReport(world.headSha), injected: true };
-    expectReportArtifact(bot.github, tampered);
-    expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha))).status).toBe(200);
-
-    const foreign = { ...submissionReport(world.headSha), repository: "someone/else" };
-    expectReportArtifact(bot.github, foreign);
-    expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha))).status).toBe(200);
+    expect((await bot.deliver("workflow_run", workflowRunPayload(old))).status).toBe(202);
     bot.github.assertDone();
     expect(bot.github.recorded.filter((r) => r.method !== "GET" && !r.route.startsWith("/app/"))).toEqual([]);
+
+    // An unknown field: nothing of the report is used. The run's own pull request (found by its
+    // head branch: a fork's run carries no pull request) is told, and may validate again.
+    const openPulls = () => ({
+      body: [{ number: world.number, head: { sha: world.headSha, ref: "submit-better-hud" } }],
+    });
+    const tampered = { ...submissionReport(world.headSha), injected: true };
+    expectReportArtifact(bot.github, tampered);
+    bot.github.expect("GET /repos/{owner}/{repo}/pulls", openPulls);
+    world.expectFetch().expectLabel().expectStatusComment("update");
+    expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha))).status).toBe(202);
+    bot.github.assertDone();
+    expect(world.labels).toEqual(["state:validation_failed"]);
+    expect(world.statusComment()!.body).toContain('"retryable":true');
+    expect(world.statusComment()!.body).toContain("`report_invalid`");
+    expect(bot.github.calls("POST /repos/{owner}/{repo}/check-runs")).toEqual([]);
+
+    // Another repository's report is not this run's report: refused before anything is read.
+    const foreign = { ...submissionReport(world.headSha), repository: "someone/else" };
+    expectReportArtifact(bot.github, foreign);
+    expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha))).status).toBe(202);
+    bot.github.assertDone();
+    expect(bot.github.calls("POST /repos/{owner}/{repo}/check-runs")).toEqual([]);
   });
 
   it("fails validation with annotations on the sidecar and the reproduce command", async () => {
@@ -210,7 +224,7 @@ describe("what the bot refuses", () => {
       );
       world.expectFetch().expectLabel().expectStatusComment("update");
       bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } }, 15);
-      expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha))).status).toBe(200);
+      expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha))).status).toBe(202);
     });
     expect(world.labels).toEqual(["state:validation_failed"]);
     const failed = bot.github
@@ -247,7 +261,7 @@ describe("what the bot refuses", () => {
         status: 200,
         body: { id: 80 },
       });
-      expect((await bot.deliver("pull_request", pullRequestPayload("synchronize"))).status).toBe(200);
+      expect((await bot.deliver("pull_request", pullRequestPayload("synchronize"))).status).toBe(202);
     });
     expect(world.labels).toEqual(["state:validating"]);
   });
@@ -274,7 +288,7 @@ describe("what the bot refuses", () => {
       return payload;
     };
     world.expectFetch().expectModeratorPolicy();
-    expect((await bot.deliver("issue_comment", comment("mallory", "/svc reject spam"))).status).toBe(200);
+    expect((await bot.deliver("issue_comment", comment("mallory", "/svc reject spam"))).status).toBe(202);
     bot.github.assertDone();
     expect(world.labels).toEqual(["state:pending_review"]);
 
@@ -283,7 +297,7 @@ describe("what the bot refuses", () => {
       expect(
         (await bot.deliver("issue_comment", comment("moderator-mia", "/svc reject bundles a crypto miner")))
           .status,
-      ).toBe(200);
+      ).toBe(202);
     });
     expect(world.labels).toEqual(["state:rejected"]);
     expect(world.statusComment()!.body).toContain("bundles a crypto miner");

@@ -1,15 +1,20 @@
 /**
- * Drives the real Probot app over real HTTP: webhooks are real payloads from
- * @octokit/webhooks-examples, signed like GitHub signs them, delivered to Probot's node middleware
- * (the same one api/github/webhooks.ts mounts); every call the app makes goes to GitHubApiServer.
+ * Drives the real bot deployment over real HTTP: the same functions api/github/*.ts export
+ * (createBotFunctions: signature check on the raw body, the delivery queue in a real store, 202,
+ * then the drain through the Probot app), mounted on a loopback server. Webhooks are real payloads
+ * from @octokit/webhooks-examples, signed like GitHub signs them; every call the bot makes goes to
+ * GitHubApiServer, which checks it against GitHub's OpenAPI description.
  */
 import { generateKeyPairSync, randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { sign } from "@octokit/webhooks-methods";
-import { createNodeMiddleware, Probot, ProbotOctokit } from "probot";
-import { createSvcApp, type SvcAppOptions } from "../../../src/bot/app.ts";
+import { Probot, ProbotOctokit } from "probot";
+import { type BotFunctions, createBotFunctions, type SvcAppOptions } from "../../../src/bot/app.ts";
+import type { QueueOptions } from "../../../src/bot/delivery-queue.ts";
+import type { NodeHandler } from "../../../src/bot/deployment.ts";
+import { createPgliteStore, migrate, type Store } from "../../../src/store/index.ts";
 import { GitHubApiServer } from "./github-api-server.ts";
 
 const require = createRequire(import.meta.url);
@@ -21,6 +26,8 @@ const EXAMPLES = require("@octokit/webhooks-examples/api.github.com/index.json")
 export const PORTAL = "Codertocat/Hello-World";
 export const INSTALLATION_ID = 1;
 export const WEBHOOK_SECRET = "test-webhook-secret-not-real";
+export const INTAKE_WEBHOOK_SECRET = "test-intake-secret-not-real";
+export const CRON_SECRET = "test-cron-secret-not-real-0123456789";
 export const BOT_LOGIN = "svc-portal[bot]";
 
 /** A real payload for an event/action, deep-copied so a test may adjust it. */
@@ -36,37 +43,31 @@ export function examplePayload(name: string, action: string): Record<string, any
 }
 
 let privateKey: string | undefined;
-function testPrivateKey(): string {
+export function testPrivateKey(): string {
   privateKey ??= generateKeyPairSync("rsa", { modulusLength: 2048 })
     .privateKey.export({ type: "pkcs1", format: "pem" })
     .toString();
   return privateKey;
 }
 
-export interface BotHarness {
-  github: GitHubApiServer;
-  webhookUrl: string;
-  deliver(
-    name: string,
-    payload: unknown,
-    options?: { signature?: string },
-  ): Promise<{ status: number; text: string }>;
-  stop(): Promise<void>;
+let sharedStore: Promise<Store> | undefined;
+/**
+ * One migrated PGlite per test file (starting PGlite costs seconds); each bot started on it begins
+ * with an empty queue.
+ */
+export async function testStore(): Promise<Store> {
+  sharedStore ??= createPgliteStore(null).then(async (store) => {
+    await migrate(store);
+    return store;
+  });
+  const store = await sharedStore;
+  await store.exec("DELETE FROM github_deliveries; DELETE FROM github_delivery_keys;");
+  return store;
 }
 
-export async function startBot(overrides: Partial<SvcAppOptions> = {}): Promise<BotHarness> {
-  const github = await new GitHubApiServer().start();
-  // Installation tokens are fetched whenever Probot needs one; they are background calls.
-  github.allow("POST /app/installations/{installation_id}/access_tokens", (req) => ({
-    status: 201,
-    body: {
-      token: `ghs_test_${req.params.installation_id}`,
-      expires_at: "2099-01-01T00:00:00Z",
-      permissions: {},
-      repository_selection: "all",
-    },
-  }));
-  const probot = new Probot({
+/** Probot pointed at the loopback GitHub, as api/github/*.ts build it from APP_ID and PRIVATE_KEY. */
+export function testProbot(github: GitHubApiServer): Probot {
+  return new Probot({
     appId: 1,
     privateKey: testPrivateKey(),
     secret: WEBHOOK_SECRET,
@@ -79,42 +80,136 @@ export async function startBot(overrides: Partial<SvcAppOptions> = {}): Promise<
       throttle: { enabled: false },
     })) as typeof ProbotOctokit,
   });
-  const middleware = await createNodeMiddleware(
-    createSvcApp({
-      portalRepository: PORTAL,
-      botLogins: [BOT_LOGIN],
-      maxPackageBytes: 104857600,
-      allowHttp: true,
-      ...overrides,
-    }),
-    { probot, webhooksPath: "/api/github/webhooks" },
+}
+
+export interface Delivered {
+  status: number;
+  text: string;
+  /** From sending the request to the response: the webhook's acknowledgement. */
+  ackMs: number;
+  id: string;
+}
+
+export interface BotHarness {
+  github: GitHubApiServer;
+  store: Store;
+  functions: BotFunctions;
+  origin: string;
+  webhookUrl: string;
+  logs: string[];
+  /**
+   * Signs and posts a delivery (to the portal app's route, or the intake app's) and, unless
+   * settle is false, waits for the background work it started.
+   */
+  deliver(
+    name: string,
+    payload: unknown,
+    options?: { signature?: string; settle?: boolean; id?: string; app?: "portal" | "intake" },
+  ): Promise<Delivered>;
+  /** Waits until the background work of every delivery so far has finished. */
+  settle(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface BotHarnessOptions extends Partial<SvcAppOptions> {
+  /** Another instance's GitHub and store: two harnesses on one store are two serverless instances. */
+  github?: GitHubApiServer;
+  store?: Store;
+  /** Opens the store at the first request, as a cold instance does (default: the shared one, open). */
+  openStore?: () => Promise<Store>;
+  queue?: QueueOptions;
+}
+
+export async function startBot(overrides: BotHarnessOptions = {}): Promise<BotHarness> {
+  const { github: givenGitHub, store: givenStore, openStore, queue, ...appOptions } = overrides;
+  const github = givenGitHub ?? (await new GitHubApiServer().start());
+  // Installation tokens are fetched whenever Probot needs one; they are background calls.
+  github.allow("POST /app/installations/{installation_id}/access_tokens", (req) => ({
+    status: 201,
+    body: {
+      token: `ghs_test_${req.params.installation_id}`,
+      expires_at: "2099-01-01T00:00:00Z",
+      permissions: {},
+      repository_selection: "all",
+    },
+  }));
+  let store: Store | null = givenStore ?? (openStore ? null : await testStore());
+  const open = async (): Promise<Store> => {
+    store ??= await openStore!();
+    return store;
+  };
+  const pending: Array<Promise<unknown>> = [];
+  const logs: string[] = [];
+  const functions = createBotFunctions(
+    {
+      WEBHOOK_SECRET,
+      INTAKE_WEBHOOK_SECRET,
+      CRON_SECRET,
+      SVC_PORTAL_REPOSITORY: PORTAL,
+    },
+    {
+      defer: (work) => pending.push(work),
+      openStore: open,
+      probot: testProbot(github),
+      appOptions: { botLogins: [BOT_LOGIN], allowHttp: true, ...appOptions },
+      queue: { backoffMs: () => 0, ...queue },
+      log: (line) => logs.push(line),
+    },
   );
+  const routes: Record<string, NodeHandler> = {
+    "/api/github/webhooks": functions.portalWebhook,
+    "/api/github/intake": functions.intakeWebhook,
+    "/api/github/drain": functions.drain,
+  };
   const server: Server = createServer((req, res) => {
-    void middleware(req, res, () => res.writeHead(404).end());
+    const route = routes[new URL(req.url ?? "/", "http://x").pathname];
+    if (!route) return void res.writeHead(404).end();
+    void route(req, res);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const webhookUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/github/webhooks`;
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const settle = async () => {
+    while (pending.length > 0) await Promise.all(pending.splice(0));
+  };
   return {
     github,
-    webhookUrl,
+    get store(): Store {
+      if (!store) throw new Error("the store opens at the first request");
+      return store;
+    },
+    functions,
+    origin,
+    webhookUrl: `${origin}/api/github/webhooks`,
+    logs,
     async deliver(name, payload, options = {}) {
       const body = JSON.stringify(payload);
-      const signature = options.signature ?? (await sign(WEBHOOK_SECRET, body));
-      const response = await fetch(webhookUrl, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          "x-github-event": name,
-          "x-github-delivery": randomUUID(),
-          "x-hub-signature-256": signature,
+      const secret = options.app === "intake" ? INTAKE_WEBHOOK_SECRET : WEBHOOK_SECRET;
+      const signature = options.signature ?? (await sign(secret, body));
+      const id = options.id ?? randomUUID();
+      const started = performance.now();
+      const response = await fetch(
+        `${origin}/api/github/${options.app === "intake" ? "intake" : "webhooks"}`,
+        {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            "x-github-event": name,
+            "x-github-delivery": id,
+            "x-hub-signature-256": signature,
+          },
+          body,
         },
-        body,
-      });
-      return { status: response.status, text: await response.text() };
+      );
+      const ackMs = performance.now() - started;
+      const text = await response.text();
+      if (options.settle ?? true) await settle();
+      return { status: response.status, text, ackMs, id };
     },
+    settle,
     async stop() {
+      await settle();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await github.stop();
+      if (!givenGitHub) await github.stop();
     },
   };
 }

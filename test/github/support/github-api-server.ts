@@ -99,6 +99,8 @@ export class GitHubApiServer {
   private readonly extraRoutes = new Map<string, (req: IncomingMessage, res: ServerResponse) => void>();
   private server: Server | undefined;
   url = "";
+  /** Added before every answer: GitHub is hundreds of milliseconds away, not loopback-close. */
+  latencyMs = 0;
 
   async start(): Promise<this> {
     loadSpec();
@@ -158,6 +160,7 @@ export class GitHubApiServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
     const url = new URL(req.url ?? "/", this.url);
     const raw = this.extraRoutes.get(url.pathname);
     if (raw) return raw(req, res);
