@@ -14,6 +14,11 @@ export interface RuntimeSettings {
   bootstrapAdminEmails: string[];
   dataDir: string;
   databaseUrl: string | null;
+  /**
+   * SVC_PG_POOL_MAX: the most PostgreSQL connections one process holds. Every serverless instance
+   * has its own pool, so the Vercel edge defaults to 2 (docs/api.md, "Deploying on Vercel").
+   */
+  databasePoolMax: number;
   /** The antivirus scanner: a clamd socket (SVC_CLAMD: path, unix:/path or host:port) or clamscan (SVC_CLAMSCAN). */
   antivirus: { clamd: string | null; clamscan: string | null; database: string | null };
   /**
@@ -72,9 +77,23 @@ export function parseGitHubSettings(env: Record<string, string | undefined>): Gi
   };
 }
 
+/** A long-running server shares one pool between all its requests. */
+export const DEFAULT_DATABASE_POOL_MAX = 10;
+
+function parsePoolMax(value: string | undefined, fallback: number): number {
+  const text = value?.trim();
+  if (!text) return fallback;
+  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > 100)
+    throw new SvcError(
+      "config_invalid",
+      `SVC_PG_POOL_MAX must be a whole number from 1 to 100 (got '${text}')`,
+    );
+  return Number(text);
+}
+
 export function parseSettings(
   env: Record<string, string | undefined>,
-  defaults: { dataDir: string },
+  defaults: { dataDir: string; databasePoolMax?: number },
 ): RuntimeSettings {
   const devEmail = env.SVC_DEV_EMAIL ?? "off";
   if (devEmail !== "off" && devEmail !== "return-token" && devEmail !== "auto-verify") {
@@ -108,6 +127,7 @@ export function parseSettings(
       .filter(Boolean),
     dataDir: env.SVC_DATA_DIR?.trim() || defaults.dataDir,
     databaseUrl: env.DATABASE_URL?.trim() || null,
+    databasePoolMax: parsePoolMax(env.SVC_PG_POOL_MAX, defaults.databasePoolMax ?? DEFAULT_DATABASE_POOL_MAX),
     antivirus: {
       clamd: env.SVC_CLAMD?.trim() || null,
       clamscan: env.SVC_CLAMSCAN?.trim() || null,

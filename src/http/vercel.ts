@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
+import { waitUntil } from "@vercel/functions";
 import { loadPortalConfig } from "../config/portal-config.ts";
 import { parseSettings } from "../config/settings.ts";
 import { SvcError } from "../errors.ts";
@@ -18,6 +19,9 @@ import { dispatchEndpoint, parseRequestUrl } from "./server.ts";
 export type VercelHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
 type Env = Record<string, string | undefined>;
+
+/** SVC_PG_POOL_MAX's default on Vercel (docs/api.md, "Deploying on Vercel"). */
+export const VERCEL_POOL_MAX = 2;
 
 /**
  * Vercel's edge overwrites X-Forwarded-For and sets X-Real-IP itself, so on Vercel those headers
@@ -39,7 +43,9 @@ export async function appContextFromEnv(env: Env, root = process.cwd()): Promise
     );
   }
   const config = loadPortalConfig(join(root, "portal.config.json"));
-  const settings = parseSettings(env, { dataDir: "/tmp/svc-data" });
+  // Every instance holds its own pool and Vercel starts many: two connections each, through the
+  // provider's pooled (transaction-mode) URL, keep the server's connection limit out of reach.
+  const settings = parseSettings(env, { dataDir: "/tmp/svc-data", databasePoolMax: VERCEL_POOL_MAX });
   const app = await createAppContext({
     config,
     settings,
@@ -90,6 +96,8 @@ export function createVercelHandler(
     } catch (error) {
       sendThrown(req, res, error, app.log);
     }
+    // An instance may be frozen once the answer is out: deferred writes (lastUsedAt) finish first.
+    if (app.accounts) waitUntil(app.accounts.flushPendingWrites());
   };
 }
 

@@ -1,24 +1,32 @@
 import type { RuntimeSettings } from "../config/settings.ts";
 import { migrate } from "./migrations.ts";
-import { createPgliteStore } from "./pglite-store.ts";
 import { createPostgresStore } from "./postgres-store.ts";
 import type { Store } from "./store.ts";
 
 export type { Migration } from "./migrations.ts";
 export { MIGRATIONS, migrate } from "./migrations.ts";
-export { createPgliteStore } from "./pglite-store.ts";
 export { createPostgresStore } from "./postgres-store.ts";
 export type { QueryResult, SqlExecutor, Store } from "./store.ts";
 
 /**
- * The store the settings ask for, migrated: PostgreSQL when DATABASE_URL is set, otherwise PGlite
- * persisted under settings.dataDir (default .data/).
+ * PGlite (16 MB of WASM) is loaded only when it is used: nothing imports pglite-store.ts statically,
+ * so a Vercel function (which always has DATABASE_URL) neither loads nor ships it; vercel.json also
+ * excludes the package from the functions' bundles, because the file tracer follows this import.
+ */
+export async function createPgliteStore(dataDir: string | null): Promise<Store> {
+  const pglite = await import("./pglite-store.ts");
+  return pglite.createPgliteStore(dataDir);
+}
+
+/**
+ * The store the settings ask for, migrated: PostgreSQL when DATABASE_URL is set (a pool of
+ * databasePoolMax connections), otherwise PGlite persisted under settings.dataDir (default .data/).
  */
 export async function createStore(
-  settings: Pick<RuntimeSettings, "databaseUrl" | "dataDir">,
+  settings: Pick<RuntimeSettings, "databaseUrl" | "dataDir" | "databasePoolMax">,
 ): Promise<Store> {
   const store = settings.databaseUrl
-    ? await createPostgresStore(settings.databaseUrl)
+    ? await createPostgresStore(settings.databaseUrl, { max: settings.databasePoolMax })
     : await createPgliteStore(settings.dataDir);
   try {
     await migrate(store);

@@ -1,14 +1,17 @@
+import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import { join, relative } from "node:path";
+import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ENDPOINTS } from "../../src/contracts/endpoints.ts";
 import { EXTENSIONLESS_ROUTES } from "../../src/contracts/urls.ts";
 import { HANDLERS } from "../../src/http/handlers/index.ts";
 import { listen } from "../../src/http/server.ts";
-import { createVercelHandler, resetVercelContext } from "../../src/http/vercel.ts";
+import type { AppContext } from "../../src/http/context.ts";
+import { appContextFromEnv, createVercelHandler, resetVercelContext } from "../../src/http/vercel.ts";
 import { REPO_ROOT } from "../lib/project.ts";
-import { client, type Harness, startHarness } from "./harness.ts";
+import { ADAPTERS, client, type Harness, startHarness } from "./harness.ts";
 
 const API_DIR = join(REPO_ROOT, "api");
 
@@ -95,6 +98,14 @@ describe("Vercel functions", () => {
       ["/api/v1/mods/better-hud/versions", "/api/v1/mods/better-hud/versions.json"],
       ["/api/v1/publishing/workflow", "/api/v1/publishing/workflow.json"],
       ["/api/v1/publishing/backend-contract", "/api/v1/publishing/backend-contract.json"],
+      [
+        "/api/v1/publishing/game-publishing-validation.v1",
+        "/api/v1/publishing/game-publishing-validation.v1.json",
+      ],
+      ["/api/v1/runtime/latest", "/api/v1/runtime/latest.json"],
+      ["/api/v1/framework/latest", "/api/v1/framework/latest.json"],
+      ["/api/v1/game-builds/latest", "/api/v1/game-builds/latest.json"],
+      ["/api/v1/manager/latest", "/api/v1/manager/latest.json"],
     ];
     expect(samples).toHaveLength(EXTENSIONLESS_ROUTES.length);
     for (const [path, target] of samples) {
@@ -144,6 +155,89 @@ describe("Vercel adapter", () => {
       expect(r.json.message).toMatch(/DATABASE_URL/);
     } finally {
       await s.close();
+    }
+  });
+
+  it.runIf(ADAPTERS.includes("postgres"))(
+    "holds at most two PostgreSQL connections per instance, or SVC_PG_POOL_MAX",
+    async () => {
+      const schema = `t_${randomBytes(6).toString("hex")}`;
+      const url = new URL(process.env.DATABASE_URL!);
+      const admin = new pg.Client({ connectionString: url.toString() });
+      await admin.connect();
+      await admin.query(`CREATE SCHEMA ${schema}`);
+      const connections = async (name: string) =>
+        Number(
+          (
+            await admin.query<{ n: string }>(
+              "SELECT count(*)::text AS n FROM pg_stat_activity WHERE application_name = $1",
+              [name],
+            )
+          ).rows[0]!.n,
+        );
+      try {
+        for (const [poolVar, expected] of [[undefined, 2] as const, ["1", 1] as const]) {
+          resetVercelContext();
+          const name = `svc_pool_${randomBytes(4).toString("hex")}`;
+          url.searchParams.set("application_name", name);
+          url.searchParams.set("options", `-c search_path=${schema}`);
+          let made: AppContext | null = null;
+          const s = await serve(
+            createVercelHandler(
+              ["create_account", "list_accounts"],
+              {
+                DATABASE_URL: url.toString(),
+                SVC_DEV_EMAIL: "auto-verify",
+                ...(poolVar ? { SVC_PG_POOL_MAX: poolVar } : {}),
+              },
+              async (env) => {
+                made = await appContextFromEnv(env);
+                return made;
+              },
+            ),
+          );
+          try {
+            // A burst of sign-ups, each a transaction: a pool of 10 (the server's default) opens
+            // up to 10 connections here.
+            const answers = await Promise.all(
+              Array.from({ length: 12 }, (_, i) =>
+                s.call("POST", "/api/v1/accounts", {
+                  body: { email: `pool-${name}-${i}@example.com`, displayName: "P" },
+                  headers: { "x-real-ip": `198.51.100.${i + 1}` },
+                }),
+              ),
+            );
+            expect(answers.map((a) => a.status)).toEqual(answers.map(() => 202));
+            expect(await connections(name), `SVC_PG_POOL_MAX=${poolVar ?? "(unset)"}`).toBe(expected);
+          } finally {
+            await s.close();
+            await (made as AppContext | null)?.store?.close();
+          }
+        }
+      } finally {
+        resetVercelContext();
+        await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+        await admin.end();
+      }
+    },
+  );
+
+  it("refuses an SVC_PG_POOL_MAX that is not a whole number from 1 to 100, naming it", async () => {
+    for (const value of ["0", "101", "two", "1.5"]) {
+      resetVercelContext();
+      const s = await serve(
+        createVercelHandler(["backend_health"], {
+          DATABASE_URL: "postgres://127.0.0.1:1/x",
+          SVC_PG_POOL_MAX: value,
+        }),
+      );
+      try {
+        const r = await s.call("GET", "/api/v1/backend/health");
+        expect(r.json.code, value).toBe("config_invalid");
+        expect(r.json.message, value).toMatch(/SVC_PG_POOL_MAX/);
+      } finally {
+        await s.close();
+      }
     }
   });
 
