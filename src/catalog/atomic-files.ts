@@ -4,6 +4,7 @@ import {
   existsSync,
   fsyncSync,
   linkSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -16,13 +17,26 @@ import {
   writeFileSync,
 } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
+import { SvcError } from "../errors.ts";
+import { describeHolder, removeLeftovers, waitForLock } from "../store/lock-file.ts";
 
 /**
- * Multi-file commits that are all-or-nothing. New contents are written and fsynced beside the tree,
- * every file about to be replaced or deleted is hard-linked into the transaction as a backup, then
- * the files are renamed into place. A failure part-way rolls every path back to its old inode; a
- * transaction left behind by a crash is rolled back by recoverTransactions before anything else
- * reads or writes the tree. Paths in the tree stay stable, so git sees ordinary file changes.
+ * Multi-file commits that are all-or-nothing, with one durable commit point, the way a database
+ * commits: a write-ahead journal in `.svc-tmp/txn-{id}/` holds every new file (written and fsynced
+ * there) and the list of changes; create-only files (artifacts) are hard-linked into place before
+ * the commit point, everything else after it. The commit point is one rename of the transaction
+ * folder to `.svc-tmp/commit-{id}/`, made durable by an fsync of `.svc-tmp`:
+ *
+ * - before it, the tree holds only new create-only files; recovery removes them (only if they are
+ *   still the inode the journal names) and drops the journal: the complete old state;
+ * - after it, recovery rolls forward: every content file still in the journal folder is renamed into
+ *   place, every listed deletion done, the touched folders fsynced, then the journal removed: the
+ *   complete new state. A content file that is gone was already renamed, so a roll-forward that is
+ *   itself interrupted is finished by the next one.
+ *
+ * Recovery must run under the tree's lock (withPublishLock), before anything reads or writes the
+ * tree: commitFiles recovers first itself, so its caller must hold the lock (or own the tree alone).
+ * Paths in the tree stay stable, so git sees ordinary file changes.
  *
  * DESIGN.md suggested a generation directory behind one swapped link. The committed site must be
  * an ordinary tree for git and Pages, and a journal of per-file renames gives the same guarantee
@@ -40,9 +54,9 @@ export interface FileChanges {
 }
 
 export interface CommitOptions {
-  /** Test hook: called before each rename; throwing simulates a failure at that point. */
+  /** Test hook: called for each change before the commit point; throwing rolls everything back. */
   beforeApply?: (index: number, path: string) => void;
-  /** Called with every change in place, before the commit point; throwing rolls everything back. */
+  /** Called with every create-only file in place, just before the commit point; throwing rolls everything back. */
   beforeCommit?: () => void;
 }
 
@@ -62,25 +76,47 @@ export interface CommitResult {
   unchanged: number;
 }
 
-/** Thrown by a beforeApply hook to simulate a crash: the transaction is left on disk, not rolled back. */
-export class SimulatedCrash extends Error {}
-
 const TXN_DIR = ".svc-tmp";
 /** Where writers stage files (beside the tree, same filesystem) before a commit links them in. */
 const STAGING_DIR = "staging";
+const PREPARING = "txn-";
+const COMMITTED = "commit-";
+const JOURNAL = "journal.json";
 
-interface JournalEntry {
+type JournalEntry =
+  /** source: the content file's name inside the transaction folder. */
+  | { op: "write"; path: string; source: string }
+  | { op: "delete"; path: string }
+  /** Placed before the commit point; rollback removes the path only while it is still this inode. */
+  | { op: "create"; path: string; ino: number; dev: number };
+
+interface Journal {
+  version: 2;
+  entries: JournalEntry[];
+}
+
+/** Journals written before the commit point existed: an array with backups to restore. */
+interface LegacyEntry {
   path: string;
   next: string | null;
   backup: string | null;
-  /** Create-only: placed by link (fails if the path appeared meanwhile); rollback removes it only if it is ours. */
   create?: boolean;
 }
 
-function fsyncFile(path: string): void {
-  const fd = openSync(path, "r");
+function fsyncPath(path: string): void {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
   try {
     fsyncSync(fd);
+  } catch (error) {
+    // Some platforms and filesystems refuse fsync on a directory; there is nothing more to do there.
+    if (!["EISDIR", "EINVAL", "EPERM", "EBADF"].includes((error as NodeJS.ErrnoException).code ?? ""))
+      throw error;
   } finally {
     closeSync(fd);
   }
@@ -102,115 +138,120 @@ function sameBytes(path: string, content: string | Uint8Array): boolean {
   return current.equals(next);
 }
 
+/** Creates dir (and missing parents); every folder whose entries changed goes into touched for fsync. */
+function ensureDir(dir: string, touched: Set<string>): void {
+  if (existsSync(dir)) return;
+  let existing = dirname(dir);
+  const created = [dir];
+  while (!existsSync(existing)) {
+    created.push(existing);
+    existing = dirname(existing);
+  }
+  mkdirSync(dir, { recursive: true });
+  touched.add(existing);
+  for (const d of created) touched.add(d);
+}
+
+function exists(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function commitFiles(root: string, changes: FileChanges, options: CommitOptions = {}): CommitResult {
   recoverTransactions(root);
   const entries: JournalEntry[] = [];
-  const pendingWrites: Array<{ entry: JournalEntry; content: string | Uint8Array }> = [];
+  const contents: Array<string | Uint8Array> = [];
+  const creates: Array<{ index: number; content: string | Uint8Array | { stagedFile: string } }> = [];
   let unchanged = 0;
   for (const [path, content] of changes.write) {
-    const full = safeJoin(root, path);
-    if (sameBytes(full, content)) {
+    if (sameBytes(safeJoin(root, path), content)) {
       unchanged++;
       continue;
     }
-    const entry: JournalEntry = { path, next: null, backup: null };
-    entries.push(entry);
-    pendingWrites.push({ entry, content });
+    entries.push({ op: "write", path, source: `w${contents.length}` });
+    contents.push(content);
   }
-  const pendingCreates: Array<{
-    entry: JournalEntry;
-    content: string | Uint8Array | { stagedFile: string };
-  }> = [];
   for (const [path, content] of changes.create ?? []) {
     if (changes.write.has(path)) throw new Error(`${path} is both written and created`);
-    if (existsSync(safeJoin(root, path))) throw new FileExistsError(path);
-    const entry: JournalEntry = { path, next: null, backup: null, create: true };
-    entries.push(entry);
-    pendingCreates.push({ entry, content });
+    if (exists(safeJoin(root, path))) throw new FileExistsError(path);
+    creates.push({ index: entries.length, content });
+    entries.push({ op: "create", path, ino: 0, dev: 0 });
   }
   for (const path of changes.delete ?? []) {
     if (changes.write.has(path) || changes.create?.has(path)) continue;
-    if (existsSync(safeJoin(root, path))) entries.push({ path, next: null, backup: null });
+    if (exists(safeJoin(root, path))) entries.push({ op: "delete", path });
   }
   if (entries.length === 0) return { written: [], deleted: [], unchanged };
 
-  const txnName = `txn-${Date.now()}-${randomBytes(4).toString("hex")}`;
-  const txn = join(root, TXN_DIR, txnName);
-  mkdirSync(join(txn, "next"), { recursive: true });
-  mkdirSync(join(txn, "backup"), { recursive: true });
+  const dir = join(root, TXN_DIR);
+  const id = `${Date.now()}-${randomBytes(4).toString("hex")}`;
+  const txn = join(dir, `${PREPARING}${id}`);
+  const touched = new Set<string>();
+  ensureDir(dir, touched);
+  mkdirSync(txn);
+  const sources = new Map<number, string>();
   try {
-    pendingWrites.forEach(({ entry, content }, i) => {
-      entry.next = `next/${i}`;
-      const file = join(txn, entry.next);
-      writeFileSync(file, content);
-      fsyncFile(file);
-    });
-    pendingCreates.forEach(({ entry, content }, i) => {
-      entry.next = `create/${i}`;
-      const file = join(txn, entry.next);
-      mkdirSync(dirname(file), { recursive: true });
+    for (const [i, content] of contents.entries())
+      writeFileSync(join(txn, `w${i}`), content, { flush: true });
+    creates.forEach(({ index, content }, i) => {
+      let source: string;
       if (typeof content === "object" && "stagedFile" in content) {
-        linkSync(content.stagedFile, file);
+        source = content.stagedFile;
       } else {
-        writeFileSync(file, content);
-        fsyncFile(file);
+        source = join(txn, `c${i}`);
+        writeFileSync(source, content, { flush: true });
       }
+      const { ino, dev } = statSync(source);
+      sources.set(index, source);
+      entries[index] = { op: "create", path: entries[index]!.path, ino, dev };
     });
-    entries.forEach((entry, i) => {
-      const full = safeJoin(root, entry.path);
-      if (!entry.create && existsSync(full)) {
-        entry.backup = `backup/${i}`;
-        linkSync(full, join(txn, entry.backup));
-      }
+    // The journal is durable before the tree changes: a crash from here on is always recoverable.
+    writeFileSync(join(txn, JOURNAL), JSON.stringify({ version: 2, entries } satisfies Journal), {
+      flush: true,
     });
-    const journal = join(txn, "journal.json");
-    writeFileSync(journal, JSON.stringify(entries));
-    fsyncFile(journal);
-  } catch (error) {
-    rmSync(txn, { recursive: true, force: true });
-    throw error;
-  }
-
-  try {
+    fsyncPath(txn);
+    // Create-only files land before the commit point: the journal that undoes them must be findable.
+    if (creates.length > 0) touched.add(dir);
+    for (const d of touched) fsyncPath(d);
+    touched.clear();
     entries.forEach((entry, i) => {
       options.beforeApply?.(i, entry.path);
+      if (entry.op !== "create") return;
       const full = safeJoin(root, entry.path);
-      if (entry.create) {
-        mkdirSync(dirname(full), { recursive: true });
-        // link(2) fails with EEXIST instead of replacing: the create-only guarantee holds even
-        // against a writer that is not holding our lock.
-        try {
-          linkSync(join(txn, entry.next!), full);
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === "EEXIST") throw new FileExistsError(entry.path);
-          throw error;
-        }
-      } else if (entry.next) {
-        mkdirSync(dirname(full), { recursive: true });
-        renameSync(join(txn, entry.next), full);
-      } else {
-        unlinkSync(full);
-        removeEmptyParents(root, dirname(full));
+      ensureDir(dirname(full), touched);
+      // link(2) fails with EEXIST instead of replacing: the create-only guarantee holds even
+      // against a writer that is not holding our lock.
+      try {
+        linkSync(sources.get(i)!, full);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "EEXIST") throw new FileExistsError(entry.path);
+        throw error;
       }
+      touched.add(dirname(full));
     });
+    for (const d of touched) fsyncPath(d);
     options.beforeCommit?.();
   } catch (error) {
-    if (error instanceof SimulatedCrash) throw error;
     rollBack(root, txn);
     throw error;
   }
-  // The rename of the transaction directory is the commit point: from here recovery deletes, not restores.
-  const done = join(root, TXN_DIR, txnName.replace(/^txn-/, "done-"));
-  renameSync(txn, done);
-  rmSync(done, { recursive: true, force: true });
+  // The commit point. Before this rename recovery rolls back; after it, recovery rolls forward.
+  const committed = join(dir, `${COMMITTED}${id}`);
+  renameSync(txn, committed);
+  fsyncPath(dir);
+  rollForward(root, committed);
   return {
-    written: entries.filter((e) => e.next).map((e) => e.path),
-    deleted: entries.filter((e) => !e.next).map((e) => e.path),
+    written: entries.filter((e) => e.op !== "delete").map((e) => e.path),
+    deleted: entries.filter((e) => e.op === "delete").map((e) => e.path),
     unchanged,
   };
 }
 
-function removeEmptyParents(root: string, dir: string): void {
+function removeEmptyParents(root: string, dir: string, touched: Set<string>): void {
   let current = dir;
   while (relative(root, current) !== "" && !relative(root, current).startsWith("..")) {
     try {
@@ -220,28 +261,85 @@ function removeEmptyParents(root: string, dir: string): void {
       return;
     }
     current = dirname(current);
+    touched.add(current);
   }
 }
 
-function rollBack(root: string, txn: string): void {
-  const journalPath = join(txn, "journal.json");
-  if (existsSync(journalPath)) {
-    const entries = JSON.parse(readFileSync(journalPath, "utf8")) as JournalEntry[];
-    for (const entry of entries) {
+function readJournal(txn: string): Journal | LegacyEntry[] | null {
+  try {
+    return JSON.parse(readFileSync(join(txn, JOURNAL), "utf8")) as Journal | LegacyEntry[];
+  } catch {
+    // No journal (or a torn one, which fsync-before-use rules out for a committed transaction):
+    // the tree was never touched.
+    return null;
+  }
+}
+
+/** Completes a committed transaction; safe to repeat after an interruption at any point. */
+function rollForward(root: string, txn: string): void {
+  const journal = readJournal(txn);
+  const touched = new Set<string>();
+  if (journal && !Array.isArray(journal)) {
+    for (const entry of journal.entries) {
       const full = safeJoin(root, entry.path);
-      if (entry.create) {
-        // Only a file that is our own link is removed; a file someone else created stays.
-        if (entry.next && sameInode(full, join(txn, entry.next))) {
-          unlinkSync(full);
-          removeEmptyParents(root, dirname(full));
-        }
-      } else if (entry.backup && existsSync(join(txn, entry.backup))) {
-        mkdirSync(dirname(full), { recursive: true });
-        renameSync(join(txn, entry.backup), full);
-      } else if (!entry.backup && existsSync(full)) {
+      if (entry.op === "write") {
+        const source = join(txn, entry.source);
+        if (!exists(source)) continue; // renamed into place before the interruption
+        ensureDir(dirname(full), touched);
+        renameSync(source, full);
+        touched.add(dirname(full));
+      } else if (entry.op === "delete" && exists(full)) {
         unlinkSync(full);
-        removeEmptyParents(root, dirname(full));
+        touched.add(dirname(full));
+        removeEmptyParents(root, dirname(full), touched);
       }
+    }
+  }
+  // Every rename is durable before the journal that could redo it disappears.
+  for (const d of touched) fsyncPath(d);
+  rmSync(txn, { recursive: true, force: true });
+}
+
+/** Undoes an uncommitted transaction: only create-only files were placed, and only ours are removed. */
+function rollBack(root: string, txn: string): void {
+  const journal = readJournal(txn);
+  if (Array.isArray(journal)) {
+    rollBackLegacy(root, txn, journal);
+    return;
+  }
+  const touched = new Set<string>();
+  for (const entry of journal?.entries ?? []) {
+    if (entry.op !== "create") continue;
+    const full = safeJoin(root, entry.path);
+    try {
+      const placed = lstatSync(full);
+      if (placed.ino !== entry.ino || placed.dev !== entry.dev) continue; // someone else's file
+    } catch {
+      continue;
+    }
+    unlinkSync(full);
+    touched.add(dirname(full));
+    removeEmptyParents(root, dirname(full), touched);
+  }
+  for (const d of touched) fsyncPath(d);
+  rmSync(txn, { recursive: true, force: true });
+}
+
+function rollBackLegacy(root: string, txn: string, entries: LegacyEntry[]): void {
+  const touched = new Set<string>();
+  for (const entry of entries) {
+    const full = safeJoin(root, entry.path);
+    if (entry.create) {
+      if (entry.next && sameInode(full, join(txn, entry.next))) {
+        unlinkSync(full);
+        removeEmptyParents(root, dirname(full), touched);
+      }
+    } else if (entry.backup && existsSync(join(txn, entry.backup))) {
+      mkdirSync(dirname(full), { recursive: true });
+      renameSync(join(txn, entry.backup), full);
+    } else if (!entry.backup && existsSync(full)) {
+      unlinkSync(full);
+      removeEmptyParents(root, dirname(full), touched);
     }
   }
   rmSync(txn, { recursive: true, force: true });
@@ -257,23 +355,59 @@ function sameInode(a: string, b: string): boolean {
   }
 }
 
-/** Rolls back any transaction a crash left behind; finished ones are only cleaned up. */
-export function recoverTransactions(root: string): { rolledBack: number } {
+export interface RecoveryResult {
+  /** Interrupted before their commit point: undone. */
+  rolledBack: number;
+  /** Interrupted after their commit point: completed. */
+  completed: number;
+}
+
+/**
+ * Finishes whatever a crash left under root/.svc-tmp: transactions before their commit point are
+ * rolled back, committed ones rolled forward. Idempotent. The caller holds the tree's lock.
+ */
+export function recoverTransactions(root: string): RecoveryResult {
   const dir = join(root, TXN_DIR);
-  if (!existsSync(dir)) return { rolledBack: 0 };
-  let rolledBack = 0;
-  for (const name of readdirSync(dir)) {
+  const result: RecoveryResult = { rolledBack: 0, completed: 0 };
+  if (!existsSync(dir)) return result;
+  for (const name of readdirSync(dir).sort()) {
     // Locks and staging belong to a live writer: the lock holder clears its own staging.
-    if (name.endsWith(".lock") || name === STAGING_DIR) continue;
+    if (name.includes(".lock") || name === STAGING_DIR) continue;
     const path = join(dir, name);
-    if (name.startsWith("txn-")) {
+    if (name.startsWith(COMMITTED)) {
+      rollForward(root, path);
+      result.completed++;
+    } else if (name.startsWith(PREPARING)) {
       rollBack(root, path);
-      rolledBack++;
+      result.rolledBack++;
     } else {
       rmSync(path, { recursive: true, force: true });
     }
   }
-  return { rolledBack };
+  return result;
+}
+
+/**
+ * Whether a transaction is in progress or was left by a crash, in the project or the site (a cheap
+ * look, no lock): a reader that finds one takes the publish lock first, which waits for a live
+ * writer or recovers a dead one's work.
+ */
+export function hasPendingTransactions(tree: PublishedTree): boolean {
+  return [tree.root, tree.siteDir].some((root) => {
+    const dir = join(root, TXN_DIR);
+    return (
+      existsSync(dir) &&
+      readdirSync(dir).some((name) => name.startsWith(PREPARING) || name.startsWith(COMMITTED))
+    );
+  });
+}
+
+/**
+ * For a reader that does its work before taking the lock (validation, downloads): finishes a
+ * transaction a crash left (or waits for a live writer) so that it reads a complete state.
+ */
+export async function recoverPending(tree: PublishedTree, options: PublishLockOptions = {}): Promise<void> {
+  if (hasPendingTransactions(tree)) await withPublishLock(tree, () => undefined, options);
 }
 
 /** A private folder on the tree's filesystem for files a commit will link in (see FileChanges.create). */
@@ -289,7 +423,7 @@ export interface LockOptions {
 }
 
 /**
- * Runs fn while holding an exclusive lock file under the tree (created with O_EXCL, so it works
+ * Runs fn while holding an exclusive lock file under the tree (see src/store/lock-file.ts: it works
  * across processes as well as between async callers of one process). A lock whose holder process is
  * gone is taken over; a live holder is waited for.
  */
@@ -300,61 +434,77 @@ export async function withTreeLock<T>(
 ): Promise<T> {
   const dir = join(root, TXN_DIR);
   mkdirSync(dir, { recursive: true });
-  const path = join(dir, `${options.name ?? "publish"}.lock`);
-  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
-  const token = `${process.pid} ${randomBytes(8).toString("hex")} ${new Date().toISOString()}\n`;
-  for (;;) {
-    try {
-      writeFileSync(path, token, { flag: "wx" });
-      break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-    }
-    let holder = "";
-    try {
-      holder = readFileSync(path, "utf8");
-    } catch {
-      continue;
-    }
-    const pid = Number(holder.split(" ")[0]);
-    if (Number.isInteger(pid) && pid > 0 && !processAlive(pid)) {
-      // The holder died: remove its lock only if it is still the same lock we read.
-      try {
-        if (readFileSync(path, "utf8") === holder) unlinkSync(path);
-      } catch {
-        // Someone else took it over first.
-      }
-      continue;
-    }
-    if (Date.now() > deadline) {
-      throw new LockTimeoutError(path, holder.trim());
-    }
-    await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 25));
-  }
+  const name = options.name ?? "publish";
+  const path = join(dir, `${name}.lock`);
+  const lock = await waitForLock(path, `${name} lock`, {
+    timeoutMs: options.timeoutMs ?? 60_000,
+    ...(options.pollMs ? { pollMs: options.pollMs } : {}),
+  });
+  if (!lock.ok) throw new LockTimeoutError(path, describeHolder(lock.holder));
+  removeLeftovers(path);
   try {
     return await fn();
   } finally {
-    try {
-      if (readFileSync(path, "utf8") === token) unlinkSync(path);
-    } catch {
-      // Already gone.
-    }
+    lock.release();
   }
 }
 
 export class LockTimeoutError extends Error {
   constructor(path: string, holder: string) {
-    super(`timed out waiting for ${path} (held by ${holder || "unknown"})`);
+    super(`timed out waiting for ${path} (held by ${holder})`);
     this.name = "LockTimeoutError";
   }
 }
 
-function processAlive(pid: number): boolean {
+export interface PublishedTree {
+  /** The project root: publication transactions and the publish lock live in root/.svc-tmp. */
+  root: string;
+  /** The site root: `svc build` commits its own transactions there (site/.svc-tmp). */
+  siteDir: string;
+}
+
+export interface PublishLockOptions {
+  timeoutMs?: number;
+  /** Called with what recovery did, when it did anything. */
+  onRecovered?: (result: RecoveryResult) => void;
+}
+
+/**
+ * The entry every command and route that reads or writes the published tree goes through: takes the
+ * publish lock (waiting for another publisher; conflict after the timeout, naming the holder),
+ * recovers any interrupted transaction of the project and of the site, clears staging left by a
+ * dead publisher, then runs fn. Recovery always ends in the complete old or the complete new state.
+ */
+export async function withPublishLock<T>(
+  tree: PublishedTree,
+  fn: (recovered: RecoveryResult) => Promise<T> | T,
+  options: PublishLockOptions = {},
+): Promise<T> {
   try {
-    process.kill(pid, 0);
-    return true;
+    return await withTreeLock(
+      tree.root,
+      async () => {
+        const site = recoverTransactions(tree.siteDir);
+        const project = recoverTransactions(tree.root);
+        const recovered = {
+          rolledBack: site.rolledBack + project.rolledBack,
+          completed: site.completed + project.completed,
+        };
+        if (recovered.rolledBack + recovered.completed > 0) options.onRecovered?.(recovered);
+        // Staging left by a publisher that died is garbage: only the lock holder stages.
+        const staging = stagingDir(tree.root);
+        if (existsSync(staging)) rmSync(staging, { recursive: true, force: true });
+        try {
+          return await fn(recovered);
+        } finally {
+          if (existsSync(staging)) rmSync(staging, { recursive: true, force: true });
+        }
+      },
+      { timeoutMs: options.timeoutMs ?? 60_000 },
+    );
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
+    if (error instanceof LockTimeoutError) throw new SvcError("conflict", error.message);
+    throw error;
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Sidecar } from "../validation/types.ts";
-import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import semver from "semver";
 import type { PortalConfig } from "../config/portal-config.ts";
@@ -15,11 +15,9 @@ import {
   type CommitOptions,
   commitFiles,
   FileExistsError,
-  LockTimeoutError,
-  recoverTransactions,
-  stagingDir,
-  withTreeLock,
   listFilesUnder,
+  recoverPending,
+  withPublishLock,
 } from "./atomic-files.ts";
 import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
 import { RECORD_PATHS, type ReleaseRecord } from "./records.ts";
@@ -71,7 +69,7 @@ export interface PublisherOptions {
   now?: () => Date;
   /** How long to wait for another publisher (default 60 s). */
   lockTimeoutMs?: number;
-  /** Test hooks of the transaction (SimulatedCrash, injected failures). */
+  /** Test hooks of the transaction (injected failures before its commit point). */
   commit?: CommitOptions;
   /**
    * incremental (default): render only the affected mod's files plus the indexes and global documents;
@@ -101,6 +99,12 @@ export interface PublicationResult {
   written: string[];
   deleted: string[];
   report: ValidationReport | null;
+  /**
+   * The same release (same version, sha256 and metadata) was already published: nothing was written.
+   * A retried publication (after a crash between the files and a database row, or a re-run workflow)
+   * therefore succeeds instead of answering version_exists.
+   */
+  alreadyPublished?: true;
 }
 
 const SIDECAR_SCHEMA = "svc.mod-release-submission.v1";
@@ -135,6 +139,51 @@ function versionExists(record: ReleaseRecord): SvcError {
     `${record.modId}@${record.version} already exists (status ${record.status}, published ${record.publishedAt}); versions are immutable — publish a new version instead`,
     { details: { modId: record.modId, version: record.version, status: record.status } },
   );
+}
+
+/** JSON with sorted keys: equal values give equal text whatever order their keys were written in. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : v,
+  );
+}
+
+/** What a release record keeps of its sidecar: two publications are the same release when these match. */
+function releaseIdentity(source: ReleaseSubmission | ReleaseRecord, sha256: string, sizeBytes: number) {
+  const fileName = "package" in source ? source.package.fileName : source.fileName;
+  return canonical({
+    modId: source.modId,
+    version: source.version,
+    name: source.name,
+    summary: source.summary,
+    description: source.description ?? "",
+    authors: source.authors,
+    tags: source.tags ?? [],
+    links: source.links ?? {},
+    targetGameBuild: source.targetGameBuild,
+    releaseNotes: source.releaseNotes,
+    fileName,
+    sha256,
+    sizeBytes,
+    dependencies: source.dependencies,
+    entrypoints: source.entrypoints,
+    modConfig: source.modConfig ?? null,
+  });
+}
+
+/** The existing record is this very release, still visible: publishing it again is a no-op. */
+function isSameRelease(existing: ReleaseRecord, sidecar: ReleaseSubmission, sha256: string): boolean {
+  return (
+    existing.status !== "hidden" &&
+    releaseIdentity(existing, existing.sha256, existing.packageSizeBytes) ===
+      releaseIdentity(sidecar, sha256, sidecar.package.sizeBytes)
+  );
+}
+
+function readRecord(path: string): ReleaseRecord | null {
+  return existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as ReleaseRecord) : null;
 }
 
 function failedChecks(report: ValidationReport): ValidationCheckResult[] {
@@ -251,36 +300,19 @@ function commitPlan(
   };
 }
 
-async function locked<T>(options: PublisherOptions, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await withTreeLock(
-      options.root,
-      async () => {
-        // A crashed `svc build` leaves its journal under site/: roll it back too, or a later
-        // recovery would restore its backups over this publication.
-        recoverTransactions(options.siteDir);
-        recoverTransactions(options.root);
-        // Staging left by a publisher that died is garbage: only the lock holder stages.
-        rmSync(stagingDir(options.root), { recursive: true, force: true });
-        try {
-          return await fn();
-        } finally {
-          rmSync(stagingDir(options.root), { recursive: true, force: true });
-        }
-      },
-      { timeoutMs: options.lockTimeoutMs ?? 60_000 },
-    );
-  } catch (error) {
-    if (error instanceof LockTimeoutError) throw new SvcError("conflict", error.message);
-    throw error;
-  }
+function locked<T>(options: PublisherOptions, fn: () => Promise<T>): Promise<T> {
+  return withPublishLock({ root: options.root, siteDir: options.siteDir }, fn, {
+    timeoutMs: options.lockTimeoutMs ?? 60_000,
+  });
 }
 
 /**
  * Publishes one release: validates the exact bytes, promotes them into the artifact store, measures
  * sha256 and size from the stored artifact, writes the release record, supersedes the previous newest
  * version, regenerates the affected site files, checks contract rules 1-6, and commits all of it as
- * one transaction. Any failure leaves every previously published file byte-identical.
+ * one transaction. Any failure leaves every previously published file byte-identical. Publishing
+ * the same release again (same version, bytes and metadata, still visible) succeeds with
+ * alreadyPublished and changes nothing; a different release under a taken version is version_exists.
  */
 export async function publishRelease(
   options: PublisherOptions,
@@ -299,10 +331,22 @@ export async function publishRelease(
     );
   }
   const artifactUrl = options.store.urlFor(key);
-  // A cheap early refusal; the authoritative check repeats under the lock on freshly loaded records.
+  // Validation and the early check read the tree: a transaction a crash left is finished first.
+  await recoverPending(
+    { root: options.root, siteDir: options.siteDir },
+    { timeoutMs: options.lockTimeoutMs ?? 60_000 },
+  );
+  // A cheap early answer; the authoritative check repeats under the lock on freshly loaded records.
   const recordPath = join(options.recordsDir, RECORD_PATHS.release(key.modId, key.version));
-  if (existsSync(recordPath))
-    throw versionExists(JSON.parse(readFileSync(recordPath, "utf8")) as ReleaseRecord);
+  const existing = readRecord(recordPath);
+  if (existing) {
+    if (!isSameRelease(existing, sidecar, sha256)) throw versionExists(existing);
+    return locked(options, async () => {
+      const current = readRecord(recordPath);
+      if (!current || !isSameRelease(current, sidecar, sha256)) throw versionExists(current ?? existing);
+      return alreadyPublished(options, current);
+    });
+  }
   // Validation (antivirus included) runs before the lock: publishers wait only for each other's commits.
   const report = await options.validate({
     packageBytes: bytes,
@@ -322,7 +366,10 @@ export async function publishRelease(
     // Re-read under the lock: another publisher may have committed since validation.
     const inputs = loadSiteInputs(options.config, options.recordsDir);
     const taken = inputs.records.find((r) => r.modId === key.modId && r.version === key.version);
-    if (taken) throw versionExists(taken);
+    if (taken) {
+      if (isSameRelease(taken, sidecar, sha256)) return alreadyPublished(options, taken);
+      throw versionExists(taken);
+    }
     // promote() refuses a taken key itself (artifact_exists), as late as possible.
     const artifact = await options.store.promote(key, bytes);
     let committed = false;
@@ -390,6 +437,42 @@ export async function publishRelease(
       throw error;
     }
   });
+}
+
+/**
+ * The record of exactly this release (version, bytes and metadata) when it is in the catalog, else
+ * null: what start-up reconciliation asks about a submission a crash left approved.
+ */
+export function findPublishedRelease(
+  options: Pick<PublisherOptions, "recordsDir">,
+  sidecar: ReleaseSubmission,
+  sha256: string,
+): ReleaseRecord | null {
+  const record = readRecord(join(options.recordsDir, RECORD_PATHS.release(sidecar.modId, sidecar.version)));
+  return record && isSameRelease(record, sidecar, sha256) ? record : null;
+}
+
+/** The answer to a publication of a release that is already there (checked under the lock). */
+async function alreadyPublished(
+  options: PublisherOptions,
+  record: ReleaseRecord,
+): Promise<PublicationResult> {
+  const key = { modId: record.modId, version: record.version, fileName: record.fileName };
+  if (!(await options.store.exists(key))) {
+    throw new SvcError(
+      "internal_error",
+      `${record.modId}@${record.version} has a release record but its artifact ${record.packageUrl} is missing; svc check lists it`,
+    );
+  }
+  return {
+    record,
+    changed: [],
+    artifact: { url: record.packageUrl, sha256: record.sha256, sizeBytes: record.packageSizeBytes },
+    written: [],
+    deleted: [],
+    report: null,
+    alreadyPublished: true,
+  };
 }
 
 async function changeVisibility(

@@ -3,13 +3,7 @@ import { readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { PortalConfig } from "../config/portal-config.ts";
 import { SvcError } from "../errors.ts";
-import {
-  commitFiles,
-  FileExistsError,
-  LockTimeoutError,
-  recoverTransactions,
-  withTreeLock,
-} from "./atomic-files.ts";
+import { commitFiles, FileExistsError, withPublishLock } from "./atomic-files.ts";
 import { checkContractRules } from "./contract-rules.ts";
 import { listGeneratedFiles, loadSiteInputs, renderSite, type SiteInputs } from "./site.ts";
 
@@ -47,11 +41,9 @@ export async function commitRecordUpdates(
   artifacts: ReadonlyArray<{ path: string; bytes: Uint8Array; sha256: string }> = [],
 ): Promise<{ written: string[]; deleted: string[] }> {
   try {
-    return await withTreeLock(
-      options.root,
+    return await withPublishLock(
+      { root: options.root, siteDir: options.siteDir },
       () => {
-        recoverTransactions(options.siteDir);
-        recoverTransactions(options.root);
         let inputs = loadSiteInputs(options.config, options.recordsDir);
         for (const update of updates) inputs = update.apply(inputs);
         const files = renderSite(inputs, options.siteDir, options.now ?? (() => new Date()));
@@ -96,7 +88,6 @@ export async function commitRecordUpdates(
       { timeoutMs: options.lockTimeoutMs ?? 60_000 },
     );
   } catch (error) {
-    if (error instanceof LockTimeoutError) throw new SvcError("conflict", error.message);
     if (error instanceof FileExistsError)
       throw new SvcError("artifact_exists", `${error.path} already exists and is never replaced`);
     throw error;

@@ -35,6 +35,7 @@ import { SITE_PATHS } from "../contracts/urls.ts";
 import { buildValidationContract } from "../contracts/validation-contract.ts";
 import { buildWorkflowDocument } from "../contracts/workflow.ts";
 import { listPageFiles, renderPages } from "../pages/render-pages.ts";
+import { recordsAtBase } from "./portal-base.ts";
 import { type CommitResult, commitFiles, listFilesUnder } from "./atomic-files.ts";
 import {
   loadOptionalJson,
@@ -86,7 +87,8 @@ export function loadSiteInputs(config: PortalConfig, recordsDir: string): SiteIn
   }
   return {
     config,
-    records: loadReleaseRecords(recordsDir, registry),
+    // Every reader sees the records at this portal's base (a loopback portal follows its port).
+    records: recordsAtBase(loadReleaseRecords(recordsDir, registry), config.baseUrl),
     manager: loadOptionalJson<TrackedRelease>(recordsDir, RECORD_PATHS.manager),
     framework: loadOptionalJson<TrackedRelease>(recordsDir, RECORD_PATHS.framework),
     gameBuilds: synced?.builds ?? config.gameBuilds,

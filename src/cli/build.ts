@@ -1,12 +1,13 @@
-import { withTreeLock } from "../catalog/atomic-files.ts";
+import { withPublishLock } from "../catalog/atomic-files.ts";
 import { loadSiteInputs, renderSite, writeSite } from "../catalog/site.ts";
 import { type CliIo, EXIT_OK } from "./io.ts";
-import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
+import { openProject, PROJECT_OPTIONS, parseFlags, recoveredLine } from "./project.ts";
 
 const HELP = `usage: svc build [--root DIR] [--config FILE] [--records DIR] [--site DIR]
 
 Regenerates every file under site/api/v1 from portal.config.json and records/, validates each
-against its schema, and writes them as one transaction (all files or none) under the publish lock.
+against its schema, and writes them as one transaction (all files or none) under the publish lock,
+after finishing any publication a crash interrupted.
 A rebuild with no input change changes no byte.
 `;
 
@@ -17,11 +18,16 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     return EXIT_OK;
   }
   const { paths, config } = openProject(values, io);
-  // Under the publish lock: a build never interleaves with a publication, sync or smoke record.
-  const { files, result } = await withTreeLock(paths.root, () => {
-    const files = renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir);
-    return { files, result: writeSite(paths.siteDir, files) };
-  });
+  // Under the publish lock, after recovery: a build never interleaves with a publication, sync or
+  // smoke record, and never renders from a transaction a crash left half-applied.
+  const { files, result } = await withPublishLock(
+    paths,
+    () => {
+      const files = renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir);
+      return { files, result: writeSite(paths.siteDir, files) };
+    },
+    { onRecovered: (r) => io.stderr.write(recoveredLine("build", r)) },
+  );
   io.stdout.write(
     `svc build: ${files.size} files, ${result.written.length} written, ${result.deleted.length} removed, ${result.unchanged} unchanged\n`,
   );

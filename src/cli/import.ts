@@ -20,6 +20,8 @@ site/downloads/mods/{modId}/{version}/{fileName} (never replacing an existing ar
 stored file, writes records/mods/{modId}/{version}.json, marks the previous newest version
 superseded, regenerates the catalog, index, detail and versions JSON, checks contract rules 1-6,
 and commits all of it as one transaction. Then run \`svc smoke --base-url URL --record\`.
+A publication a crash interrupted is finished (or undone) first; importing the same release again
+succeeds without changing anything, while other bytes or metadata for a taken version are refused.
 
   --clamd SPEC      clamd socket (unix:/run/clamav/clamd.ctl, /path, HOST:PORT); default $SVC_CLAMD
   --clamscan        scan with clamscan instead (slower); without a scanner nothing can be published
@@ -53,6 +55,14 @@ export function scannerFrom(
   }
   const spec = values.clamd ?? io.env.SVC_CLAMD;
   return spec ? createClamdScanner(parseClamdTarget(spec)) : null;
+}
+
+function isReadableFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }
 
 function checkTable(report: ValidationReport): string {
@@ -89,6 +99,16 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   const { paths, config } = openProject(values, io);
   const packagePath = resolve(io.cwd, values.package);
   const metadataPath = resolve(io.cwd, values.metadata);
+  for (const [code, flag, given, path] of [
+    ["package_unreadable", "--package", values.package, packagePath],
+    ["metadata_unreadable", "--metadata", values.metadata, metadataPath],
+  ] as const) {
+    if (isReadableFile(path)) continue;
+    const message = `${flag} ${given} is not a readable file (${path})`;
+    if (values.json) io.stdout.write(`${JSON.stringify({ ok: false, code, message }, null, 2)}\n`);
+    else io.stderr.write(`svc import: ${code}: ${message}\nnothing was published\n`);
+    return EXIT_USAGE;
+  }
   // Refuse before reading: a package over the cap is never loaded into memory.
   const size = statSync(packagePath).size;
   if (size > config.limits.maxPackageBytes) {
@@ -122,9 +142,16 @@ export async function run(args: string[], io: CliIo): Promise<number> {
       { packageBytes: readFileSync(packagePath), sidecar, source: { kind: "import" } },
     );
     const { record, artifact } = result;
+    if (result.alreadyPublished && !values.json) {
+      // A re-run (after a crash, or by a script) of a publication that is already complete.
+      io.stdout.write(
+        `svc import: ${record.modId}@${record.version} is already published with these exact bytes and metadata (sha256 ${record.sha256}); nothing changed\n`,
+      );
+      return EXIT_OK;
+    }
     if (values.json) {
       io.stdout.write(
-        `${JSON.stringify({ ok: true, record, changed: result.changed, artifact, written: result.written, deleted: result.deleted }, null, 2)}\n`,
+        `${JSON.stringify({ ok: true, alreadyPublished: result.alreadyPublished === true, record, changed: result.changed, artifact, written: result.written, deleted: result.deleted }, null, 2)}\n`,
       );
       return EXIT_OK;
     }

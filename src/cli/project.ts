@@ -2,6 +2,7 @@ import { type ParseArgsConfig, parseArgs } from "node:util";
 import { resolve } from "node:path";
 import { loadPortalConfig, type PortalConfig } from "../config/portal-config.ts";
 import { type ProjectPaths, projectPaths } from "../catalog/site.ts";
+import type { RecoveryResult } from "../catalog/atomic-files.ts";
 import type { CliIo } from "./io.ts";
 
 export const PROJECT_OPTIONS = {
@@ -29,4 +30,13 @@ export function openProject(
 
 export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(args: string[], options: T) {
   return parseArgs({ args, options, allowPositionals: false, strict: true });
+}
+
+/** The line a command prints when it found (and finished) a transaction a crash interrupted. */
+export function recoveredLine(command: string, result: RecoveryResult): string {
+  const parts = [
+    ...(result.completed ? [`${result.completed} committed transaction(s) completed`] : []),
+    ...(result.rolledBack ? [`${result.rolledBack} uncommitted transaction(s) rolled back`] : []),
+  ];
+  return `svc ${command}: recovered an interrupted publication: ${parts.join(", ")}\n`;
 }

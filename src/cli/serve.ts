@@ -1,20 +1,37 @@
 import { defaultRandomBytes } from "../accounts/secrets.ts";
 import { createSubmissionsRuntime } from "../submissions/runtime.ts";
 import { join, relative } from "node:path";
-import { recoverTransactions } from "../catalog/atomic-files.ts";
+import { withPublishLock } from "../catalog/atomic-files.ts";
 import { loadSiteInputs, renderSite, writeSite } from "../catalog/site.ts";
 import { parseSettings, type RuntimeSettings } from "../config/settings.ts";
 import { ENDPOINTS } from "../contracts/endpoints.ts";
 import { createAppContext } from "../http/app.ts";
 import { createPortalServer, listen } from "../http/server.ts";
+import { createStore } from "../store/index.ts";
+import type { StartupRecovery } from "../submissions/recovery.ts";
 import { type CliIo, EXIT_OK, EXIT_USAGE } from "./io.ts";
-import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
+import {
+  describeBaseUrl,
+  devPortalConfig,
+  RESET_LIMITS_HINT,
+  resetLimits,
+  resolvePort,
+  restoreConfiguredSite,
+} from "./dev-portal.ts";
+import { startDevExample } from "./example.ts";
+import { openProject, PROJECT_OPTIONS, parseFlags, recoveredLine } from "./project.ts";
 
-const HELP = `usage: svc serve [--port 8787] [--host 127.0.0.1] [--dev] [--root DIR] [--site DIR]
+const HELP = `usage: svc serve [--port 8787] [--host 127.0.0.1] [--dev] [--no-example] [--reset-limits]
+                 [--root DIR] [--site DIR]
 
 Runs the local portal: the static site with every contract route (also without .json), and the
 backend routes on one process. --dev turns on the developer switches npm start uses
-(SVC_DEV_EMAIL=return-token, SVC_LIVE_UPLOADS=1) unless the environment already sets them.
+(SVC_DEV_EMAIL=return-token, SVC_LIVE_UPLOADS=1) unless the environment already sets them; with a
+loopback baseUrl the documents then link to the port it listens on, and an empty portal publishes
+the example mod (pulls-template/example-mod) through the importer.
+
+  --no-example     do not publish the example mod (also SVC_EXAMPLE=0)
+  --reset-limits   clear every rate-limit window before serving
 `;
 
 export async function run(args: string[], io: CliIo): Promise<number> {
@@ -23,6 +40,8 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     port: { type: "string" },
     host: { type: "string" },
     dev: { type: "boolean" },
+    "no-example": { type: "boolean" },
+    "reset-limits": { type: "boolean" },
   });
   if (values.help) {
     io.stdout.write(HELP);
@@ -35,22 +54,37 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   }
   const host = values.host ?? "127.0.0.1";
   const env = values.dev ? { SVC_DEV_EMAIL: "return-token", SVC_LIVE_UPLOADS: "1", ...io.env } : io.env;
-  const { paths, config } = openProject(values, io);
+  const { paths, config: configured } = openProject(values, io);
+  const listenPort = values.dev ? await resolvePort(host, port) : port;
+  const config = values.dev ? devPortalConfig(configured, host, listenPort) : configured;
   const settings = parseSettings(env, { dataDir: join(paths.root, ".data") });
-  // A publication that crashed is rolled back before anything is served (publisher transactions are
-  // rooted at the project, builds at the site).
-  recoverTransactions(paths.root);
-  recoverTransactions(paths.siteDir);
-  // The portal always serves what svc build would write, so a fresh clone needs no separate build step.
-  const build = writeSite(paths.siteDir, renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir));
+  // The store first: on PGlite it locks the data folder, so a second portal on the same folder is
+  // refused (data_dir_locked) before it touches anything.
+  const store = await createStore(settings);
+  // Under the publish lock (a running import or publication finishes first), a publication a crash
+  // interrupted is recovered before anything is served, and the site regenerated: the portal always
+  // serves what svc build would write, so a fresh clone needs no separate build step.
+  let recovered = "";
+  const build = await withPublishLock(
+    paths,
+    () => writeSite(paths.siteDir, renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir)),
+    { onRecovered: (r) => (recovered = recoveredLine("serve", r)) },
+  ).catch(async (error) => {
+    await store.close();
+    throw error;
+  });
+  if (recovered) io.stderr.write(recovered);
   const log = (line: string) => io.stderr.write(`${line}\n`);
   // Dev email lines (tokens) go to stdout with the start-up banner, so a person running npm start sees them.
   const app = await createAppContext({
     config,
     settings,
     siteDir: paths.siteDir,
+    store,
     log: (line) => (line.startsWith("[dev email]") ? io.stdout.write(`${line}\n`) : log(line)),
+    ...(values.dev ? { rateLimitResetHint: RESET_LIMITS_HINT } : {}),
   });
+  const limitsLine = values["reset-limits"] ? await resetLimits(app.store) : null;
   // The upload pipeline: private staging under the data dir, the publisher, the mod-validation worker.
   const pipeline = createSubmissionsRuntime({
     config,
@@ -64,8 +98,10 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     log,
   });
   app.submissions = pipeline.runtime;
+  // Orphaned uploads removed, interrupted validations resumed, stranded publications completed.
+  const startup = await pipeline.ready;
   const server = createPortalServer(app);
-  const bound = await listen(server, port, host);
+  const bound = await listen(server, listenPort, host);
   const origin = `http://${host.includes(":") ? `[${host}]` : host}:${bound.port}`;
   const implemented = ENDPOINTS.filter((e) => e.status === "implemented").map((e) => e.id);
   io.stdout.write(
@@ -79,20 +115,52 @@ export async function run(args: string[], io: CliIo): Promise<number> {
       `  antivirus   ${pipeline.scannerDescription}`,
       `  github      ${pipeline.githubDescription}`,
       `  staging     ${join(settings.dataDir, "uploads", "staging")} (private)`,
+      ...describeStartup(startup),
       `  dev email   ${describeEmail(settings)}`,
       `  uploads     ${settings.liveUploads ? "ON (SVC_LIVE_UPLOADS=1)" : "off (uploads_disabled)"}`,
-      `  base URL    ${config.baseUrl}${config.baseUrl !== origin ? `  (portal.config.json; documents link there, not to ${origin})` : ""}`,
+      describeBaseUrl(config, configured, origin),
+      ...(limitsLine
+        ? [limitsLine]
+        : values.dev
+          ? ["  limits      rate-limit windows survive restarts; `npm start -- --reset-limits` clears them"]
+          : []),
       "",
     ].join("\n"),
   );
+  const example = startDevExample({
+    dev: values.dev === true,
+    noExample: values["no-example"] === true,
+    env: io.env,
+    root: paths.root,
+    recordsDir: paths.recordsDir,
+    siteDir: paths.siteDir,
+    config,
+    settings,
+    write: (lines) => io.stdout.write(`${lines.join("\n")}\n`),
+  });
   await new Promise<void>((resolve) => {
     const stop = () => server.close(() => resolve());
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
   });
+  await example;
+  if (config !== configured) await restoreConfiguredSite(paths, configured);
   await pipeline.worker.stop();
+  await app.accounts?.flushPendingWrites();
   await app.store?.close();
   return EXIT_OK;
+}
+
+/** The start-up line for what a crash of the previous process left and this one put right. */
+function describeStartup(startup: StartupRecovery): string[] {
+  const done = [
+    startup.resumedValidations && `${startup.resumedValidations} interrupted validation(s) resumed`,
+    startup.completedPublications.length &&
+      `${startup.completedPublications.length} interrupted publication(s) completed (${startup.completedPublications.join(", ")})`,
+    startup.partialFiles && `${startup.partialFiles} partial upload(s) removed`,
+    startup.orphanedPackages && `${startup.orphanedPackages} orphaned staged package(s) removed`,
+  ].filter(Boolean);
+  return done.length > 0 ? [`  recovered   ${done.join("; ")}`] : [];
 }
 
 function describeEmail(settings: RuntimeSettings): string {

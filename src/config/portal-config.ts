@@ -82,3 +82,36 @@ export function loadPortalConfig(path: string): PortalConfig {
   }
   return parsePortalConfig(value, path);
 }
+
+const LOOPBACK_HOSTNAMES = new Set(["127.0.0.1", "localhost", "[::1]"]);
+const WILDCARD_HOSTS = new Set(["", "0.0.0.0", "::", "[::]"]);
+
+/** An http(s) base on this machine: a development portal, never a public one. */
+export function isLoopbackBaseUrl(baseUrl: string): boolean {
+  try {
+    const url = new URL(baseUrl);
+    return (url.protocol === "http:" || url.protocol === "https:") && LOOPBACK_HOSTNAMES.has(url.hostname);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The base URL a development portal serves when it listens at host:port. A loopback baseUrl follows
+ * the listening origin (a newcomer's `PORT=8799 npm start` must link to 8799, not to the configured
+ * port where nothing answers); the path prefix is kept. A public baseUrl, or a listening address
+ * other machines use, is returned unchanged: those links are the operator's to choose.
+ */
+export function listeningBaseUrl(baseUrl: string, listening: { host: string; port: number }): string {
+  if (!isLoopbackBaseUrl(baseUrl)) return baseUrl;
+  const url = new URL(baseUrl);
+  const host =
+    listening.host.includes(":") && !listening.host.startsWith("[") ? `[${listening.host}]` : listening.host;
+  if (!WILDCARD_HOSTS.has(host)) {
+    if (!LOOPBACK_HOSTNAMES.has(host)) return baseUrl;
+    url.hostname = host;
+  }
+  url.port = String(listening.port);
+  // URL keeps a lone "/" path; baseUrl never ends in a slash.
+  return url.toString().replace(/\/+$/, "");
+}

@@ -11,6 +11,7 @@ import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
 import { appInstallation } from "../github/app-auth.ts";
 import { createGitHubLink, type GitHubLink, reportOnce } from "./github-link.ts";
+import { recoverSubmissionsAtStart } from "./recovery.ts";
 import { startValidationWorker } from "./worker.ts";
 
 const DEBIAN_CLAMD_SOCKET = "/var/run/clamav/clamd.ctl";
@@ -98,24 +99,40 @@ export function createSubmissionsRuntime(setup: SubmissionsSetup) {
     validate: runnerValidator({ siteDir: setup.siteDir, scanner: scanner.create(), clock: setup.now }),
     now: setup.now,
   };
-  const worker = startValidationWorker({
+  // What a crash of the previous process left (orphaned uploads, held leases, stranded publications)
+  // is put right before the worker claims anything. PGlite holds its data folder exclusively.
+  const ready = recoverSubmissionsAtStart({
     store: setup.store,
     config: setup.config,
     now: setup.now,
     random: setup.random,
-    siteDir: setup.siteDir,
     storageRoot: setup.settings.dataDir,
-    scanner: scanner.create,
+    exclusive: setup.store.kind === "pglite",
+    publisher,
     log: setup.log,
-    ...(github
-      ? {
-          onCompleted: async (id: string) => {
-            await reportOnce(setup, github, id);
-          },
-        }
-      : {}),
   });
+  const worker = startValidationWorker(
+    {
+      store: setup.store,
+      config: setup.config,
+      now: setup.now,
+      random: setup.random,
+      siteDir: setup.siteDir,
+      storageRoot: setup.settings.dataDir,
+      scanner: scanner.create,
+      log: setup.log,
+      ...(github
+        ? {
+            onCompleted: async (id: string) => {
+              await reportOnce(setup, github, id);
+            },
+          }
+        : {}),
+    },
+    { startAfter: ready.catch(() => null) },
+  );
   return {
+    ready,
     scannerDescription: scanner.describe,
     githubDescription: github
       ? `pull requests on ${github.repository} (uploads open a submission PR through the app)`

@@ -232,7 +232,7 @@ function detailPage(report: ValidationReport, sidecar: Sidecar, catalog: Catalog
 /** Polls the queue until stopped; one job at a time per process. */
 export function startValidationWorker(
   deps: WorkerDeps,
-  options: { intervalMs?: number } = {},
+  options: { intervalMs?: number; startAfter?: Promise<unknown> } = {},
 ): { stop: () => Promise<void>; kick: () => void } {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -252,7 +252,8 @@ export function startValidationWorker(
       if (!stopped) timer = setTimeout(tick, options.intervalMs ?? 1000);
     })();
   };
-  tick();
+  // Start-up recovery (released leases, orphans) runs before the first claim; its failure is logged there.
+  (options.startAfter ?? Promise.resolve()).then(tick, tick);
   return {
     stop: async () => {
       stopped = true;

@@ -1,10 +1,17 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { normalizeImportArgs } from "../../src/cli/import.ts";
 import { clamscanPath, eicar, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
-import { type CatalogProject, catalogProject, modRelease, runCli } from "../support/catalog-project.ts";
+import { publishRelease } from "../../src/catalog/publisher.ts";
+import {
+  type CatalogProject,
+  catalogProject,
+  modRelease,
+  publisherOptions,
+  runCli,
+} from "../support/catalog-project.ts";
 
 let project: CatalogProject;
 afterEach(() => project?.cleanup());
@@ -38,7 +45,7 @@ describe("normalizeImportArgs", () => {
 describe.skipIf(shouldSkip(clamscanPath, "clamscan"))(
   "svc import with the real validation runner and clamscan",
   () => {
-    it("publishes, prints what it did, and refuses a re-import", async () => {
+    it("publishes, prints what it did, answers a re-import of the same release as done, and refuses other bytes", async () => {
       project = catalogProject();
       const { sidecar } = writeRelease(project);
       const first = await runCli(
@@ -57,9 +64,25 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))(
         ["import", "--package", "pkg.zip", "--metadata", "release.json", "--clamscan-db", db],
         project.root,
       );
-      expect(again.code).toBe(1);
-      expect(again.stderr).toMatch(/version_exists: better-hud@1\.0\.0 already exists/);
+      expect(again.stderr).toBe("");
+      expect(again.code).toBe(0);
+      expect(again.stdout).toMatch(
+        /better-hud@1\.0\.0 is already published with these exact bytes and metadata/,
+      );
       expect(project.snapshot()).toEqual(before);
+      writeRelease(project, { extraFiles: { "Content/readme.txt": "other bytes" } });
+      const other = await runCli(
+        ["import", "--package", "pkg.zip", "--metadata", "release.json", "--clamscan-db", db],
+        project.root,
+      );
+      expect(other.code).toBe(1);
+      expect(other.stderr).toMatch(/version_exists: better-hud@1\.0\.0 already exists/);
+      const after = project.snapshot();
+      after.delete("pkg.zip");
+      after.delete("release.json");
+      before.delete("pkg.zip");
+      before.delete("release.json");
+      expect(after).toEqual(before);
     });
 
     it("shows the check table and publishes nothing when a check fails (malware, then no scanner)", async () => {
@@ -88,3 +111,40 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))(
     });
   },
 );
+
+describe("svc check on the artifacts the records name", () => {
+  it("fails on a missing, resized or (with --hashes) altered artifact and on one no record names", async () => {
+    project = catalogProject();
+    const { packageBytes, sidecar } = modRelease();
+    await publishRelease(publisherOptions(project), { packageBytes, sidecar, source: { kind: "import" } });
+    const artifact = join(project.root, "site/downloads/mods/better-hud/1.0.0/better-hud-1.0.0.zip");
+    const ok = await runCli(["check", "--hashes"], project.root);
+    expect(ok.stderr).toBe("");
+    expect(ok.stdout).toMatch(/1 portal-hosted artifact\(s\) present at their recorded size and sha256/);
+
+    // What a crash before the artifact was placed used to leave: a catalog listing a missing file.
+    rmSync(artifact);
+    const missing = await runCli(["check"], project.root);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(
+      /artifact missing: site\/downloads\/mods\/better-hud\/1\.0\.0\/better-hud-1\.0\.0\.zip \(better-hud@1\.0\.0 \(published\)\)/,
+    );
+    writeFileSync(artifact, packageBytes.subarray(1));
+    expect((await runCli(["check"], project.root)).stderr).toMatch(
+      /artifact size: .* is \d+ bytes; the record says \d+/,
+    );
+    const altered = Buffer.from(packageBytes);
+    altered[10] = (altered[10] ?? 0) ^ 1;
+    writeFileSync(artifact, altered);
+    expect((await runCli(["check"], project.root)).code).toBe(0); // sizes only: one stat per artifact
+    expect((await runCli(["check", "--hashes"], project.root)).stderr).toMatch(
+      /artifact sha256: .* hashes to [0-9a-f]{64}; the record says/,
+    );
+    writeFileSync(artifact, packageBytes);
+    mkdirSync(join(project.root, "site/downloads/mods/better-hud/9.9.9"), { recursive: true });
+    writeFileSync(join(project.root, "site/downloads/mods/better-hud/9.9.9/x.zip"), "stray");
+    expect((await runCli(["check"], project.root)).stderr).toMatch(
+      /stray artifact: site\/downloads\/mods\/better-hud\/9\.9\.9\/x\.zip is named by no release record/,
+    );
+  });
+});

@@ -1,8 +1,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SimulatedCrash, recoverTransactions, withTreeLock } from "../../src/catalog/atomic-files.ts";
+import { recoverTransactions, withTreeLock } from "../../src/catalog/atomic-files.ts";
 import { hideRelease, publishRelease, unhideRelease } from "../../src/catalog/publisher.ts";
+import { commitRecordUpdates } from "../../src/catalog/rebuild.ts";
 import type { ReleaseRecord } from "../../src/catalog/records.ts";
 import { loadSiteInputs, renderSite } from "../../src/catalog/site.ts";
 import { checkContractRules } from "../../src/catalog/contract-rules.ts";
@@ -14,6 +15,7 @@ import {
   publisherOptions,
   stubValidator,
 } from "../support/catalog-project.ts";
+import { freezeDisk, withFrozenDisk } from "../support/freeze-fs.ts";
 
 let project: CatalogProject;
 afterEach(() => project?.cleanup());
@@ -95,13 +97,30 @@ describe("publisher", () => {
     expect(project.exists(".svc-tmp/staging")).toBe(false);
   });
 
-  it("refuses a re-import (version_exists) and a taken artifact URL (artifact_exists), changing no byte", async () => {
+  it("answers the same release again as already published, refuses other bytes or metadata (version_exists) and a taken artifact URL (artifact_exists), changing no byte", async () => {
     project = catalogProject();
-    await publish(project);
+    const first = await publish(project);
+    expect(first.alreadyPublished).toBeUndefined();
     const before = project.snapshot();
-    const error = await expectCode(publish(project), "version_exists");
+    const validate = stubValidator();
+    const again = await publish(project, {}, { validate });
+    expect(again).toMatchObject({ alreadyPublished: true, written: [], deleted: [], changed: [] });
+    expect(again.record).toEqual(first.record);
+    expect(again.artifact).toEqual(first.artifact);
+    expect(validate.calls).toBe(0);
+    const error = await expectCode(
+      publish(project, { extraFiles: { "Content/readme.txt": "other bytes" } }),
+      "version_exists",
+    );
     expect(error.message).toMatch(/better-hud@1\.0\.0 already exists/);
-    expect(project.snapshot()).toEqual(before);
+    await expectCode(publish(project, { name: "Better HUD renamed" }), "version_exists");
+    await hideRelease(publisherOptions(project), "better-hud", "1.0.0");
+    await expectCode(publish(project), "version_exists");
+    await unhideRelease(publisherOptions(project), "better-hud", "1.0.0");
+    for (const [path, hash] of before) {
+      if (path !== "records/mods/better-hud/1.0.0.json")
+        expect(project.snapshot().get(path), path).toBe(hash);
+    }
 
     // A stray artifact at a version's URL (no record): never replaced.
     const { packageBytes, sidecar } = modRelease({ version: "2.0.0" });
@@ -250,46 +269,104 @@ describe("publisher", () => {
     expectNoDrift(project);
   });
 
-  it("recovers a crash mid-publish: the transaction is rolled back to the previous bytes", async () => {
+  it("a crash before the commit point is rolled back, one after it completed, and nothing is deleted later", async () => {
+    /** A fresh project with 1.0.0, then 1.1.0 published with the disk frozen from operation crashAt. */
+    const attempt = async (crashAt: number) => {
+      project?.cleanup();
+      project = catalogProject();
+      await publish(project);
+      const disk = freezeDisk(crashAt);
+      await publish(project, { version: "1.1.0" }).catch(() => undefined);
+      return { ...disk.stop(), log: disk.log };
+    };
+    const whole = await attempt(Number.POSITIVE_INFINITY);
+    const published = project.snapshot();
+    const commitPoint =
+      whole.log.findIndex((op) => op.name === "renameSync" && op.path.includes("/txn-")) + 1;
+    expect(commitPoint).toBeGreaterThan(0);
+    const killed = [
+      "records/mods/better-hud/1.1.0.json",
+      "site/downloads/mods/better-hud/1.1.0/better-hud-1.1.0.zip",
+    ];
+    for (const [crashAt, expected] of [
+      [commitPoint, "old"],
+      [commitPoint + 1, "new"],
+      [commitPoint + 4, "new"],
+    ] as const) {
+      expect((await attempt(crashAt)).frozen).toBe(true);
+      // The next publication of another mod recovers first: rolled back, or completed and kept.
+      await publish(project, { modId: "other-mod", name: "Other" });
+      const after = project.snapshot();
+      for (const path of killed) {
+        const what = `${path} after a crash at operation ${crashAt} (commit point ${commitPoint})`;
+        if (expected === "new") expect(after.get(path), what).toBe(published.get(path));
+        else expect(after.has(path), what).toBe(false);
+      }
+      expectNoDrift(project);
+    }
+  });
+
+  it("svc sync and smoke --record (commitRecordUpdates) finish a crashed publication before they write", async () => {
     project = catalogProject();
     await publish(project);
-    const before = project.snapshot();
-    const commit = {
-      beforeApply: (index: number) => {
-        if (index === 4) throw new SimulatedCrash("power cut (injected)");
+    // A dry run on a twin project finds the commit point (the rename of the txn- folder).
+    const twin = catalogProject();
+    await publishRelease(publisherOptions(twin), { ...modRelease(), source: { kind: "import" } });
+    const dry = freezeDisk(Number.POSITIVE_INFINITY);
+    await publishRelease(publisherOptions(twin), {
+      ...modRelease({ version: "1.1.0" }),
+      source: { kind: "import" },
+    });
+    dry.stop();
+    twin.cleanup();
+    const commitPoint = dry.log.findIndex((op) => op.name === "renameSync" && op.path.includes("/txn-")) + 1;
+    expect(commitPoint).toBeGreaterThan(0);
+    // Frozen just after the commit point: committed, nothing renamed into place yet.
+    const disk = freezeDisk(commitPoint + 1);
+    await publish(project, { version: "1.1.0" }).catch(() => undefined);
+    expect(disk.stop().frozen).toBe(true);
+    expect(project.exists("records/mods/better-hud/1.1.0.json")).toBe(false);
+    await commitRecordUpdates(
+      {
+        root: project.root,
+        recordsDir: project.recordsDir,
+        siteDir: project.siteDir,
+        config: project.config,
       },
-    };
-    await expect(publish(project, { version: "1.1.0" }, { commit })).rejects.toBeInstanceOf(SimulatedCrash);
-    // Half-applied on disk now; recovery (run by every publisher before it starts) restores it.
-    expect(project.snapshot()).not.toEqual(before);
-    expect(recoverTransactions(project.root).rolledBack).toBe(1);
-    expect(project.snapshot()).toEqual(before);
-    // And the crashed version can be published afterwards.
-    await publish(project, { version: "1.1.0" });
+      [
+        {
+          path: "manager.json",
+          text: `${JSON.stringify({ version: null }, null, 2)}\n`,
+          apply: (inputs) => ({ ...inputs, manager: { version: null } }),
+        },
+      ],
+    );
+    expect(project.exists("records/mods/better-hud/1.1.0.json")).toBe(true);
+    expect(project.exists("site/downloads/mods/better-hud/1.1.0/better-hud-1.1.0.zip")).toBe(true);
     expectNoDrift(project);
   });
 
-  it("rolls back a crashed site build before publishing, so that journal can never undo the publication", async () => {
+  it("finishes a crashed site build before publishing, so that journal can never undo the publication", async () => {
     project = catalogProject();
     await publish(project);
     const { commitFiles } = await import("../../src/catalog/atomic-files.ts");
-    const crash = () => {
-      throw new SimulatedCrash("build killed (injected)");
-    };
-    expect(() =>
-      commitFiles(
-        project.siteDir,
-        {
-          write: new Map([
-            ["api/v1/catalog.json", "half-written build\n"],
-            ["api/v1/mods/index.json", "half-written build\n"],
-          ]),
-        },
-        { beforeApply: (i) => (i === 1 ? crash() : undefined) },
-      ),
-    ).toThrow(SimulatedCrash);
+    const build = () =>
+      commitFiles(project.siteDir, {
+        write: new Map([
+          ["api/v1/mods/index.json", project.read("site/api/v1/mods/index.json").replace("\n", " \n")],
+        ]),
+      });
+    const scratch = catalogProject();
+    const dry = freezeDisk(Number.POSITIVE_INFINITY);
+    commitFiles(scratch.siteDir, { write: new Map([["api/v1/mods/index.json", "x"]]) });
+    const commitPoint = dry.log.findIndex((op) => op.name === "renameSync" && op.path.includes("/txn-")) + 1;
+    dry.stop();
+    scratch.cleanup();
+    // The build dies right after its commit point: its journal under site/ says "committed".
+    expect(withFrozenDisk(commitPoint + 1, build).frozen).toBe(true);
+    expect(project.exists("site/.svc-tmp")).toBe(true);
     await publish(project, { version: "1.1.0" });
-    expect(recoverTransactions(project.siteDir).rolledBack).toBe(0);
+    expect(recoverTransactions(project.siteDir)).toEqual({ rolledBack: 0, completed: 0 });
     expectNoDrift(project);
   });
 
@@ -303,10 +380,16 @@ describe("publisher", () => {
     expect(b.record.modId).toBe("beta-mod");
     const catalog = json<{ mods: Array<{ id: string }> }>(project.read("site/api/v1/catalog.json"));
     expect(catalog.mods.map((m) => m.id)).toEqual(["alpha-mod", "beta-mod"]);
-    // The same version twice at once: exactly one wins.
+    // The same release twice at once: one publishes, the other finds it published; other bytes
+    // for the same version at once: exactly one wins.
+    const same = await Promise.all([
+      publish(project, { modId: "gamma-mod", name: "Gamma" }),
+      publish(project, { modId: "gamma-mod", name: "Gamma" }),
+    ]);
+    expect(same.map((r) => r.alreadyPublished === true).sort()).toEqual([false, true]);
     const results = await Promise.allSettled([
-      publish(project, { modId: "gamma-mod", name: "Gamma" }),
-      publish(project, { modId: "gamma-mod", name: "Gamma" }),
+      publish(project, { modId: "delta-mod", name: "Delta" }),
+      publish(project, { modId: "delta-mod", name: "Delta", extraFiles: { "Content/x.txt": "x" } }),
     ]);
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
     const rejected = results.find((r) => r.status === "rejected") as PromiseRejectedResult;

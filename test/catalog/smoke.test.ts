@@ -38,7 +38,8 @@ describe("public smoke", () => {
     expect(extensionlessAlias("api/v1/mods/x-y/index.json")).toBe("api/v1/mods/x-y");
     expect(extensionlessAlias("api/v1/mods/x-y/versions.json")).toBe("api/v1/mods/x-y/versions");
     expect(extensionlessAlias("api/v1/publishing/workflow.json")).toBe("api/v1/publishing/workflow");
-    expect(extensionlessAlias("api/v1/runtime/latest.json")).toBeNull();
+    expect(extensionlessAlias("api/v1/runtime/latest.json")).toBe("api/v1/runtime/latest");
+    expect(extensionlessAlias("api/v1/schemas/catalog.schema.json")).toBeNull();
   });
 
   it("passes against the local server after an import", async () => {

@@ -5,12 +5,16 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  utimesSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawn } from "node:child_process";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { commitFiles, recoverTransactions, SimulatedCrash } from "../../src/catalog/atomic-files.ts";
+import { holderAlive, type LockHolder, removeLeftovers, tryLock } from "../../src/store/lock-file.ts";
+import { withFrozenDisk } from "../support/freeze-fs.ts";
+import { commitFiles, FileExistsError, recoverTransactions } from "../../src/catalog/atomic-files.ts";
 
 let root: string;
 beforeEach(() => {
@@ -69,7 +73,7 @@ describe("commitFiles", () => {
     expect(readdirSync(join(root, ".svc-tmp"))).toEqual([]);
   });
 
-  it("leaves every file byte-identical when a rename fails part-way", () => {
+  it("leaves every file byte-identical when a step before the commit point fails", () => {
     const before = snapshot();
     expect(() =>
       commitFiles(root, changes(), {
@@ -80,35 +84,53 @@ describe("commitFiles", () => {
     ).toThrow("disk full");
     expect(snapshot()).toEqual(before);
     expect(existsSync(join(root, "api/v1/mods/b"))).toBe(false);
+    expect(readdirSync(join(root, ".svc-tmp"))).toEqual([]);
   });
 
-  it("rolls a crashed transaction back on recovery, byte for byte", () => {
+  it("removes its own create-only files when the last check before the commit point fails, and never replaces one", () => {
     const before = snapshot();
+    const create = new Map([["downloads/a/1.0.0/a.zip", "artifact bytes"]]);
     expect(() =>
-      commitFiles(root, changes(), {
-        beforeApply: (i) => {
-          if (i === 3) throw new SimulatedCrash("killed");
+      commitFiles(
+        root,
+        { ...changes(), create },
+        {
+          beforeCommit: () => {
+            // Placed (create-only files land before the commit point), nothing else yet.
+            expect(readFileSync(join(root, "downloads/a/1.0.0/a.zip"), "utf8")).toBe("artifact bytes");
+            expect(readFileSync(join(root, "api/v1/catalog.json"), "utf8")).toBe("old catalog");
+            throw new Error("not the hashed inode");
+          },
         },
-      }),
-    ).toThrow(SimulatedCrash);
-    // Mid-crash the tree is half-applied; recovery restores it.
-    expect(readFileSync(join(root, "api/v1/catalog.json"), "utf8")).toBe("new catalog");
-    expect(recoverTransactions(root)).toEqual({ rolledBack: 1 });
+      ),
+    ).toThrow("not the hashed inode");
     expect(snapshot()).toEqual(before);
+    expect(existsSync(join(root, "downloads"))).toBe(false);
+    commitFiles(root, { write: new Map(), create });
+    expect(() =>
+      commitFiles(root, { write: new Map(), create: new Map([["downloads/a/1.0.0/a.zip", "other"]]) }),
+    ).toThrow(FileExistsError);
+    expect(readFileSync(join(root, "downloads/a/1.0.0/a.zip"), "utf8")).toBe("artifact bytes");
   });
 
-  it("recovers a crash before the next commit starts", () => {
+  it("rolls back a transaction journal of the previous format (backups) left by a crash", () => {
     const before = snapshot();
-    expect(() =>
-      commitFiles(root, changes(), {
-        beforeApply: (i) => {
-          if (i === 1) throw new SimulatedCrash("killed");
-        },
-      }),
-    ).toThrow();
-    const result = commitFiles(root, { write: new Map([["api/v1/other.json", "x"]]) });
-    expect(result.written).toEqual(["api/v1/other.json"]);
-    expect(snapshot()).toEqual({ ...before, "api/v1/other.json": "x" });
+    const txn = join(root, ".svc-tmp/txn-1-legacy");
+    mkdirSync(join(txn, "backup"), { recursive: true });
+    mkdirSync(join(txn, "next"), { recursive: true });
+    // The old publisher had renamed the new catalog in and written a new file, then died.
+    writeFileSync(join(txn, "backup/0"), "old catalog");
+    writeFileSync(join(root, "api/v1/catalog.json"), "new catalog");
+    writeFileSync(join(root, "api/v1/new.json"), "new");
+    writeFileSync(
+      join(txn, "journal.json"),
+      JSON.stringify([
+        { path: "api/v1/catalog.json", next: "next/0", backup: "backup/0" },
+        { path: "api/v1/new.json", next: "next/1", backup: null },
+      ]),
+    );
+    expect(recoverTransactions(root)).toEqual({ rolledBack: 1, completed: 0 });
+    expect(snapshot()).toEqual(before);
   });
 
   it("refuses paths that leave the tree", () => {
@@ -116,5 +138,126 @@ describe("commitFiles", () => {
       /outside the tree/,
     );
     expect(existsSync(join(root, "..", "escape.json"))).toBe(false);
+  });
+});
+
+describe("crash at every file operation (disk frozen in-process)", () => {
+  const create = () => new Map([["downloads/b/1.0.0/b.zip", "artifact"]]);
+  const all = () => ({ ...changes(), create: create() });
+
+  function fresh(): { old: Record<string, string>; next: Record<string, string> } {
+    rmSync(root, { recursive: true, force: true });
+    mkdirSync(join(root, "api/v1/mods/a"), { recursive: true });
+    writeFileSync(join(root, "api/v1/catalog.json"), "old catalog");
+    writeFileSync(join(root, "api/v1/mods/a/index.json"), "old a");
+    writeFileSync(join(root, "api/v1/stale.json"), "stale");
+    return {
+      old: snapshot(),
+      next: {
+        "api/v1/catalog.json": "new catalog",
+        "api/v1/mods/a/index.json": "new a",
+        "api/v1/mods/b/index.json": "new b",
+        "downloads/b/1.0.0/b.zip": "artifact",
+      },
+    };
+  }
+
+  let profiled: { total: number; commitPoint: number } | undefined;
+  /** How many mutating operations a whole commit takes, and which one is the commit point. */
+  function profile(): { total: number; commitPoint: number } {
+    profiled ??= measure();
+    return profiled;
+  }
+  function measure(): { total: number; commitPoint: number } {
+    fresh();
+    const { operations } = withFrozenDisk(Number.POSITIVE_INFINITY, () => commitFiles(root, all()));
+    // The commit point is the rename of txn-* to commit-*: find its index by freezing just after it.
+    for (let n = 1; n <= operations; n++) {
+      fresh();
+      withFrozenDisk(n + 1, () => commitFiles(root, all()));
+      const pending = existsSync(join(root, ".svc-tmp")) ? readdirSync(join(root, ".svc-tmp")) : [];
+      if (pending.some((name) => name.startsWith("commit-"))) return { total: operations, commitPoint: n };
+    }
+    throw new Error("no commit point found");
+  }
+
+  it("recovery always ends in the complete old or new state: old before the commit point, new after", () => {
+    const { total, commitPoint } = profile();
+    expect(total).toBeGreaterThan(10);
+    for (let n = 1; n <= total + 1; n++) {
+      const { old, next } = fresh();
+      const run = withFrozenDisk(n, () => commitFiles(root, all()));
+      expect(run.frozen, `operation ${n}`).toBe(n <= total);
+      recoverTransactions(root);
+      expect(snapshot(), `crash before operation ${n} (commit point ${commitPoint})`).toEqual(
+        n <= commitPoint ? old : next,
+      );
+      expect(existsSync(join(root, ".svc-tmp")) ? readdirSync(join(root, ".svc-tmp")) : []).toEqual([]);
+    }
+  });
+
+  it("a crash during recovery is finished by the next recovery, on both sides of the commit point", () => {
+    const { commitPoint } = profile();
+    for (const crashAt of [commitPoint, commitPoint + 1, commitPoint + 3]) {
+      let recoveryOps = 0;
+      for (let m = 1; ; m++) {
+        const { old, next } = fresh();
+        withFrozenDisk(crashAt, () => commitFiles(root, all()));
+        const during = withFrozenDisk(m, () => recoverTransactions(root));
+        recoverTransactions(root);
+        expect(snapshot(), `commit crashed at ${crashAt}, recovery at ${m}`).toEqual(
+          crashAt <= commitPoint ? old : next,
+        );
+        if (!during.frozen) {
+          recoveryOps = m;
+          break;
+        }
+      }
+      expect(recoveryOps).toBeGreaterThan(1);
+    }
+  });
+});
+
+describe("lock files", () => {
+  const holder = (over: Partial<LockHolder>): LockHolder => ({
+    pid: process.pid,
+    host: hostname(),
+    startedAt: new Date().toISOString(),
+    purpose: "test",
+    token: "t",
+    ...over,
+  });
+
+  it("tells a live holder from a dead one: gone pid, reused pid, this process's previous life; another host counts as live", async () => {
+    const sleeper = spawn("sleep", ["30"]);
+    try {
+      await new Promise((r) => setTimeout(r, 100));
+      const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+      expect(holderAlive(holder({ pid: sleeper.pid!, startedAt: new Date().toISOString() }))).toBe(true);
+      // The pid exists but its process started after the lock was taken: the pid was reused.
+      expect(holderAlive(holder({ pid: sleeper.pid!, startedAt: hourAgo }))).toBe(false);
+      expect(holderAlive(holder({ pid: 4194305 }))).toBe(false);
+      expect(holderAlive(holder({ pid: 4194305, host: "another-host" }))).toBe(true);
+      // Our own pid on a lock we do not hold: a previous process that had the same pid.
+      expect(holderAlive(holder({ token: "not-ours" }))).toBe(false);
+    } finally {
+      sleeper.kill();
+    }
+  });
+
+  it("takes over a dead holder's lock, refuses a live one naming it, and clears old leftovers", () => {
+    const path = join(root, "x.lock");
+    writeFileSync(path, `${JSON.stringify(holder({ pid: 4194305, token: "dead" }))}\n`);
+    const first = tryLock(path, "first");
+    expect(first.ok).toBe(true);
+    const second = tryLock(path, "second");
+    expect(second).toMatchObject({ ok: false, holder: { pid: process.pid, purpose: "first" } });
+    if (first.ok) first.release();
+    expect(existsSync(path)).toBe(false);
+    writeFileSync(`${path}.leftover`, "");
+    utimesSync(`${path}.leftover`, new Date(Date.now() - 120_000), new Date(Date.now() - 120_000));
+    writeFileSync(`${path}.fresh`, "");
+    removeLeftovers(path);
+    expect(readdirSync(root).filter((n) => n.startsWith("x.lock"))).toEqual(["x.lock.fresh"]);
   });
 });

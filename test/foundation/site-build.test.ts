@@ -156,6 +156,8 @@ describe("svc check", () => {
   it("passes on a fresh build and fails on a hand-edited catalog.json", async () => {
     project = tempProject();
     project.addRecord(releaseRecord());
+    // svc check also wants the artifact the record names, at its recorded size (1234 bytes).
+    project.write("site/downloads/mods/better-hud/1.0.0/better-hud-1.0.0.zip", "x".repeat(1234));
     await runCli(["build"], project.root);
     expect((await runCli(["check"], project.root)).code).toBe(0);
     const path = project.site("api/v1/catalog.json");

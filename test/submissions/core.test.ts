@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { loadSiteInputs, renderSite, writeSite } from "../../src/catalog/site.ts";
 import { schemaRegistry } from "../../src/contracts/schemas.ts";
 import { createPgliteStore, MIGRATIONS, migrate, type Store } from "../../src/store/index.ts";
@@ -21,7 +21,9 @@ import { runNextValidationJob, type WorkerDeps } from "../../src/submissions/wor
 import { createClamdScanner } from "../../src/validation/antivirus/clamd.ts";
 import { createClamscanScanner } from "../../src/validation/antivirus/clamscan.ts";
 import type { Sidecar } from "../../src/validation/types.ts";
-import { modRelease } from "../support/catalog-project.ts";
+import { publishRelease } from "../../src/catalog/publisher.ts";
+import { recoverSubmissionsAtStart } from "../../src/submissions/recovery.ts";
+import { catalogProject, modRelease, publisherOptions } from "../support/catalog-project.ts";
 import { writeZip } from "../support/zip.ts";
 import { clamscanPath, eicar, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
 import { tempProject } from "../lib/project.ts";
@@ -271,11 +273,16 @@ describe.skipIf(skip)("submissions core", () => {
   });
 });
 
-describe.skipIf(skip)("a restart in the middle of validation", () => {
-  it("leaves no submission stuck in validating: the next process picks the job up from the store on disk", async () => {
+describe.skipIf(skip)("a restart after a crash", () => {
+  it("resumes a validation the dead process held at once (no lease wait), and refuses a second process on the folder", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "svc-restart-"));
     const first = await createPgliteStore(join(dataDir, "db"));
     await migrate(first, MIGRATIONS);
+    // One process per data folder: a second store on it is refused, naming the holder.
+    await expect(createPgliteStore(join(dataDir, "db"))).rejects.toMatchObject({
+      code: "data_dir_locked",
+      message: expect.stringMatching(new RegExp(`pid ${process.pid} on .* \\(PGlite data folder\\)`)),
+    });
     await first.query(
       `INSERT INTO accounts (id, email, email_normalized, display_name, roles, created_at, verified_at, updated_at)
        VALUES ('acct_modder', 'm@example.test', 'm@example.test', 'M', ARRAY['modder'], $1, $1, $1)`,
@@ -287,7 +294,7 @@ describe.skipIf(skip)("a restart in the middle of validation", () => {
     // The first process claims the job (uploaded -> validating) and dies before it reports.
     const slow = {
       ...workerDeps(clamscan),
-      leaseMs: 120_000,
+      leaseMs: 300_000,
       scanner: () => {
         throw new Error("process killed");
       },
@@ -299,8 +306,15 @@ describe.skipIf(skip)("a restart in the middle of validation", () => {
     const second = await createPgliteStore(join(dataDir, "db"));
     await migrate(second, MIGRATIONS);
     store = second;
-    expect(await runNextValidationJob(workerDeps(clamscan))).toBeNull(); // the dead worker's lease still holds
-    clock = new Date(clock.getTime() + 121_000);
+    expect(await runNextValidationJob(workerDeps(clamscan))).toBeNull(); // the dead worker's lease holds
+    const recovered = await recoverSubmissionsAtStart({
+      ...deps(),
+      storageRoot,
+      exclusive: true,
+      publisher: null,
+    });
+    expect(recovered.resumedValidations).toBe(1);
+    // No clock advance: the job runs now, not when the five-minute lease would have run out.
     expect(await runNextValidationJob(workerDeps(clamscan))).toMatchObject({
       submissionId: row.id,
       outcome: "pending_review",
@@ -308,5 +322,103 @@ describe.skipIf(skip)("a restart in the middle of validation", () => {
     expect((await loadSubmission(second, row.id))!.state).toBe("pending_review");
     await second.close();
     rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("removes partial uploads and staged packages no submission names; keeps the ones it names", async () => {
+    // Its own storage root: the other tests' staging belongs to rows of their own (fresh) stores.
+    const shared = storageRoot;
+    storageRoot = mkdtempSync(join(tmpdir(), "svc-orphans-"));
+    onTestFinished(() => {
+      rmSync(storageRoot, { recursive: true, force: true });
+      storageRoot = shared;
+    });
+    const { packageBytes, sidecar } = modRelease({ modId: "orphan-mod" });
+    const row = await submit(packageBytes, sidecar as Sidecar);
+    const staging = join(storageRoot, "uploads/staging");
+    const { writeFileSync, mkdirSync } = await import("node:fs");
+    // A crash mid-stream (a partial file), between staging and the row (a complete package with no
+    // row), and an old revision the row no longer names.
+    writeFileSync(join(staging, row.id, ".partial-0123456789ab"), "cut off");
+    writeFileSync(join(staging, row.id, "orphan-mod-0.9.0.zip"), "old revision");
+    mkdirSync(join(staging, "sub_0000000000000000000000000"), { recursive: true });
+    writeFileSync(join(staging, "sub_0000000000000000000000000", "x.zip"), "no row");
+    mkdirSync(join(staging, "sub_1111111111111111111111111"), { recursive: true });
+    writeFileSync(join(staging, "sub_1111111111111111111111111", ".partial-ffffffffffff"), "cut off");
+    const recovered = await recoverSubmissionsAtStart({
+      ...deps(),
+      storageRoot,
+      exclusive: true,
+      publisher: null,
+    });
+    expect(recovered).toMatchObject({ partialFiles: 2, orphanedPackages: 2 });
+    expect(readdirSync(staging).sort()).toContain(row.id);
+    expect(readdirSync(staging)).not.toContain("sub_0000000000000000000000000");
+    expect(readdirSync(staging)).not.toContain("sub_1111111111111111111111111");
+    expect(readdirSync(join(staging, row.id))).toEqual(["orphan-mod-1.0.0.zip"]);
+    // Without the exclusive lock (PostgreSQL, another process may be mid-upload), fresh files stay.
+    writeFileSync(join(staging, row.id, ".partial-000000000000"), "being written");
+    const foreign = await recoverSubmissionsAtStart({
+      ...deps(),
+      storageRoot,
+      exclusive: false,
+      publisher: null,
+    });
+    expect(foreign).toMatchObject({ partialFiles: 0, orphanedPackages: 0, resumedValidations: 0 });
+    expect(readdirSync(join(staging, row.id)).sort()).toEqual([
+      ".partial-000000000000",
+      "orphan-mod-1.0.0.zip",
+    ]);
+    removeStaged(storageRoot, row.id);
+  });
+
+  it("completes an approved submission whose exact release a crash left in the catalog (row, one audit event, staging)", async () => {
+    const catalog = catalogProject();
+    try {
+      const { packageBytes, sidecar } = modRelease({ modId: "stranded-mod" });
+      const row = await submit(packageBytes, sidecar as Sidecar);
+      await runNextValidationJob(workerDeps(clamscan));
+      await applySubmissionAction(deps(), row.id, "approve", { accountId: "acct_mod", kind: "moderator" });
+      // The publisher committed the files, then the process died before the row moved.
+      await publishRelease(publisherOptions(catalog), {
+        packageBytes,
+        sidecar,
+        source: { kind: "upload", submissionId: row.id },
+      });
+      const other = modRelease({ modId: "stranded-mod", version: "2.0.0" });
+      const notPublished = await submit(other.packageBytes, other.sidecar as Sidecar);
+      await runNextValidationJob(workerDeps(clamscan));
+      await applySubmissionAction(deps(), notPublished.id, "approve", {
+        accountId: "acct_mod",
+        kind: "moderator",
+      });
+      const recovered = await recoverSubmissionsAtStart({
+        ...deps(),
+        storageRoot,
+        exclusive: true,
+        publisher: { recordsDir: catalog.recordsDir },
+      });
+      expect(recovered.completedPublications).toEqual([row.id]);
+      const done = (await loadSubmission(store, row.id))!;
+      expect(done.state).toBe("published");
+      expect(done.publication).toMatchObject({
+        packageUrl: expect.stringMatching(/stranded-mod-1\.0\.0\.zip$/),
+      });
+      expect((await audit()).filter((a) => a === "catalog.published")).toHaveLength(1);
+      expect(existsSync(join(storageRoot, "uploads/staging", row.id))).toBe(false);
+      // Approved but not in the catalog: left for the admin to publish.
+      expect((await loadSubmission(store, notPublished.id))!.state).toBe("approved");
+      // A second start finds nothing more to do.
+      const again = await recoverSubmissionsAtStart({
+        ...deps(),
+        storageRoot,
+        exclusive: true,
+        publisher: { recordsDir: catalog.recordsDir },
+      });
+      expect(again.completedPublications).toEqual([]);
+      expect((await audit()).filter((a) => a === "catalog.published")).toHaveLength(1);
+      removeStaged(storageRoot, notPublished.id);
+    } finally {
+      catalog.cleanup();
+    }
   });
 });

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { publishRelease } from "../../src/catalog/publisher.ts";
 import { modRelease } from "../support/catalog-project.ts";
 import { writeZip } from "../support/zip.ts";
 import { signUpAndSignIn } from "../http/harness.ts";
@@ -92,6 +93,46 @@ describe.skipIf(skip)("submissions over HTTP", () => {
       "validation.completed",
       "validation.started",
     ]);
+  });
+
+  it("completes a submission whose publication a crash cut between the files and the row when the publish is retried", async () => {
+    portal = await startPortal();
+    const p = portal;
+    const { packageBytes, sidecar } = modRelease({ modId: "retried-mod", version: "1.0.0" });
+    const created = await upload(p, p.modder, form(sidecar, packageBytes));
+    const id = created.json.submissionId as string;
+    await waitForState(p, p.modder, id, ["pending_review"]);
+    expect((await decide(p, id, "approve", "Fine.")).json.state).toBe("approved");
+    // What a crash leaves: the publisher committed the files (the handler's first step), the row
+    // was never moved. Today's retry answered version_exists for ever.
+    await publishRelease(p.h.app.submissions!.publisher!, {
+      packageBytes,
+      sidecar,
+      source: { kind: "upload", submissionId: id },
+    });
+    expect((await p.call("GET", `/api/v1/uploads/${id}`, { cookie: p.modder.cookie })).json.state).toBe(
+      "approved",
+    );
+    const retried = await publish(p);
+    expect(retried.json).toMatchObject({
+      published: 1,
+      failed: 0,
+      results: [
+        { submissionId: id, outcome: "published", alreadyPublished: true, sha256: sidecar.package.sha256 },
+      ],
+    });
+    const status = await p.call("GET", `/api/v1/uploads/${id}`, { cookie: p.modder.cookie });
+    expect(status.json).toMatchObject({
+      state: "published",
+      publication: { packageUrl: expect.any(String) },
+    });
+    expect(staged(p)).not.toContain(id);
+    const audit = await p.call("GET", `/api/v1/audit/events?targetId=${id}&limit=50`, {
+      cookie: p.admin.cookie,
+    });
+    expect(audit.json.events.filter((e: any) => e.action === "catalog.published")).toHaveLength(1);
+    // Nothing left to publish; publishing again changes nothing.
+    expect((await publish(p)).json).toMatchObject({ published: 0, failed: 0, results: [] });
   });
 
   it("ends a bad package in validation_failed with logs that say what to fix, and lets the modder cancel", async () => {

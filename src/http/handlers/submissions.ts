@@ -1,20 +1,21 @@
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import busboy from "busboy";
 import type { RandomBytes } from "../../accounts/secrets.ts";
 import {
+  findPublishedRelease,
   hideRelease,
   type PublisherOptions,
   publishRelease,
   unhideRelease,
 } from "../../catalog/publisher.ts";
-import { portalUrls } from "../../contracts/urls.ts";
 import { SvcError } from "../../errors.ts";
 import {
   applySubmissionAction,
   assertNoOpenSubmission,
+  completePublication,
   createSubmission,
   type Decision,
   findResubmittable,
@@ -25,7 +26,6 @@ import {
   newSubmissionId,
   QUEUE_STATES,
   resubmitSubmission,
-  SUBMISSION_AUDIT,
   type SubmissionDeps,
   type SubmissionRow,
   submissionView,
@@ -680,28 +680,28 @@ export const publishCatalog: Handler = async (req, res, route, app) => {
       continue;
     }
     try {
-      const bytes = readFileSync(join(runtime.storageRoot, row.staging_path ?? ""));
-      const published = await publishRelease(publisherOf(app), {
-        packageBytes: bytes,
-        sidecar: row.metadata,
-        source: { kind: "upload", submissionId: row.id },
-      });
-      const urls = portalUrls(app.config.baseUrl);
-      const at = published.record.publishedAt;
-      const publication = {
-        packageUrl: published.record.packageUrl,
-        catalogUrl: urls.catalog,
-        detailUrl: urls.modDetail(row.mod_id),
-        versionsUrl: urls.modVersions(row.mod_id),
-        pageUrl: urls.modPage(row.mod_id),
-        publishedAt: at,
-      };
-      await markPublished(
+      const publisher = publisherOf(app);
+      const stagedFile = join(runtime.storageRoot, row.staging_path ?? "");
+      // Publishing the same release again is a no-op success, so a retry after a crash between the
+      // files and this row completes the submission. Bytes already gone (a crash after the row
+      // moved) are fine when exactly this release is in the catalog.
+      const inCatalog =
+        row.staging_path && existsSync(stagedFile)
+          ? null
+          : findPublishedRelease(publisher, row.metadata, row.package_sha256);
+      const published = inCatalog
+        ? { record: inCatalog, alreadyPublished: true as const }
+        : await publishRelease(publisher, {
+            packageBytes: readFileSync(stagedFile),
+            sidecar: row.metadata,
+            source: { kind: "upload", submissionId: row.id },
+          });
+      const done = await completePublication(
         deps,
-        row,
-        publication,
+        row.id,
+        published.record,
         caller!.account.id,
-        published.changed.filter((r) => r.status === "superseded").map((r) => r.version),
+        published.alreadyPublished ? { reconciled: true } : {},
       );
       removeStaged(runtime.storageRoot, row.id);
       results.push({
@@ -709,9 +709,10 @@ export const publishCatalog: Handler = async (req, res, route, app) => {
         modId: row.mod_id,
         version: row.version,
         outcome: "published",
-        packageUrl: publication.packageUrl,
+        packageUrl: done.publication?.packageUrl ?? published.record.packageUrl,
         sha256: published.record.sha256,
         sizeBytes: published.record.packageSizeBytes,
+        ...(published.alreadyPublished ? { alreadyPublished: true } : {}),
       });
     } catch (error) {
       const code = error instanceof SvcError ? error.code : "internal_error";
@@ -752,41 +753,3 @@ export const publishCatalog: Handler = async (req, res, route, app) => {
     results,
   });
 };
-
-async function markPublished(
-  deps: SubmissionDeps,
-  row: SubmissionRow,
-  publication: Record<string, string>,
-  actorAccountId: string,
-  supersededVersions: string[],
-): Promise<void> {
-  const updated = await applySubmissionAction(deps, row.id, "publish", {
-    accountId: actorAccountId,
-    kind: "system",
-  });
-  await deps.store.transaction(async (tx) => {
-    await tx.query(`UPDATE submissions SET publication = $2::jsonb, staging_path = NULL WHERE id = $1`, [
-      updated.id,
-      JSON.stringify(publication),
-    ]);
-    await appendAuditEvent(
-      tx,
-      {
-        actorAccountId,
-        action: SUBMISSION_AUDIT.published,
-        targetType: "submission",
-        targetId: row.id,
-        metadata: { modId: row.mod_id, version: row.version, ...publication },
-      },
-      { now: deps.now(), random: deps.random },
-    );
-  });
-  for (const version of supersededVersions) {
-    const older = await deps.store.query<{ id: string }>(
-      `SELECT id FROM submissions WHERE mod_id = $1 AND version = $2 AND state = 'published'`,
-      [row.mod_id, version],
-    );
-    for (const { id } of older.rows)
-      await applySubmissionAction(deps, id, "supersede", { accountId: actorAccountId, kind: "system" });
-  }
-}

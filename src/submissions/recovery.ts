@@ -1,0 +1,109 @@
+import { existsSync, readdirSync, rmdirSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { findPublishedRelease, type PublisherOptions } from "../catalog/publisher.ts";
+import { completePublication, loadSubmission, type SubmissionDeps, type SubmissionRow } from "./service.ts";
+import { removeStaged, stagingPath } from "./staging.ts";
+import { VALIDATION_QUEUE } from "./worker.ts";
+
+export interface StartupRecoveryDeps extends SubmissionDeps {
+  /** Private storage root: staged packages live under uploads/staging/ below it. */
+  storageRoot: string;
+  /**
+   * True when no other process can use this store or storage root (PGlite holds its data folder
+   * exclusively): every lease and every partial file then belongs to a dead process.
+   */
+  exclusive: boolean;
+  /** Where the catalog lives (null where this process does not publish). */
+  publisher: Pick<PublisherOptions, "recordsDir"> | null;
+  log?: (line: string) => void;
+}
+
+export interface StartupRecovery {
+  /** Upload files cut off mid-stream (uploads/staging/{id}/.partial-*), removed. */
+  partialFiles: number;
+  /** Complete staged packages no submission names (a crash between staging and the row), removed. */
+  orphanedPackages: number;
+  /** Validation jobs whose worker died holding them, released to run now instead of after the lease. */
+  resumedValidations: number;
+  /** Approved submissions whose release a crash left published on disk with the row behind, completed. */
+  completedPublications: string[];
+}
+
+/**
+ * Without the exclusive lock another live process may be mid-upload in the same storage root: only
+ * files untouched this long are taken for a crash's leftovers (uploads write continuously).
+ */
+const FOREIGN_ORPHAN_AGE_MS = 60 * 60_000;
+
+/**
+ * What a crash of the previous process left behind, put right before this one serves (run once at
+ * start; orphans only appear when a process dies, and a live process cleans up after itself):
+ * partial and unnamed staged uploads are removed, validations a dead worker held resume at once,
+ * and an approved submission whose exact release is already in the catalog is completed (row,
+ * audit event, staging clean-up) instead of staying approved.
+ */
+export async function recoverSubmissionsAtStart(deps: StartupRecoveryDeps): Promise<StartupRecovery> {
+  const result: StartupRecovery = {
+    partialFiles: 0,
+    orphanedPackages: 0,
+    resumedValidations: 0,
+    completedPublications: [],
+  };
+  if (deps.exclusive) {
+    const released = await deps.store.query(
+      `UPDATE validation_jobs SET locked_until = NULL WHERE queue = $1 AND locked_until IS NOT NULL`,
+      [VALIDATION_QUEUE],
+    );
+    result.resumedValidations = released.rowCount;
+  }
+  if (deps.publisher) {
+    const approved = await deps.store.query<SubmissionRow>(
+      `SELECT * FROM submissions WHERE state = 'approved' AND github_pull_request IS NULL ORDER BY created_at, id`,
+    );
+    for (const row of approved.rows) {
+      const record = findPublishedRelease(deps.publisher, row.metadata, row.package_sha256);
+      if (!record) continue;
+      try {
+        await completePublication(deps, row.id, record, null, { reconciled: true });
+      } catch (error) {
+        // Moved on meanwhile (a moderator acted): the next publish request reconciles it instead.
+        deps.log?.(
+          `start-up: ${row.id} left approved: ${error instanceof Error ? error.message : String(error)}`,
+        );
+        continue;
+      }
+      removeStaged(deps.storageRoot, row.id);
+      result.completedPublications.push(row.id);
+    }
+  }
+  await removeOrphanedUploads(deps, result);
+  return result;
+}
+
+async function removeOrphanedUploads(deps: StartupRecoveryDeps, result: StartupRecovery): Promise<void> {
+  const staging = join(deps.storageRoot, "uploads", "staging");
+  if (!existsSync(staging)) return;
+  const now = Date.now();
+  const abandoned = (path: string) => deps.exclusive || now - statSync(path).mtimeMs > FOREIGN_ORPHAN_AGE_MS;
+  for (const id of readdirSync(staging)) {
+    const dir = join(staging, id);
+    if (!statSync(dir).isDirectory()) continue;
+    const row = await loadSubmission(deps.store, id);
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (!abandoned(path)) continue;
+      if (name.startsWith(".partial-")) {
+        rmSync(path, { force: true });
+        result.partialFiles++;
+      } else if (row?.staging_path !== stagingPath(id, name)) {
+        rmSync(path, { recursive: true, force: true });
+        result.orphanedPackages++;
+      }
+    }
+    try {
+      rmdirSync(dir);
+    } catch {
+      // not empty: the submission's package lives here
+    }
+  }
+}
