@@ -275,6 +275,27 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     errors: ["uploads_disabled", "rate_limit_exceeded", "payload_too_large", "unsupported_media_type"],
   },
   {
+    id: "list_uploads",
+    method: "GET",
+    path: "/api/v1/uploads",
+    authRequired: true,
+    // As upload_status: a moderator who once uploaded (or holds both roles) follows their own too.
+    roles: ["modder", "moderator", "admin"],
+    status: "implemented",
+    summary:
+      "Lists the caller's own submissions in every state, newest first; all=1 lists every account's (moderators and admins).",
+    authScheme: "session",
+    errors: ["forbidden"],
+    request: {
+      query:
+        "limit (1-100, default 50), cursor (from nextCursor), all=1 (moderator or admin: every account's submissions; 403 forbidden otherwise); unknown parameters are refused",
+    },
+    response: {
+      status: "200",
+      body: "{ items: Array<{ submissionId, ownerAccountId, modId, version, state, revision, package: { fileName, sizeBytes, sha256 }, queuePosition: number | null, failedChecks: Array<{ id, reasonCode }>, pullRequestUrl: string | null, packageUrl: string | null, createdAt, updatedAt, statusUrl }> (newest created first), nextCursor: string | null, medianWaitSeconds: number | null }",
+    },
+  },
+  {
     id: "upload_status",
     method: "GET",
     path: "/api/v1/uploads/{submissionId}",
@@ -308,6 +329,14 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     status: "implemented",
     summary: "Lists pending, failed, approved, hidden and superseded submissions.",
     authScheme: "session",
+    request: {
+      query:
+        "state (comma-separated states; default pending_review,validation_failed,approved,hidden,superseded), limit (1-100, default 50), cursor (from nextCursor)",
+    },
+    response: {
+      status: "200",
+      body: "{ items: Array<{ submissionId, modId, version, state, ownerAccountId, packageSha256, queuePosition, ageSeconds, failedChecks, createdAt, updatedAt, statusUrl }> (oldest first), nextCursor: string | null, medianWaitSeconds: number | null }",
+    },
   },
   {
     id: "moderation_decision",

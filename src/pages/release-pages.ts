@@ -2,7 +2,7 @@ import { html, type SafeHtml } from "./html.ts";
 import { type PageContext, renderPage } from "./layout.ts";
 
 /**
- * A modder's pages, driven by assets/releases.js over create_upload, upload_status and
+ * A modder's pages, driven by assets/releases.js over list_uploads, create_upload, upload_status and
  * cancel_upload: upload a release, the list of one's submissions, and one submission followed
  * from validation to publication. Static like the account pages: submissions are private.
  */
@@ -60,16 +60,12 @@ ${signedOut("../")}
 <section id="mine" hidden aria-labelledby="mine-h">
 <h2 id="mine-h">Submissions</h2>
 <table id="mine-table" hidden>
-<caption>Your submissions uploaded from this browser, latest change first</caption>
+<caption>Your submissions, newest first</caption>
 <thead><tr><th scope="col">Mod</th><th scope="col">Version</th><th scope="col">State</th><th scope="col">Queue</th><th scope="col">Last change</th></tr></thead>
 <tbody id="mine-rows"></tbody>
 </table>
-<p id="mine-empty" hidden>No submissions from this browser yet. <a href="new/">Upload your first release</a>.</p>
-<p class="note">The portal keeps your submissions with your account; this list remembers the ones uploaded from this browser. Open any other one by its id (the upload answer and its status URL carry it).</p>
-<form id="open-by-id" class="filters">
-<div><label for="open-id">Submission id</label><input id="open-id" name="id" type="text" required pattern="sub_[0-9a-z]{16,40}" autocomplete="off" spellcheck="false" placeholder="sub_…"></div>
-<div><button type="submit" class="secondary">Open</button></div>
-</form>
+<p><button type="button" id="mine-more" class="secondary" hidden>Show more</button></p>
+<p id="mine-empty" hidden>No submissions yet. <a href="new/">Upload your first release</a>.</p>
 </section>`,
   );
 }

@@ -545,6 +545,33 @@ export async function listSubmissions(
 }
 
 /**
+ * An account's own submissions (every state), newest first, keyset-paged on (created_at, id):
+ * creation order never changes, so a page boundary holds while rows move between states.
+ * owner null lists every account's (staff only; the caller decides). Served by submissions_owner.
+ */
+export async function listOwnedSubmissions(
+  db: SqlExecutor,
+  filter: { owner: string | null; limit: number; before?: { createdAt: string; id: string } },
+): Promise<SubmissionRow[]> {
+  const params: unknown[] = [filter.limit];
+  const where: string[] = [];
+  if (filter.owner !== null) {
+    params.push(filter.owner);
+    where.push(`owner_account_id = $${params.length}`);
+  }
+  if (filter.before) {
+    params.push(filter.before.createdAt, filter.before.id);
+    where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length})`);
+  }
+  const result = await db.query<SubmissionRow>(
+    `SELECT * FROM submissions ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
+       ORDER BY created_at DESC, id DESC LIMIT $1`,
+    params,
+  );
+  return result.rows;
+}
+
+/**
  * A new package revision for a submission the modder may resubmit (changes requested, or a new
  * push while queued or approved): the staged bytes are replaced, validation starts again, and the
  * review history is kept.

@@ -357,6 +357,16 @@ describe.skipIf(skip)("uploads on a GitHub-backed portal", () => {
       output: { title: "antivirus_scan: failed", summary: "Eicar-Test-Signature found" },
     });
     repo.setStatus("validation_failed");
+    // list_uploads brings the open row in line with its PR before listing it.
+    const listed = await p.call("GET", "/api/v1/uploads", { cookie: p.modder.cookie });
+    expect(listed.json.items).toMatchObject([
+      {
+        submissionId: created.json.submissionId,
+        state: "validation_failed",
+        pullRequestUrl: created.json.source.pullRequestUrl,
+        failedChecks: [{ id: "antivirus_scan" }],
+      },
+    ]);
     const status = await p.call("GET", `/api/v1/uploads/${created.json.submissionId}`, {
       cookie: p.modder.cookie,
     });

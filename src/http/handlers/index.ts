@@ -8,6 +8,7 @@ import { apiKeyModDownload } from "./download.ts";
 import {
   cancelUpload,
   createUpload,
+  listUploads,
   moderationDecision,
   moderationQueue,
   publishCatalog,
@@ -34,6 +35,7 @@ export const HANDLERS: Readonly<Record<string, Handler>> = {
   api_key_mod_download: apiKeyModDownload,
   audit_events: auditEvents,
   create_upload: createUpload,
+  list_uploads: listUploads,
   upload_status: uploadStatus,
   cancel_upload: cancelUpload,
   moderation_queue: moderationQueue,

@@ -19,12 +19,14 @@ import {
   createSubmission,
   type Decision,
   findResubmittable,
+  listOwnedSubmissions,
   listSubmissions,
   loadSubmission,
   medianWaitSeconds,
   type NewSubmission,
   newSubmissionId,
   QUEUE_STATES,
+  queueInfo,
   resubmitSubmission,
   type SubmissionDeps,
   type SubmissionRow,
@@ -40,7 +42,7 @@ import { type SubmissionState, transition } from "../../workflow/machine.ts";
 import type { AppContext, Handler } from "../context.ts";
 import { storeOf } from "../context.ts";
 import { type Caller, guardRequest } from "../guard.ts";
-import { readJsonBody, readLimited } from "../body.ts";
+import { readJsonBody, readLimited, readQuery } from "../body.ts";
 import { sendJson } from "../respond.ts";
 
 /** What the submission routes need beyond the accounts layer; set up by `svc serve`. */
@@ -508,6 +510,82 @@ export const cancelUpload: Handler = async (req, res, route, app) => {
   );
   removeStaged(runtimeOf(app).storageRoot, row.id);
   sendJson(res, 200, await submissionView(storeOf(app), row, app.config, app.now()));
+};
+
+/** States the bot can still move on GitHub; a list brings only these in line with their pull requests. */
+const SETTLED_STATES: SubmissionState[] = ["cancelled", "rejected", "superseded"];
+
+/**
+ * list_uploads: ?limit=1..100 (default 50)&cursor=...&all=1; the caller's own submissions in every
+ * state, newest first (by creation, so a page boundary holds while rows change state). all=1 lists
+ * every account's, for moderators and admins only: they may open any submission already.
+ */
+export const listUploads: Handler = async (req, res, route, app) => {
+  const { caller } = await guardRequest(req, res, route, app);
+  const query = readQuery(route.url, ["limit", "cursor", "all"]);
+  const limit = Number(query.limit ?? "50");
+  if (!/^\d{1,3}$/.test(query.limit ?? "50") || limit < 1 || limit > 100)
+    throw new SvcError("invalid_request", "limit must be an integer from 1 to 100", {
+      details: { parameter: "limit", max: 100 },
+    });
+  if (query.all !== undefined && query.all !== "1")
+    throw new SvcError("invalid_request", "all takes the value 1", { details: { parameter: "all" } });
+  if (query.all === "1" && !isStaff(caller!))
+    throw new SvcError("forbidden", "listing every account's submissions needs the moderator or admin role", {
+      details: { parameter: "all", requiredRoles: ["moderator", "admin"] },
+    });
+  let before: { createdAt: string; id: string } | undefined;
+  if (query.cursor) {
+    const [createdAt, id] = Buffer.from(query.cursor, "base64url").toString("utf8").split("|");
+    if (!createdAt || !id || Number.isNaN(Date.parse(createdAt)))
+      throw new SvcError("invalid_request", "cursor is not valid", { details: { parameter: "cursor" } });
+    before = { createdAt, id };
+  }
+  const store = storeOf(app);
+  const rows = await listOwnedSubmissions(store, {
+    owner: query.all === "1" ? null : caller!.account.id,
+    limit: limit + 1,
+    ...(before ? { before } : {}),
+  });
+  const page = rows.slice(0, limit);
+  const now = app.now();
+  const items = [];
+  for (const listed of page) {
+    // GitHub-backed: the rows the portal keeps, each open one first brought in line with its pull
+    // request (as upload_status does), so the list never shows a state the pull request has left.
+    const row = SETTLED_STATES.includes(listed.state) ? listed : await current(app, listed);
+    items.push({
+      submissionId: row.id,
+      ownerAccountId: row.owner_account_id,
+      modId: row.mod_id,
+      version: row.version,
+      state: row.state,
+      revision: row.revision,
+      package: {
+        fileName: row.package_file_name,
+        sizeBytes: Number(row.package_size_bytes),
+        sha256: row.package_sha256,
+      },
+      queuePosition: row.state === "pending_review" ? (await queueInfo(store, row, now)).queuePosition : null,
+      failedChecks: row.validation_checks
+        .filter((c) => c.status === "failed")
+        .map((c) => ({ id: c.id, reasonCode: c.reasonCode })),
+      pullRequestUrl: row.github_pull_request_url,
+      packageUrl: row.publication?.packageUrl ?? null,
+      createdAt: new Date(row.created_at).toISOString(),
+      updatedAt: new Date(row.updated_at).toISOString(),
+      statusUrl: `/api/v1/uploads/${row.id}`,
+    });
+  }
+  const last = page.at(-1);
+  sendJson(res, 200, {
+    items,
+    nextCursor:
+      rows.length > limit && last
+        ? Buffer.from(`${new Date(last.created_at).toISOString()}|${last.id}`).toString("base64url")
+        : null,
+    medianWaitSeconds: await medianWaitSeconds(store, now),
+  });
 };
 
 const DEFAULT_QUEUE: SubmissionState[] = [

@@ -1,4 +1,4 @@
-// A modder's pages over create_upload, upload_status and cancel_upload: upload a release, the
+// A modder's pages over list_uploads, create_upload, upload_status and cancel_upload: upload a release, the
 // list of one's submissions, one submission followed from validation to publication. Every write
 // carries the session's CSRF token; every text is set through textContent.
 import {
@@ -50,16 +50,15 @@ async function signedIn() {
   return session;
 }
 
-// The API has no route that lists an account's submissions, so the browser remembers the ones
-// it uploaded (ids and the metadata typed, per account; no secret). The portal stays the truth:
-// each entry is read back through upload_status, and one the account cannot see is dropped.
+// The list comes from list_uploads. The browser keeps only what the modder typed into the upload
+// form (per account and submission, no secret), so a new revision's form starts filled in.
 const REMEMBERED_MAX = 50;
 const memoryKey = (session) => `svc.submissions.${session.accountId}`;
 
 function remembered(session) {
   try {
     const list = JSON.parse(localStorage.getItem(memoryKey(session)) || "[]");
-    return Array.isArray(list) ? list.filter((e) => SUBMISSION_ID.test(e?.id ?? "")) : [];
+    return Array.isArray(list) ? list.filter((e) => SUBMISSION_ID.test(e?.id ?? "") && e.details) : [];
   } catch {
     return [];
   }
@@ -68,19 +67,13 @@ function remembered(session) {
 function remember(session, id, details) {
   const previous = remembered(session).find((e) => e.id === id);
   const list = remembered(session).filter((e) => e.id !== id);
-  list.unshift({ id, details: details ?? previous?.details ?? null });
+  const kept = details ?? previous?.details;
+  if (kept) list.unshift({ id, details: kept });
   try {
     localStorage.setItem(memoryKey(session), JSON.stringify(list.slice(0, REMEMBERED_MAX)));
   } catch {
-    // Storage full or disabled: the list page then offers opening by id only.
+    // Storage full or disabled: a new revision's form then starts empty.
   }
-}
-
-function forget(session, id) {
-  const list = remembered(session).filter((e) => e.id !== id);
-  try {
-    localStorage.setItem(memoryKey(session), JSON.stringify(list));
-  } catch {}
 }
 
 /** Links under the portal's own base URL become links into this site, whatever host and port serve it. */
@@ -112,48 +105,55 @@ async function releasesPage() {
     return;
   }
   if (!session) return;
+  const roles = Array.isArray(session.roles) ? session.roles : [];
+  if (!["modder", "moderator", "admin"].some((role) => roles.includes(role))) {
+    say(
+      "Releases are a modder's: sign up as a modder, or ask an admin to add the modder role to your account.",
+      { error: true },
+    );
+    return;
+  }
   document.getElementById("mine").hidden = false;
-  const form = document.getElementById("open-by-id");
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const id = String(new FormData(form).get("id") || "").trim();
-    if (!SUBMISSION_ID.test(id)) {
-      say("A submission id looks like sub_ followed by lower-case letters and digits.", { error: true });
-      return;
-    }
-    location.assign(`submission/?id=${encodeURIComponent(id)}`);
-  });
 
-  const entries = remembered(session);
-  const results = await Promise.allSettled(
-    entries.map((e) => request("GET", `uploads/${encodeURIComponent(e.id)}`)),
-  );
   const rows = document.getElementById("mine-rows");
-  const views = [];
-  results.forEach((result, i) => {
-    if (result.status === "fulfilled") views.push(result.value);
-    else if (result.reason?.code === "not_found") forget(session, entries[i].id);
-  });
-  views.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : -1));
-  for (const view of views) {
+  const more = document.getElementById("mine-more");
+  let cursor = null;
+  let shown = 0;
+  const addRow = (item) => {
     const row = el("tr");
     const mod = el("td");
-    mod.append(el("a", view.modId, { href: `submission/?id=${encodeURIComponent(view.submissionId)}` }));
-    const position = view.review?.queuePosition;
+    mod.append(el("a", item.modId, { href: `submission/?id=${encodeURIComponent(item.submissionId)}` }));
     row.append(
       mod,
-      el("td", view.version),
-      el("td", STATE_WORDS[view.state] ?? view.state),
-      el("td", typeof position === "number" ? `position ${position}` : "—"),
-      el("td", formatDate(view.updatedAt)),
+      el("td", item.version),
+      el("td", STATE_WORDS[item.state] ?? item.state),
+      el("td", typeof item.queuePosition === "number" ? `position ${item.queuePosition}` : "—"),
+      el("td", formatDate(item.updatedAt)),
     );
     rows.append(row);
-  }
-  document.getElementById("mine-table").hidden = views.length === 0;
-  document.getElementById("mine-empty").hidden = views.length > 0;
-  const failed = results.filter((r) => r.status === "rejected" && r.reason?.code !== "not_found");
-  if (failed.length > 0) fail(failed[0].reason);
-  else say(`${views.length} submission${views.length === 1 ? "" : "s"}.`);
+  };
+  // Newest first, one page at a time; "Show more" continues from the last page's cursor and is
+  // disabled while a page is on its way, so a double click never appends a page twice.
+  const loadPage = async () => {
+    more.disabled = true;
+    try {
+      const query = cursor ? `?cursor=${encodeURIComponent(cursor)}` : "";
+      const data = await request("GET", `uploads${query}`);
+      for (const item of data.items) addRow(item);
+      shown += data.items.length;
+      cursor = data.nextCursor ?? null;
+      document.getElementById("mine-table").hidden = shown === 0;
+      document.getElementById("mine-empty").hidden = shown > 0;
+      more.hidden = !cursor;
+      say(`${shown} submission${shown === 1 ? "" : "s"}${cursor ? " shown; more are available" : ""}.`);
+    } catch (error) {
+      fail(error);
+    } finally {
+      more.disabled = false;
+    }
+  };
+  more.addEventListener("click", () => loadPage());
+  await loadPage();
 }
 
 // ---------------------------------------------------------------- upload
@@ -579,7 +579,6 @@ async function submissionPage() {
   const load = async () => {
     clearTimeout(timer);
     const view = await request("GET", `uploads/${encodeURIComponent(id)}`);
-    if (view.ownerAccountId === session.accountId) remember(session, view.submissionId);
     renderSubmission(view, guide);
     if (IN_FLIGHT.includes(view.state)) timer = setTimeout(() => load().catch(fail), POLL_MS);
   };
