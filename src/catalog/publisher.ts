@@ -19,6 +19,7 @@ import {
   recoverPending,
   withPublishLock,
 } from "./atomic-files.ts";
+import { assertCanSign, type SiteSigning, signAfterCommit } from "../distribution/tuf-repository.ts";
 import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
 import { RECORD_PATHS, type ReleaseRecord } from "./records.ts";
 import {
@@ -76,6 +77,11 @@ export interface PublisherOptions {
    * full: re-render every mod (what `svc build` does).
    */
   render?: "incremental" | "full";
+  /**
+   * Online signing keys (local portal): every publication signs the site under the publish lock after
+   * its commit. Unset on GitHub, where the publish job's own step signs with the live timestamp.
+   */
+  signing?: SiteSigning | null;
 }
 
 export interface ReleaseSource {
@@ -300,10 +306,20 @@ function commitPlan(
   };
 }
 
-function locked<T>(options: PublisherOptions, fn: () => Promise<T>): Promise<T> {
-  return withPublishLock({ root: options.root, siteDir: options.siteDir }, fn, {
-    timeoutMs: options.lockTimeoutMs ?? 60_000,
-  });
+function locked<T extends { written: readonly string[]; deleted: readonly string[] }>(
+  options: PublisherOptions,
+  fn: () => Promise<T>,
+): Promise<T> {
+  return withPublishLock(
+    { root: options.root, siteDir: options.siteDir },
+    async () => {
+      assertCanSign(options.siteDir, options.signing);
+      const result = await fn();
+      signAfterCommit(options.siteDir, options.signing, result);
+      return result;
+    },
+    { timeoutMs: options.lockTimeoutMs ?? 60_000 },
+  );
 }
 
 /**

@@ -4,6 +4,7 @@ import { join, relative } from "node:path";
 import type { PortalConfig } from "../config/portal-config.ts";
 import { SvcError } from "../errors.ts";
 import { commitFiles, FileExistsError, withPublishLock } from "./atomic-files.ts";
+import { assertCanSign, type SiteSigning, signAfterCommit } from "../distribution/tuf-repository.ts";
 import { checkContractRules } from "./contract-rules.ts";
 import { listGeneratedFiles, loadSiteInputs, renderSite, type SiteInputs } from "./site.ts";
 
@@ -14,6 +15,8 @@ export interface RebuildOptions {
   config: PortalConfig;
   now?: () => Date;
   lockTimeoutMs?: number;
+  /** Online signing keys (local portal): the committed site is signed under the same lock. */
+  signing?: SiteSigning | null;
 }
 
 export interface RecordUpdate {
@@ -44,6 +47,7 @@ export async function commitRecordUpdates(
     return await withPublishLock(
       { root: options.root, siteDir: options.siteDir },
       () => {
+        assertCanSign(options.siteDir, options.signing);
         let inputs = loadSiteInputs(options.config, options.recordsDir);
         for (const update of updates) inputs = update.apply(inputs);
         const files = renderSite(inputs, options.siteDir, options.now ?? (() => new Date()));
@@ -83,6 +87,7 @@ export async function commitRecordUpdates(
             },
           },
         );
+        signAfterCommit(options.siteDir, options.signing, result);
         return { written: result.written, deleted: result.deleted };
       },
       { timeoutMs: options.lockTimeoutMs ?? 60_000 },

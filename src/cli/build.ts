@@ -1,6 +1,8 @@
 import { withPublishLock } from "../catalog/atomic-files.ts";
 import { loadSiteInputs, renderSite, writeSite } from "../catalog/site.ts";
+import { assertCanSign, signAfterCommit } from "../distribution/tuf-repository.ts";
 import { type CliIo, EXIT_OK } from "./io.ts";
+import { siteSigningFromEnv } from "./keys.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags, recoveredLine } from "./project.ts";
 
 const HELP = `usage: svc build [--root DIR] [--config FILE] [--records DIR] [--site DIR]
@@ -20,11 +22,15 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   const { paths, config } = openProject(values, io);
   // Under the publish lock, after recovery: a build never interleaves with a publication, sync or
   // smoke record, and never renders from a transaction a crash left half-applied.
+  const signing = siteSigningFromEnv(io);
   const { files, result } = await withPublishLock(
     paths,
     () => {
+      assertCanSign(paths.siteDir, signing);
       const files = renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir);
-      return { files, result: writeSite(paths.siteDir, files) };
+      const result = writeSite(paths.siteDir, files);
+      signAfterCommit(paths.siteDir, signing, result);
+      return { files, result };
     },
     { onRecovered: (r) => io.stderr.write(recoveredLine("build", r)) },
   );

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { filesystemArtifactStore } from "../catalog/artifact-store.ts";
+import type { SiteSigning } from "../distribution/tuf-repository.ts";
 import { publishRelease, type PackageValidator, type ValidationReport } from "../catalog/publisher.ts";
 import { RECORD_PATHS } from "../catalog/records.ts";
 import { readValidationDocuments, runnerValidator } from "../catalog/validator.ts";
@@ -29,6 +30,8 @@ export interface DevExampleOptions {
   /** The portal's own scanner (null: none configured). */
   scanner: AntivirusScanner | null;
   now?: () => Date;
+  /** Online signing keys: the example's publication signs the site like every other. */
+  signing?: SiteSigning | null;
 }
 
 export type DevExampleResult =
@@ -141,6 +144,7 @@ export async function publishDevExample(options: DevExampleOptions): Promise<Dev
         }),
         validate: waiver ? waiveMissingScanner(validate, waiver) : validate,
         ...(options.now ? { now: options.now } : {}),
+        signing: options.signing ?? null,
       },
       { packageBytes: packed.bytes, sidecar, source: { kind: "import" } },
     );

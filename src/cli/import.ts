@@ -9,6 +9,7 @@ import { parseClamdTarget, createClamdScanner } from "../validation/antivirus/cl
 import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
+import { siteSigningFromEnv } from "./keys.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
 
 const HELP = `usage: svc import --package FILE.zip --metadata release.json [--clamd SPEC | --clamscan [--clamscan-db DIR]] [--json]
@@ -138,6 +139,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
         config,
         store: filesystemArtifactStore({ root: paths.root, siteDir: paths.siteDir, baseUrl: config.baseUrl }),
         validate: runnerValidator({ siteDir: paths.siteDir, scanner }),
+        signing: siteSigningFromEnv(io),
       },
       { packageBytes: readFileSync(packagePath), sidecar, source: { kind: "import" } },
     );

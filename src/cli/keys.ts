@@ -18,7 +18,13 @@ import {
   type TufKeyFile,
   type TufRole,
 } from "../distribution/tuf-keys.ts";
-import { loadLatestRoot, signSite, TUF_DIR, writeRoot } from "../distribution/tuf-repository.ts";
+import {
+  loadLatestRoot,
+  type SiteSigning,
+  signSite,
+  TUF_DIR,
+  writeRoot,
+} from "../distribution/tuf-repository.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
 
 const HELP = `usage: svc keys init --keys DIR [--site DIR]
@@ -91,6 +97,12 @@ export function onlineKeysFromEnv(env: NodeJS.ProcessEnv, cwd: string): OnlineKe
   if (value.startsWith("{")) return parseOnlineKeys(value, "SVC_TUF_ONLINE_KEYS");
   const file = resolve(cwd, value);
   return parseOnlineKeys(readFileSync(file, "utf8"), file);
+}
+
+/** The signing every local publication path does when SVC_TUF_ONLINE_KEYS is set (null: unsigned). */
+export function siteSigningFromEnv(io: Pick<CliIo, "env" | "cwd">): SiteSigning | null {
+  const keys = onlineKeysFromEnv(io.env, io.cwd);
+  return keys ? { keys } : null;
 }
 
 export async function run(args: string[], io: CliIo): Promise<number> {

@@ -1,5 +1,7 @@
 import { defaultRandomBytes } from "../accounts/secrets.ts";
 import { createSubmissionsRuntime } from "../submissions/runtime.ts";
+import { assertCanSign, signAfterCommit } from "../distribution/tuf-repository.ts";
+import { siteSigningFromEnv } from "./keys.ts";
 import { join, relative } from "node:path";
 import { withPublishLock } from "../catalog/atomic-files.ts";
 import { loadSiteInputs, renderSite, writeSite } from "../catalog/site.ts";
@@ -65,9 +67,18 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   // interrupted is recovered before anything is served, and the site regenerated: the portal always
   // serves what svc build would write, so a fresh clone needs no separate build step.
   let recovered = "";
+  const signing = siteSigningFromEnv({ env, cwd: io.cwd });
   const build = await withPublishLock(
     paths,
-    () => writeSite(paths.siteDir, renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir)),
+    () => {
+      assertCanSign(paths.siteDir, signing);
+      const written = writeSite(
+        paths.siteDir,
+        renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir),
+      );
+      signAfterCommit(paths.siteDir, signing, written);
+      return written;
+    },
     { onRecovered: (r) => (recovered = recoveredLine("serve", r)) },
   ).catch(async (error) => {
     await store.close();
@@ -96,6 +107,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     now: app.now,
     random: defaultRandomBytes,
     log,
+    signing,
   });
   app.submissions = pipeline.runtime;
   // Orphaned uploads removed, interrupted validations resumed, stranded publications completed.
@@ -136,6 +148,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     siteDir: paths.siteDir,
     config,
     settings,
+    signing,
     write: (lines) => io.stdout.write(`${lines.join("\n")}\n`),
   });
   await new Promise<void>((resolve) => {

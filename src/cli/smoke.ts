@@ -6,6 +6,7 @@ import { commitRecordUpdates } from "../catalog/rebuild.ts";
 import { runSmoke, type SmokeReport } from "../catalog/smoke.ts";
 import { serializeDocument } from "../catalog/site.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
+import { siteSigningFromEnv } from "./keys.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
 
 const HELP = `usage: svc smoke --base-url URL [--out report.json] [--record] [--json] [--all]
@@ -90,7 +91,13 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   if (values.record) {
     const { paths, config } = openProject(values, io);
     await commitRecordUpdates(
-      { root: paths.root, recordsDir: paths.recordsDir, siteDir: paths.siteDir, config },
+      {
+        root: paths.root,
+        recordsDir: paths.recordsDir,
+        siteDir: paths.siteDir,
+        config,
+        signing: siteSigningFromEnv(io),
+      },
       [
         {
           path: RECORD_PATHS.postPublishSmoke,

@@ -81,6 +81,8 @@ export interface SmokeSummary {
   passed: boolean;
   baseUrl: string;
   generatedAt: string;
+  /** The smoke's TUF check (docs/distribution.md); older reports have none: not verified. */
+  signature?: { state: "unsigned" | "verified" | "failed"; code?: string };
 }
 
 /** A smoke run against the deployed API layer, listing which capabilities it exercised. */
@@ -130,6 +132,17 @@ function implementedIds(endpoints: readonly EndpointDefinition[]): Set<string> {
 
 function covered(inputs: ReadinessInputs, capability: string): boolean {
   return Boolean(inputs.backendSmoke?.passed && inputs.backendSmoke.covered.includes(capability));
+}
+
+function catalogSignatureRemaining(smoke: SmokeSummary | null, baseUrl: string): string | null {
+  if (!smoke || smoke.baseUrl !== baseUrl)
+    return `No post-publish smoke for ${baseUrl} has verified the signed catalog yet (svc keys init, then svc smoke --record).`;
+  const signature = smoke.signature;
+  if (!signature || signature.state === "unsigned")
+    return "The catalog is not signed: managers cannot verify it (svc keys init, SVC_TUF_ONLINE_KEYS; docs/distribution.md).";
+  if (signature.state === "failed")
+    return `The recorded smoke could not verify the signed catalog (${signature.code ?? "failed"}): re-sign with svc keys sign, deploy and smoke again.`;
+  return null;
 }
 
 /** Everything readiness says is derived here from code, configuration and smoke reports. */
@@ -251,6 +264,12 @@ export function computeReadiness(inputs: ReadinessInputs): Readiness {
       id: blockerIds[g.id] ?? `gate_${g.id}_not_ready`,
       summary: `${g.title}: ${g.remaining[0]}${g.remaining.length > 1 ? ` (+${g.remaining.length - 1} more)` : ""}`,
     }));
+  // From the recorded smoke, not the site's clock: readiness is a generated document and must not
+  // depend on when it is built. The smoke verified the deployed metadata through the manager client,
+  // so "verified" means signed, matching the published tree and unexpired at that run; the scheduled
+  // re-sign and smoke keep it true. A report for another base URL says nothing about this one.
+  const signatureRemaining = catalogSignatureRemaining(inputs.postPublishSmoke, config.baseUrl);
+  if (signatureRemaining) blockers.push({ id: "catalog_not_signed", summary: signatureRemaining });
   if (!inputs.backendVerifiedRelease) {
     blockers.push({
       id: "manual_fallback_active",

@@ -23,6 +23,7 @@ import {
   Targets,
   Timestamp,
 } from "@tufjs/models";
+import { SvcError } from "../errors.ts";
 import { DistributionError } from "./errors.ts";
 import {
   addDays,
@@ -227,6 +228,69 @@ export function nextVersion(previous: number, at: Date, seen = 0): number {
   return Math.max(previous + 1, seen + 1, Math.floor(at.getTime() / 1000));
 }
 
+function assertOnlineKeysOf(root: Root, keys: OnlineKeys): void {
+  for (const role of ONLINE_ROLES) {
+    const allowed = root.roles[role]?.keyIDs ?? [];
+    if (!allowed.includes(keys.keys[role].keyid)) {
+      throw new DistributionError(
+        "tuf_key_mismatch",
+        `the configured ${role} key ${keys.keys[role].keyid.slice(0, 12)} is not a ${role} key of root v${root.version}`,
+      );
+    }
+  }
+}
+
+/**
+ * How a local publication path signs (the adapters build it from SVC_TUF_ONLINE_KEYS). `now` is the
+ * wall clock by default, not the publication's clock: expiry is judged by managers' real clocks.
+ */
+export interface SiteSigning {
+  keys: OnlineKeys;
+  now?: () => Date;
+}
+
+/**
+ * Refuses a publication up front when its signing could not succeed (no root, or keys the root does
+ * not name): checked under the publish lock before the commit, so a committed tree is never left
+ * unsignable by a misconfiguration.
+ */
+export function assertCanSign(siteDir: string, signing: SiteSigning | null | undefined): void {
+  if (!signing) return;
+  const latestRoot = loadLatestRoot(siteDir);
+  try {
+    if (!latestRoot) {
+      throw new DistributionError(
+        "tuf_not_initialized",
+        `signing keys are configured but ${siteDir} has no ${TUF_DIR}/N.root.json; run \`svc keys init\` first`,
+      );
+    }
+    assertOnlineKeysOf(latestRoot.metadata.signed, signing.keys);
+  } catch (error) {
+    // A portal misconfiguration, reported through the portal's own error path (CLI and HTTP alike).
+    if (error instanceof DistributionError)
+      throw new SvcError("config_invalid", `${error.code}: ${error.message}; nothing was published`, {
+        details: { code: error.code },
+      });
+    throw error;
+  }
+}
+
+/**
+ * The one signing step of every local publication path (import, the publish route, hide/unhide,
+ * build, serve's start-up build, smoke --record): called under the publish lock right after the
+ * commit, so the signed targets always describe the committed tree. Nothing changed: nothing signed
+ * (the scheduled `svc keys sign` keeps the timestamp fresh).
+ */
+export function signAfterCommit(
+  siteDir: string,
+  signing: SiteSigning | null | undefined,
+  change: { written: readonly string[]; deleted: readonly string[] },
+): SignResult | null {
+  if (!signing) return null;
+  if (change.written.length === 0 && change.deleted.length === 0) return null;
+  return signSite(siteDir, signing.keys, signing.now ?? (() => new Date()));
+}
+
 function expiresWithin(signed: { expires: string }, now: Date, days: number): boolean {
   return new Date(signed.expires).getTime() <= addDays(now, days).getTime();
 }
@@ -252,15 +316,7 @@ export function signSite(
     );
   }
   const root = latestRoot.metadata.signed;
-  for (const role of ONLINE_ROLES) {
-    const allowed = root.roles[role]?.keyIDs ?? [];
-    if (!allowed.includes(keys.keys[role].keyid)) {
-      throw new DistributionError(
-        "tuf_key_mismatch",
-        `the configured ${role} key ${keys.keys[role].keyid.slice(0, 12)} is not a ${role} key of root v${root.version}`,
-      );
-    }
-  }
+  assertOnlineKeysOf(root, keys);
   const dir = join(siteDir, TUF_DIR);
   const siteTargets = collectSiteTargets(siteDir);
 

@@ -2,6 +2,7 @@ import { existsSync, readdirSync } from "node:fs";
 import type { RandomBytes } from "../accounts/secrets.ts";
 import { filesystemArtifactStore } from "../catalog/artifact-store.ts";
 import type { PublisherOptions } from "../catalog/publisher.ts";
+import type { SiteSigning } from "../distribution/tuf-repository.ts";
 import { runnerValidator } from "../catalog/validator.ts";
 import type { PortalConfig } from "../config/portal-config.ts";
 import type { RuntimeSettings } from "../config/settings.ts";
@@ -65,6 +66,8 @@ export interface SubmissionsSetup {
   now: () => Date;
   random: RandomBytes;
   log: (line: string) => void;
+  /** Online signing keys: every publication, hide and unhide signs the site (see PublisherOptions.signing). */
+  signing?: SiteSigning | null;
 }
 
 /** The GitHub link the settings ask for (GitHub-backed submissions), or null. */
@@ -98,6 +101,7 @@ export function createSubmissionsRuntime(setup: SubmissionsSetup) {
     }),
     validate: runnerValidator({ siteDir: setup.siteDir, scanner: scanner.create(), clock: setup.now }),
     now: setup.now,
+    signing: setup.signing ?? null,
   };
   // What a crash of the previous process left (orphaned uploads, held leases, stranded publications)
   // is put right before the worker claims anything. PGlite holds its data folder exclusively.

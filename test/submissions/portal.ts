@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { parseSettings } from "../../src/config/settings.ts";
+import type { SiteSigning } from "../../src/distribution/tuf-repository.ts";
 import { createSubmissionsRuntime } from "../../src/submissions/runtime.ts";
 import {
   type Call,
@@ -34,7 +35,10 @@ export interface Portal {
   moderator: SignedIn;
 }
 
-export async function startPortal(env: Record<string, string> = { SVC_LIVE_UPLOADS: "1" }): Promise<Portal> {
+export async function startPortal(
+  env: Record<string, string> = { SVC_LIVE_UPLOADS: "1" },
+  options: { signing?: SiteSigning } = {},
+): Promise<Portal> {
   const scannerEnv = { SVC_CLAMSCAN: clamscanPath ?? "", SVC_CLAMAV_DATABASE: database };
   const h = await startHarness({ env: { ...scannerEnv, ...env } });
   const settings = parseSettings({ ...scannerEnv, ...env }, { dataDir: join(h.root, ".data") });
@@ -48,6 +52,7 @@ export async function startPortal(env: Record<string, string> = { SVC_LIVE_UPLOA
     now: h.app.now,
     random: (n) => Buffer.from(createHash("sha256").update(String(Math.random())).digest().subarray(0, n)),
     log: () => {},
+    ...(options.signing ? { signing: options.signing } : {}),
   });
   h.app.submissions = pipeline.runtime;
   const call = client(h.origin);
