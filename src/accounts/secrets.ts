@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes as nodeRandomBytes, timingSafeEqual } from "node:crypto";
+import { createHmac, hash, randomBytes as nodeRandomBytes, timingSafeEqual } from "node:crypto";
 
 /** Injected randomness: tests pass a seeded source, production uses crypto.randomBytes. */
 export type RandomBytes = (size: number) => Buffer;
@@ -17,7 +17,8 @@ export function newId(prefix: string, random: RandomBytes): string {
 
 /** Secrets are stored as SHA-256 hex digests only. They carry 256 bits, so no salt or KDF is needed. */
 export function hashSecret(secret: string): string {
-  return createHash("sha256").update(secret, "utf8").digest("hex");
+  // The one-shot form (Node >= 20.12) costs a third of a Hash object; every API-key request hashes.
+  return hash("sha256", secret, "hex");
 }
 
 /** Constant-time comparison of two strings (length differences return false without early exit on content). */

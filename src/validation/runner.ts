@@ -5,6 +5,7 @@ import type { CatalogDocument } from "../contracts/catalog.ts";
 import { SOURCE_SCHEMA_BASE } from "../contracts/schemas.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";
 import type { AntivirusScanner, ScanItem, ScanResult } from "./antivirus/scanner.ts";
+import { isLimitsVerdict } from "./antivirus/limits-probe.ts";
 import { tarChunks } from "./antivirus/tar-batch.ts";
 import { checkAntivirusScan } from "./checks/antivirus_scan.ts";
 import { checkArchiveContentPolicy } from "./checks/archive_content_policy.ts";
@@ -174,6 +175,10 @@ async function openPackage(source: ValidationInput["package"], maxBytes: number)
       return after.size === before.size && after.mtimeMs === before.mtimeMs && after.ino === before.ino;
     },
   };
+}
+
+function scanFailure(error: unknown): ScanResult {
+  return { status: "error", errorKind: "scanner", message: String(error) };
 }
 
 function* chunksOf(source: ByteSource, chunkBytes = 1 << 20): Generator<Buffer> {
@@ -372,6 +377,37 @@ async function analyzeSource(input: ValidationInput, source: ByteSource): Promis
   const progress = input.onProgress ?? (() => {});
   const scanState = input.antivirusDisabled ? "disabled" : input.scanner ? null : "not_configured";
   const total = source.size;
+  const scanner = input.scanner;
+  let scanTotal = total;
+  const queue =
+    scanner && !scanState
+      ? new ScanQueue(scanner, Math.max(1, input.scanConcurrency ?? 4), (done) =>
+          progress({ phase: "scanning", doneBytes: done, totalBytes: scanTotal }),
+        )
+      : null;
+  // The scanner is the long pole: it gets the package before anything else happens here.
+  let packageScan: Promise<ScanResult> | null = null;
+  let alertsOnLimits = Promise.resolve(false);
+  if (queue && scanner) {
+    // Asked first, so that a daemon with one thread answers it before the long package scan.
+    alertsOnLimits = (scanner.alertsOnLimits?.() ?? alertsOnLimits).catch(() => false);
+    // The whole package is scanned as one stream; ClamAV looks inside it at every entry.
+    if (scanner.scanStream) {
+      let sent!: () => void;
+      const uploaded = new Promise<void>((resolve) => {
+        sent = resolve;
+      });
+      const chunks = function* () {
+        yield* chunksOf(source);
+        sent();
+      };
+      packageScan = scanner.scanStream("package", chunks()).catch(scanFailure);
+      await queue.addStream(-1, "package", () => packageScan!, total);
+      // What follows keeps this thread busy: hand the scanner every byte first (a scanner that
+      // fails early settles packageScan instead), so that it scans while we hash and inflate.
+      await Promise.race([uploaded, packageScan]);
+    } else await queue.add(-1, "package", source.read(0, total));
+  }
   const hash = createHash("sha256");
   let hashed = 0;
   for (const chunk of chunksOf(source, HASH_CHUNK)) {
@@ -393,23 +429,12 @@ async function analyzeSource(input: ValidationInput, source: ByteSource): Promis
   const inflateFindings: ZipFinding[] = [];
   const files = new Map<string, Buffer>();
 
-  const scanner = input.scanner;
-  const queue =
-    scanner && !scanState
-      ? new ScanQueue(scanner, Math.max(1, input.scanConcurrency ?? 4), (done) =>
-          progress({
-            phase: "scanning",
-            doneBytes: done,
-            totalBytes: total + structure.totalUncompressedBytes,
-          }),
-        )
-      : null;
-  if (queue && scanner) {
-    // The whole package is scanned as one stream (ClamAV also looks inside it), entries one by one below.
-    if (scanner.scanStream)
-      await queue.addStream(-1, "package", () => scanner.scanStream!("package", chunksOf(source)), total);
-    else await queue.add(-1, "package", source.read(0, total));
-  }
+  // That scan stands for the entries only when the scanner sees the same entries we do (a sound
+  // layout) and would report, not skip, what lies beyond its limits. Otherwise every entry is also
+  // scanned on its own below (a scanner round trip per batch of small entries).
+  const soundLayout = !structure.unsafeToInflate && structure.findings.length === 0;
+  const entriesInsidePackage = packageScan !== null && soundLayout && (await alertsOnLimits);
+  if (queue && !entriesInsidePackage) scanTotal += structure.totalUncompressedBytes;
 
   if (!structure.unsafeToInflate) {
     const manifestName = policy.manifestFileName;
@@ -438,7 +463,17 @@ async function analyzeSource(input: ValidationInput, source: ByteSource): Promis
       );
       // First one wins, as for the manifest above; duplicates fail zip_path_safety anyway.
       if (keep.has(entry.name) && !files.has(entry.name)) files.set(entry.name, Buffer.from(data));
-      if (queue) await queue.add(entry.index, JSON.stringify(entry.name), data);
+      if (queue && !entriesInsidePackage) await queue.add(entry.index, JSON.stringify(entry.name), data);
+    }
+    // A finding inside the package is attributed: its entries are scanned one by one so the log
+    // names the infected ones. A limits finding is about the package as a whole and needs none.
+    const packageVerdict = entriesInsidePackage && packageScan ? await packageScan : null;
+    if (queue && packageVerdict?.status === "infected" && !isLimitsVerdict(packageVerdict)) {
+      for (const { entry } of entries) {
+        if (entry.isDirectory) continue;
+        const again = inflateEntry(source, entry);
+        if (again.ok) await queue.add(entry.index, JSON.stringify(entry.name), again.data);
+      }
     }
   }
   const contentInspected = !structure.unsafeToInflate && inflateFindings.length === 0;
@@ -450,6 +485,7 @@ async function analyzeSource(input: ValidationInput, source: ByteSource): Promis
       scanner: scanner.description,
       verdicts: await queue.drain(),
       complete: contentInspected,
+      entryCoverage: entriesInsidePackage ? "package" : "each",
     };
   } else scan = { state: "not_run" };
   return {

@@ -115,7 +115,17 @@ export interface PackageAnalysis {
   packageKind: FileKind | null;
   /** What the antivirus did: ran (with verdicts), or why it did not. */
   scan:
-    | { state: "ran"; scanner: string; verdicts: ScanVerdict[]; complete: boolean }
+    | {
+        state: "ran";
+        scanner: string;
+        verdicts: ScanVerdict[];
+        complete: boolean;
+        /**
+         * each: every entry was also scanned on its own; package: the package scan stands for the
+         * entries (the scanner looks inside archives and was seen to alert on its limits).
+         */
+        entryCoverage?: "each" | "package";
+      }
     | { state: "not_configured" | "disabled" | "not_run" };
 }
 

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Server } from "node:http";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,7 +16,13 @@ const artifact = Buffer.alloc(300_000, 7);
 
 beforeAll(async () => {
   project = tempProject();
-  project.addRecord(releaseRecord({ packageSizeBytes: artifact.length }));
+  // The record carries the artifact's real hash: downloads are answered with the catalog's sha256 as ETag.
+  project.addRecord(
+    releaseRecord({
+      packageSizeBytes: artifact.length,
+      sha256: createHash("sha256").update(artifact).digest("hex"),
+    }),
+  );
   writeSite(
     project.site(""),
     renderSite(loadSiteInputs(project.config, `${project.root}/records`), project.site("")),
@@ -159,7 +166,6 @@ describe("local portal over loopback HTTP", () => {
     expect(full.headers.get("content-type")).toBe("application/zip");
     expect(full.headers.get("content-length")).toBe(String(artifact.length));
     expect(full.headers.get("cache-control")).toContain("immutable");
-    const { createHash } = await import("node:crypto");
     expect(full.headers.get("etag")).toBe(`"${createHash("sha256").update(artifact).digest("hex")}"`);
     expect(Buffer.from(await full.arrayBuffer()).equals(artifact)).toBe(true);
     const part = await fetch(path, { headers: { range: "bytes=100-199" } });

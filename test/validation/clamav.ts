@@ -60,7 +60,15 @@ export interface RunningClamd {
 }
 
 export async function startClamd(
-  options: { tcpPort?: number; streamMaxLength?: string } = {},
+  options: {
+    tcpPort?: number;
+    streamMaxLength?: string;
+    /** false: a daemon that skips what exceeds its limits silently (clamd's own default). */
+    alertExceedsMax?: boolean;
+    maxFiles?: number;
+    /** Extra clamd.conf lines (the benchmark turns the clean-file cache off with DisableCache yes). */
+    extraConfig?: string[];
+  } = {},
 ): Promise<RunningClamd> {
   if (!clamdPath) throw new Error("clamd not installed");
   const dir = mkdtempSync(join(tmpdir(), "svc-clamd-"));
@@ -82,10 +90,11 @@ export async function startClamd(
       `StreamMaxLength ${options.streamMaxLength ?? "110M"}`,
       "MaxFileSize 110M",
       "MaxScanSize 400M",
-      "MaxFiles 30000",
-      "AlertExceedsMax yes",
+      `MaxFiles ${options.maxFiles ?? 30000}`,
+      `AlertExceedsMax ${options.alertExceedsMax === false ? "no" : "yes"}`,
       "MaxThreads 4",
       "SelfCheck 0",
+      ...(options.extraConfig ?? []),
       "",
     ].join("\n"),
   );

@@ -1,4 +1,5 @@
 import * as net from "node:net";
+import { isLimitsVerdict, limitsProbe } from "./limits-probe.ts";
 import { type AntivirusScanner, parseClamResult, type ScanResult } from "./scanner.ts";
 
 /**
@@ -10,7 +11,8 @@ import { type AntivirusScanner, parseClamResult, type ScanResult } from "./scann
  *   "INSTREAM size limit exceeded. ERROR" (which we treat as a failure, never a pass).
  * - MaxFileSize, MaxScanSize, MaxRecursion, MaxFiles must cover the package, and
  *   AlertExceedsMax yes makes the daemon report "Heuristics.Limits.Exceeded.*" instead of silently
- *   skipping what lies beyond a limit.
+ *   skipping what lies beyond a limit. alertsOnLimits() checks that setting with a probe at every
+ *   validation; only when it holds does the package scan stand for its entries.
  * - ScanArchive yes (default) so the whole-package scan also looks inside the ZIP.
  */
 export type ClamdTarget = { kind: "unix"; path: string } | { kind: "tcp"; host: string; port: number };
@@ -148,6 +150,14 @@ export function createClamdScanner(
       exchange(target, "INSTREAM", [bytes], resolved).then(({ reply: _reply, ...result }) => result),
     scanStream: (_name, chunks) =>
       exchange(target, "INSTREAM", chunks, resolved).then(({ reply: _reply, ...result }) => result),
+    // Asked at every validation, not remembered: the daemon may be reconfigured and restarted.
+    alertsOnLimits: async () =>
+      isLimitsVerdict(
+        await exchange(target, "INSTREAM", [limitsProbe()], {
+          ...resolved,
+          timeoutMs: Math.min(resolved.timeoutMs, 10_000),
+        }),
+      ),
     async ping() {
       const r = await exchange(target, "PING", null, {
         ...resolved,

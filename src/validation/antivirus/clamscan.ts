@@ -16,6 +16,8 @@ export interface ClamscanOptions {
   timeoutMs?: number;
   /** Size limits passed to clamscan; they must cover the package cap so nothing is skipped. */
   maxBytes?: number;
+  /** Files clamscan unpacks from one archive; above the policy's maxEntries (25,000) by default. */
+  maxFiles?: number;
   /** Where batch temp folders go; default os.tmpdir(). */
   tempDir?: string;
 }
@@ -86,6 +88,8 @@ export function createClamscanScanner(binary = "clamscan", options: ClamscanOpti
     "--alert-exceeds-max=yes",
     `--max-filesize=${limit}`,
     `--max-scansize=${limit * 4}`,
+    // clamscan's default of 10,000 would stop inside a package the policy allows (and alert on it).
+    `--max-files=${options.maxFiles ?? 30_000}`,
     ...(options.database ? ["-d", options.database] : []),
   ];
 
@@ -112,6 +116,8 @@ export function createClamscanScanner(binary = "clamscan", options: ClamscanOpti
 
   return {
     description: `clamscan ${binary}${options.database ? ` -d ${options.database}` : ""}`,
+    // This adapter passes --alert-exceeds-max=yes on every run; clamscan reads no config file for it.
+    alertsOnLimits: async () => true,
     scan(name, bytes) {
       return this.scanStream!(name, [bytes]);
     },

@@ -31,6 +31,13 @@ export interface AntivirusScanner {
   scanStream?(name: string, chunks: Iterable<Uint8Array>): Promise<ScanResult>;
   /** Optional batched form for scanners with a high per-call cost (clamscan loads its database per run). */
   scanBatch?(items: ScanItem[]): Promise<ScanResult[]>;
+  /**
+   * Optional: true when the scanner is seen (now) to report whatever lies beyond its limits (file
+   * count, sizes, recursion) as a `Heuristics.Limits.Exceeded.*` finding instead of skipping it.
+   * Only then can the scan of a package stand for the scan of every entry inside it; without it
+   * (or on false) the runner also scans the entries one by one.
+   */
+  alertsOnLimits?(): Promise<boolean>;
 }
 
 /** Interpret one ClamAV result line (clamd reply or clamscan output), without its `name: ` prefix. */

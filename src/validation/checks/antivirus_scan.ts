@@ -1,3 +1,4 @@
+import { isLimitsVerdict } from "../antivirus/limits-probe.ts";
 import type { CheckContext, CheckOutcome } from "../types.ts";
 import { blocked, contentBlocker, failed, passed } from "./common.ts";
 
@@ -21,7 +22,8 @@ export function checkAntivirusScan(ctx: CheckContext): CheckOutcome {
       blocker?.why ?? "the package could not be scanned",
     );
   }
-  const infected = scan.verdicts.filter((v) => v.result.status === "infected");
+  // A limits finding (Heuristics.Limits.Exceeded.*) is no malware: part of the input went unscanned.
+  const infected = scan.verdicts.filter((v) => v.result.status === "infected" && !isLimitsVerdict(v.result));
   if (infected.length > 0) {
     return failed(
       ID,
@@ -45,7 +47,11 @@ export function checkAntivirusScan(ctx: CheckContext): CheckOutcome {
       code,
       errors
         .slice(0, 20)
-        .map((v) => `${v.target}: ${v.result.message ?? "no clean answer"} (${scan.scanner})`),
+        .map((v) =>
+          isLimitsVerdict(v.result)
+            ? `${v.target}: ${v.result.signature}: it goes beyond the scanner's limits, so part of it was not scanned; raise clamd MaxFiles, MaxFileSize, MaxScanSize or MaxRecursion to cover the package (${scan.scanner})`
+            : `${v.target}: ${v.result.message ?? "no clean answer"} (${scan.scanner})`,
+        ),
     );
   }
   if (!scan.complete) {
@@ -55,6 +61,12 @@ export function checkAntivirusScan(ctx: CheckContext): CheckOutcome {
       blocker?.check ?? "file_signature",
       `the package itself scanned clean, but its entries could not be inflated and scanned one by one (${blocker?.why ?? "unknown"})`,
     );
+  }
+  if (scan.entryCoverage === "package") {
+    const files = ctx.pkg.entries.filter((e) => !e.entry.isDirectory).length;
+    return passed(ID, [
+      `${scan.scanner}: the package scanned clean, its ${files} entries looked at inside it (the scanner reports what exceeds its limits, so none was skipped)`,
+    ]);
   }
   return passed(ID, [
     `${scan.scanner}: the package and its ${scan.verdicts.length - 1} inflated entries scanned clean`,

@@ -1,0 +1,106 @@
+/**
+ * Child process of bench/api/run.ts: N keep-alive HTTP/1.1 clients, each sending one request at a
+ * time for a fixed duration, timing every answer. A raw socket client in the manner of wrk, so the
+ * load generator costs far less CPU than the server it measures (Node's http client would not).
+ * It understands exactly what the bench asks for: answers with a Content-Length body.
+ *
+ *   node --import tsx bench/api/load.ts '{"port":8080,"path":"/x","headers":{},"clients":50,...}'
+ */
+import { connect, type Socket } from "node:net";
+
+interface LoadOptions {
+  host: string;
+  port: number;
+  path: string;
+  headers: Record<string, string>;
+  clients: number;
+  warmupMs: number;
+  durationMs: number;
+  expectStatus: number;
+}
+
+const options = JSON.parse(process.argv[2] ?? "{}") as LoadOptions;
+const request = Buffer.from(
+  `GET ${options.path} HTTP/1.1\r\nhost: ${options.host}:${options.port}\r\n${Object.entries(options.headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join("")}\r\n`,
+  "latin1",
+);
+const HEADER_END = Buffer.from("\r\n\r\n");
+
+const latenciesMs: number[] = [];
+let measuring = false;
+let stopping = false;
+let unexpected = 0;
+let firstUnexpected = "";
+
+function client(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket: Socket = connect(options.port, options.host);
+    socket.setNoDelay(true);
+    let pending: Buffer = Buffer.alloc(0);
+    let sentAt = 0n;
+    let bodyLeft = -1;
+    const send = () => {
+      if (stopping) {
+        socket.end();
+        return;
+      }
+      sentAt = process.hrtime.bigint();
+      socket.write(request);
+    };
+    socket.on("connect", send);
+    socket.on("data", (chunk: Buffer) => {
+      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+      while (true) {
+        if (bodyLeft < 0) {
+          const end = pending.indexOf(HEADER_END);
+          if (end < 0) return;
+          const head = pending.subarray(0, end).toString("latin1");
+          const status = Number(head.slice(9, 12));
+          const length = /\r\ncontent-length:\s*(\d+)/i.exec(head);
+          if (status !== options.expectStatus && unexpected++ === 0) firstUnexpected = head.split("\r\n")[0]!;
+          bodyLeft = length ? Number(length[1]) : 0;
+          pending = pending.subarray(end + HEADER_END.length);
+        }
+        if (pending.length < bodyLeft) {
+          bodyLeft -= pending.length;
+          pending = Buffer.alloc(0);
+          return;
+        }
+        pending = pending.subarray(bodyLeft);
+        bodyLeft = -1;
+        if (measuring) latenciesMs.push(Number(process.hrtime.bigint() - sentAt) / 1e6);
+        send();
+      }
+    });
+    socket.on("close", () => resolve());
+    socket.on("error", reject);
+  });
+}
+
+const clients = Array.from({ length: options.clients }, client);
+await new Promise((resolve) => setTimeout(resolve, options.warmupMs));
+measuring = true;
+const started = process.hrtime.bigint();
+await new Promise((resolve) => setTimeout(resolve, options.durationMs));
+measuring = false;
+const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+stopping = true;
+await Promise.all(clients);
+
+const sorted = latenciesMs.sort((a, b) => a - b);
+const at = (p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? 0;
+process.stdout.write(
+  `${JSON.stringify({
+    requests: sorted.length,
+    seconds,
+    requestsPerSecond: sorted.length / seconds,
+    p50ms: at(0.5),
+    p99ms: at(0.99),
+    maxMs: sorted.at(-1) ?? 0,
+    unexpected,
+    firstUnexpected,
+  })}\n`,
+);

@@ -1,0 +1,140 @@
+import { closeSync, fstatSync, openSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import type { ModVersionsDocument, VersionRecord } from "../contracts/catalog.ts";
+import { SITE_PATHS } from "../contracts/urls.ts";
+
+/**
+ * Which mod artifacts the portal serves: exactly the download-enabled versions that the mod's own
+ * `api/v1/mods/{modId}/versions.json` lists. That document is written from the release records in
+ * the same atomic publication as the artifact itself, so the rule cannot drift from what the
+ * catalog says: a hidden version is absent from it, and its bytes (kept in place so that unhide
+ * restores the same URL) are answered 404 by the static site and the API-key lane alike. One small
+ * document per mod is read, and re-read only when it changes, so the cost is O(one mod), never the
+ * whole catalog.
+ */
+const MAX_CACHED_MODS = 2048;
+/**
+ * Artifacts kept open for small range reads: a stat, an open and a close per request cost more
+ * than the read itself on the API-key lane. Only synchronous reads use these descriptors, so one
+ * can be closed on eviction at any moment; large downloads open their own.
+ */
+const MAX_OPEN_ARTIFACTS = 64;
+const MOD_ID = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+
+interface ModEntry {
+  key: string;
+  versions: Map<string, VersionRecord>;
+}
+
+interface OpenArtifact {
+  fd: number;
+  size: number;
+  /** The versions document it was opened under: a new publication of the mod reopens it. */
+  documentKey: string;
+}
+
+/** Artifact path segments: downloads/mods/{modId}/{version}/{fileName}. */
+export function artifactSegments(rel: string): { modId: string; version: string; fileName: string } | null {
+  const parts = rel.split("/");
+  if (parts.length !== 5 || parts[0] !== "downloads" || parts[1] !== "mods") return null;
+  const [, , modId, version, fileName] = parts as [string, string, string, string, string];
+  return modId && version && fileName ? { modId, version, fileName } : null;
+}
+
+export class PublishedArtifacts {
+  private readonly mods = new Map<string, ModEntry>();
+  private readonly open = new Map<string, OpenArtifact>();
+
+  constructor(private readonly siteDir: string) {}
+
+  /** The version record that makes this artifact public, or null (unknown, hidden or not download-enabled). */
+  lookup(modId: string, version: string, fileName: string): VersionRecord | null {
+    return this.versionsOf(modId)?.get(`${version}/${fileName}`) ?? null;
+  }
+
+  /**
+   * A read-only descriptor and the size of a published artifact, or null when it is not a regular
+   * file. Call right after lookup() of the same mod: the descriptor is kept while the mod's
+   * versions document stays the same (artifacts are immutable; only a publication changes what is
+   * served) and must only be read synchronously.
+   */
+  descriptor(modId: string, absolutePath: string): { fd: number; size: number } | null {
+    const documentKey = this.mods.get(modId)?.key;
+    if (!documentKey) return null;
+    const hit = this.open.get(absolutePath);
+    if (hit && hit.documentKey === documentKey) {
+      this.open.delete(absolutePath);
+      this.open.set(absolutePath, hit);
+      return hit;
+    }
+    if (hit) this.close(absolutePath, hit);
+    let fd: number;
+    try {
+      fd = openSync(absolutePath, "r");
+    } catch {
+      return null;
+    }
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) {
+      closeSync(fd);
+      return null;
+    }
+    const entry = { fd, size: stats.size, documentKey };
+    this.open.set(absolutePath, entry);
+    if (this.open.size > MAX_OPEN_ARTIFACTS) {
+      const [oldest, old] = this.open.entries().next().value as [string, OpenArtifact];
+      this.close(oldest, old);
+    }
+    return entry;
+  }
+
+  private close(path: string, entry: OpenArtifact): void {
+    this.open.delete(path);
+    closeSync(entry.fd);
+  }
+
+  private versionsOf(modId: string): Map<string, VersionRecord> | null {
+    // Segments come from a request: only a mod id (the records' own pattern) names a folder.
+    if (!MOD_ID.test(modId)) return null;
+    const path = join(this.siteDir, SITE_PATHS.modVersions(modId));
+    let key: string;
+    try {
+      const stats = statSync(path);
+      if (!stats.isFile()) return null;
+      // Publication replaces the file (rename or a new generation), so size, mtime and inode move together.
+      key = `${stats.size}:${stats.mtimeMs}:${stats.ino}`;
+    } catch {
+      this.mods.delete(modId);
+      return null;
+    }
+    const hit = this.mods.get(modId);
+    if (hit && hit.key === key) return hit.versions;
+    let document: ModVersionsDocument;
+    try {
+      document = JSON.parse(readFileSync(path, "utf8")) as ModVersionsDocument;
+    } catch {
+      // Caught mid-replacement or damaged: nothing is public until it reads whole.
+      return null;
+    }
+    const versions = new Map<string, VersionRecord>();
+    for (const record of Array.isArray(document.versions) ? document.versions : []) {
+      if (record?.downloadEnabled === true) versions.set(`${record.version}/${record.fileName}`, record);
+    }
+    this.mods.delete(modId);
+    this.mods.set(modId, { key, versions });
+    if (this.mods.size > MAX_CACHED_MODS) this.mods.delete(this.mods.keys().next().value as string);
+    return versions;
+  }
+}
+
+const shared = new Map<string, PublishedArtifacts>();
+
+/** One index per site folder, shared by the static site and the API-key lane of a process. */
+export function publishedArtifactsFor(siteDir: string): PublishedArtifacts {
+  let artifacts = shared.get(siteDir);
+  if (!artifacts) {
+    artifacts = new PublishedArtifacts(siteDir);
+    shared.set(siteDir, artifacts);
+  }
+  return artifacts;
+}
