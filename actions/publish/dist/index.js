@@ -2626,7 +2626,7 @@ var require_parseParams = __commonJS({
 var require_basename = __commonJS({
   "node_modules/@fastify/busboy/lib/utils/basename.js"(exports, module) {
     "use strict";
-    module.exports = function basename(path) {
+    module.exports = function basename2(path) {
       if (typeof path !== "string") {
         return "";
       }
@@ -2653,7 +2653,7 @@ var require_multipart = __commonJS({
     var Dicer = require_Dicer();
     var parseParams = require_parseParams();
     var decodeText = require_decodeText();
-    var basename = require_basename();
+    var basename2 = require_basename();
     var getLimit = require_getLimit();
     var RE_BOUNDARY = /^boundary$/i;
     var RE_FIELD = /^form-data$/i;
@@ -2770,7 +2770,7 @@ var require_multipart = __commonJS({
               } else if (RE_FILENAME.test(parsed[i][0])) {
                 filename = parsed[i][1];
                 if (!preservePath) {
-                  filename = basename(filename);
+                  filename = basename2(filename);
                 }
               }
             }
@@ -39984,7 +39984,7 @@ var require_codegen = __commonJS({
         return "{" + opts._n + super.render(opts) + "}" + opts._n;
       }
     };
-    var Root = class extends ParentNode {
+    var Root2 = class extends ParentNode {
     };
     var Else = class extends BlockNode {
     };
@@ -40173,7 +40173,7 @@ var require_codegen = __commonJS({
         this.opts = { ...opts, _n: opts.lines ? "\n" : "" };
         this._extScope = extScope;
         this._scope = new scope_1.Scope({ parent: extScope });
-        this._nodes = [new Root()];
+        this._nodes = [new Root2()];
       }
       toString() {
         return this._root.render(this.opts);
@@ -43349,50 +43349,50 @@ var require_fast_uri = __commonJS({
       schemelessOptions.skipEscape = true;
       return serialize(resolved, schemelessOptions);
     }
-    function resolveComponent(base, relative4, options, skipNormalization) {
+    function resolveComponent(base, relative5, options, skipNormalization) {
       const target = {};
       if (!skipNormalization) {
         base = parse4(serialize(base, options), options);
-        relative4 = parse4(serialize(relative4, options), options);
+        relative5 = parse4(serialize(relative5, options), options);
       }
       options = options || {};
-      if (!options.tolerant && relative4.scheme) {
-        target.scheme = relative4.scheme;
-        target.userinfo = relative4.userinfo;
-        target.host = relative4.host;
-        target.port = relative4.port;
-        target.path = removeDotSegments(relative4.path || "");
-        target.query = relative4.query;
+      if (!options.tolerant && relative5.scheme) {
+        target.scheme = relative5.scheme;
+        target.userinfo = relative5.userinfo;
+        target.host = relative5.host;
+        target.port = relative5.port;
+        target.path = removeDotSegments(relative5.path || "");
+        target.query = relative5.query;
       } else {
-        if (relative4.userinfo !== void 0 || relative4.host !== void 0 || relative4.port !== void 0) {
-          target.userinfo = relative4.userinfo;
-          target.host = relative4.host;
-          target.port = relative4.port;
-          target.path = removeDotSegments(relative4.path || "");
-          target.query = relative4.query;
+        if (relative5.userinfo !== void 0 || relative5.host !== void 0 || relative5.port !== void 0) {
+          target.userinfo = relative5.userinfo;
+          target.host = relative5.host;
+          target.port = relative5.port;
+          target.path = removeDotSegments(relative5.path || "");
+          target.query = relative5.query;
         } else {
-          if (!relative4.path) {
+          if (!relative5.path) {
             target.path = base.path;
-            if (relative4.query !== void 0) {
-              target.query = relative4.query;
+            if (relative5.query !== void 0) {
+              target.query = relative5.query;
             } else {
               target.query = base.query;
             }
           } else {
-            if (relative4.path[0] === "/") {
-              target.path = removeDotSegments(relative4.path);
+            if (relative5.path[0] === "/") {
+              target.path = removeDotSegments(relative5.path);
             } else {
               const baseHasAuthority = base.userinfo !== void 0 || base.host !== void 0 || base.port !== void 0;
               if (baseHasAuthority && !base.path) {
-                target.path = "/" + relative4.path;
+                target.path = "/" + relative5.path;
               } else if (!base.path) {
-                target.path = relative4.path;
+                target.path = relative5.path;
               } else {
-                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative4.path;
+                target.path = base.path.slice(0, base.path.lastIndexOf("/") + 1) + relative5.path;
               }
               target.path = base.scheme === void 0 && !baseHasAuthority && target.path[0] !== "/" ? removeDotSegmentsRelative(target.path) : removeDotSegments(target.path);
             }
-            target.query = relative4.query;
+            target.query = relative5.query;
           }
           target.userinfo = base.userinfo;
           target.host = base.host;
@@ -43400,7 +43400,7 @@ var require_fast_uri = __commonJS({
         }
         target.scheme = base.scheme;
       }
-      target.fragment = relative4.fragment;
+      target.fragment = relative5.fragment;
       return target;
     }
     function equal(uriA, uriB, options) {
@@ -49730,10 +49730,3725 @@ var require_semver2 = __commonJS({
   }
 });
 
+// node_modules/@tufjs/models/dist/error.js
+var require_error = __commonJS({
+  "node_modules/@tufjs/models/dist/error.js"(exports) {
+    "use strict";
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.UnsupportedAlgorithmError = exports.CryptoError = exports.LengthOrHashMismatchError = exports.UnsignedMetadataError = exports.RepositoryError = exports.ValueError = void 0;
+    var ValueError = class extends Error {
+    };
+    exports.ValueError = ValueError;
+    var RepositoryError = class extends Error {
+    };
+    exports.RepositoryError = RepositoryError;
+    var UnsignedMetadataError = class extends RepositoryError {
+    };
+    exports.UnsignedMetadataError = UnsignedMetadataError;
+    var LengthOrHashMismatchError = class extends RepositoryError {
+    };
+    exports.LengthOrHashMismatchError = LengthOrHashMismatchError;
+    var CryptoError = class extends Error {
+    };
+    exports.CryptoError = CryptoError;
+    var UnsupportedAlgorithmError = class extends CryptoError {
+    };
+    exports.UnsupportedAlgorithmError = UnsupportedAlgorithmError;
+  }
+});
+
+// node_modules/@tufjs/models/dist/utils/guard.js
+var require_guard = __commonJS({
+  "node_modules/@tufjs/models/dist/utils/guard.js"(exports) {
+    "use strict";
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.isDefined = isDefined2;
+    exports.isObject = isObject2;
+    exports.isStringArray = isStringArray;
+    exports.isObjectArray = isObjectArray;
+    exports.isStringRecord = isStringRecord;
+    exports.isObjectRecord = isObjectRecord;
+    function isDefined2(val) {
+      return val !== void 0;
+    }
+    function isObject2(value) {
+      return typeof value === "object" && value !== null;
+    }
+    function isStringArray(value) {
+      return Array.isArray(value) && value.every((v) => typeof v === "string");
+    }
+    function isObjectArray(value) {
+      return Array.isArray(value) && value.every(isObject2);
+    }
+    function isStringRecord(value) {
+      return typeof value === "object" && value !== null && Object.keys(value).every((k) => typeof k === "string") && Object.values(value).every((v) => typeof v === "string");
+    }
+    function isObjectRecord(value) {
+      return typeof value === "object" && value !== null && Object.keys(value).every((k) => typeof k === "string") && Object.values(value).every((v) => typeof v === "object" && v !== null);
+    }
+  }
+});
+
+// node_modules/@tufjs/canonical-json/lib/index.js
+var require_lib3 = __commonJS({
+  "node_modules/@tufjs/canonical-json/lib/index.js"(exports, module) {
+    var COMMA2 = ",";
+    var COLON = ":";
+    var LEFT_SQUARE_BRACKET = "[";
+    var RIGHT_SQUARE_BRACKET = "]";
+    var LEFT_CURLY_BRACKET = "{";
+    var RIGHT_CURLY_BRACKET = "}";
+    function canonicalize(object) {
+      const buffer = [];
+      if (typeof object === "string") {
+        buffer.push(canonicalizeString(object));
+      } else if (typeof object === "boolean") {
+        buffer.push(JSON.stringify(object));
+      } else if (Number.isInteger(object)) {
+        buffer.push(JSON.stringify(object));
+      } else if (object === null) {
+        buffer.push(JSON.stringify(object));
+      } else if (Array.isArray(object)) {
+        buffer.push(LEFT_SQUARE_BRACKET);
+        let first = true;
+        object.forEach((element) => {
+          if (!first) {
+            buffer.push(COMMA2);
+          }
+          first = false;
+          buffer.push(canonicalize(element));
+        });
+        buffer.push(RIGHT_SQUARE_BRACKET);
+      } else if (typeof object === "object") {
+        buffer.push(LEFT_CURLY_BRACKET);
+        let first = true;
+        Object.keys(object).sort().forEach((property) => {
+          if (!first) {
+            buffer.push(COMMA2);
+          }
+          first = false;
+          buffer.push(canonicalizeString(property));
+          buffer.push(COLON);
+          buffer.push(canonicalize(object[property]));
+        });
+        buffer.push(RIGHT_CURLY_BRACKET);
+      } else {
+        throw new TypeError("cannot encode " + object.toString());
+      }
+      return buffer.join("");
+    }
+    function canonicalizeString(string) {
+      const escapedString = string.replace(/\\/g, "\\\\").replace(/"/g, '\\"');
+      return '"' + escapedString + '"';
+    }
+    module.exports = {
+      canonicalize
+    };
+  }
+});
+
+// node_modules/@tufjs/models/dist/utils/verify.js
+var require_verify = __commonJS({
+  "node_modules/@tufjs/models/dist/utils/verify.js"(exports) {
+    "use strict";
+    var __importDefault = exports && exports.__importDefault || function(mod) {
+      return mod && mod.__esModule ? mod : { "default": mod };
+    };
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.verifySignature = void 0;
+    var canonical_json_1 = require_lib3();
+    var crypto_1 = __importDefault(__require("crypto"));
+    var verifySignature = (metaDataSignedData, key, signature) => {
+      const canonicalData = Buffer.from((0, canonical_json_1.canonicalize)(metaDataSignedData));
+      return crypto_1.default.verify(void 0, canonicalData, key, Buffer.from(signature, "hex"));
+    };
+    exports.verifySignature = verifySignature;
+  }
+});
+
+// node_modules/@tufjs/models/dist/utils/index.js
+var require_utils5 = __commonJS({
+  "node_modules/@tufjs/models/dist/utils/index.js"(exports) {
+    "use strict";
+    var __createBinding = exports && exports.__createBinding || (Object.create ? (function(o, m, k, k2) {
+      if (k2 === void 0) k2 = k;
+      var desc = Object.getOwnPropertyDescriptor(m, k);
+      if (!desc || ("get" in desc ? !m.__esModule : desc.writable || desc.configurable)) {
+        desc = { enumerable: true, get: function() {
+          return m[k];
+        } };
+      }
+      Object.defineProperty(o, k2, desc);
+    }) : (function(o, m, k, k2) {
+      if (k2 === void 0) k2 = k;
+      o[k2] = m[k];
+    }));
+    var __setModuleDefault = exports && exports.__setModuleDefault || (Object.create ? (function(o, v) {
+      Object.defineProperty(o, "default", { enumerable: true, value: v });
+    }) : function(o, v) {
+      o["default"] = v;
+    });
+    var __importStar = exports && exports.__importStar || /* @__PURE__ */ (function() {
+      var ownKeys = function(o) {
+        ownKeys = Object.getOwnPropertyNames || function(o2) {
+          var ar = [];
+          for (var k in o2) if (Object.prototype.hasOwnProperty.call(o2, k)) ar[ar.length] = k;
+          return ar;
+        };
+        return ownKeys(o);
+      };
+      return function(mod) {
+        if (mod && mod.__esModule) return mod;
+        var result = {};
+        if (mod != null) {
+          for (var k = ownKeys(mod), i = 0; i < k.length; i++) if (k[i] !== "default") __createBinding(result, mod, k[i]);
+        }
+        __setModuleDefault(result, mod);
+        return result;
+      };
+    })();
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.crypto = exports.guard = void 0;
+    exports.guard = __importStar(require_guard());
+    exports.crypto = __importStar(require_verify());
+  }
+});
+
+// node_modules/@tufjs/models/dist/base.js
+var require_base = __commonJS({
+  "node_modules/@tufjs/models/dist/base.js"(exports) {
+    "use strict";
+    var __importDefault = exports && exports.__importDefault || function(mod) {
+      return mod && mod.__esModule ? mod : { "default": mod };
+    };
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.Signed = exports.MetadataKind = void 0;
+    exports.isMetadataKind = isMetadataKind;
+    var util_1 = __importDefault(__require("util"));
+    var error_1 = require_error();
+    var utils_1 = require_utils5();
+    var SPECIFICATION_VERSION = ["1", "0", "31"];
+    var MetadataKind2;
+    (function(MetadataKind3) {
+      MetadataKind3["Root"] = "root";
+      MetadataKind3["Timestamp"] = "timestamp";
+      MetadataKind3["Snapshot"] = "snapshot";
+      MetadataKind3["Targets"] = "targets";
+    })(MetadataKind2 || (exports.MetadataKind = MetadataKind2 = {}));
+    function isMetadataKind(value) {
+      return typeof value === "string" && Object.values(MetadataKind2).includes(value);
+    }
+    var Signed = class _Signed {
+      specVersion;
+      expires;
+      version;
+      unrecognizedFields;
+      constructor(options) {
+        this.specVersion = options.specVersion || SPECIFICATION_VERSION.join(".");
+        const specList = this.specVersion.split(".");
+        if (!(specList.length === 2 || specList.length === 3) || !specList.every((item) => isNumeric(item))) {
+          throw new error_1.ValueError("Failed to parse specVersion");
+        }
+        if (specList[0] != SPECIFICATION_VERSION[0]) {
+          throw new error_1.ValueError("Unsupported specVersion");
+        }
+        this.expires = options.expires;
+        this.version = options.version;
+        this.unrecognizedFields = options.unrecognizedFields || {};
+      }
+      equals(other) {
+        if (!(other instanceof _Signed)) {
+          return false;
+        }
+        return this.specVersion === other.specVersion && this.expires === other.expires && this.version === other.version && util_1.default.isDeepStrictEqual(this.unrecognizedFields, other.unrecognizedFields);
+      }
+      isExpired(referenceTime) {
+        if (!referenceTime) {
+          referenceTime = /* @__PURE__ */ new Date();
+        }
+        return referenceTime >= new Date(this.expires);
+      }
+      static commonFieldsFromJSON(data) {
+        const { spec_version, expires, version, ...rest } = data;
+        if (!utils_1.guard.isDefined(spec_version)) {
+          throw new error_1.ValueError("spec_version is not defined");
+        } else if (typeof spec_version !== "string") {
+          throw new TypeError("spec_version must be a string");
+        }
+        if (!utils_1.guard.isDefined(expires)) {
+          throw new error_1.ValueError("expires is not defined");
+        } else if (!(typeof expires === "string")) {
+          throw new TypeError("expires must be a string");
+        }
+        if (!utils_1.guard.isDefined(version)) {
+          throw new error_1.ValueError("version is not defined");
+        } else if (!(typeof version === "number")) {
+          throw new TypeError("version must be a number");
+        }
+        return {
+          specVersion: spec_version,
+          expires,
+          version,
+          unrecognizedFields: rest
+        };
+      }
+    };
+    exports.Signed = Signed;
+    function isNumeric(str) {
+      return !isNaN(Number(str));
+    }
+  }
+});
+
+// node_modules/@tufjs/models/dist/file.js
+var require_file3 = __commonJS({
+  "node_modules/@tufjs/models/dist/file.js"(exports) {
+    "use strict";
+    var __importDefault = exports && exports.__importDefault || function(mod) {
+      return mod && mod.__esModule ? mod : { "default": mod };
+    };
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.TargetFile = exports.MetaFile = void 0;
+    var crypto_1 = __importDefault(__require("crypto"));
+    var util_1 = __importDefault(__require("util"));
+    var error_1 = require_error();
+    var utils_1 = require_utils5();
+    var MetaFile2 = class _MetaFile {
+      version;
+      length;
+      hashes;
+      unrecognizedFields;
+      constructor(opts) {
+        if (opts.version <= 0) {
+          throw new error_1.ValueError("Metafile version must be at least 1");
+        }
+        if (opts.length !== void 0) {
+          validateLength(opts.length);
+        }
+        this.version = opts.version;
+        this.length = opts.length;
+        this.hashes = opts.hashes;
+        this.unrecognizedFields = opts.unrecognizedFields || {};
+      }
+      equals(other) {
+        if (!(other instanceof _MetaFile)) {
+          return false;
+        }
+        return this.version === other.version && this.length === other.length && util_1.default.isDeepStrictEqual(this.hashes, other.hashes) && util_1.default.isDeepStrictEqual(this.unrecognizedFields, other.unrecognizedFields);
+      }
+      verify(data) {
+        if (this.length !== void 0) {
+          if (data.length !== this.length) {
+            throw new error_1.LengthOrHashMismatchError(`Expected length ${this.length} but got ${data.length}`);
+          }
+        }
+        if (this.hashes) {
+          Object.entries(this.hashes).forEach(([key, value]) => {
+            let hash;
+            try {
+              hash = crypto_1.default.createHash(key);
+            } catch (e) {
+              throw new error_1.LengthOrHashMismatchError(`Hash algorithm ${key} not supported`);
+            }
+            const observedHash = hash.update(data).digest("hex");
+            if (observedHash !== value) {
+              throw new error_1.LengthOrHashMismatchError(`Expected hash ${value} but got ${observedHash}`);
+            }
+          });
+        }
+      }
+      toJSON() {
+        const json = {
+          version: this.version,
+          ...this.unrecognizedFields
+        };
+        if (this.length !== void 0) {
+          json.length = this.length;
+        }
+        if (this.hashes) {
+          json.hashes = this.hashes;
+        }
+        return json;
+      }
+      static fromJSON(data) {
+        const { version, length, hashes, ...rest } = data;
+        if (typeof version !== "number") {
+          throw new TypeError("version must be a number");
+        }
+        if (utils_1.guard.isDefined(length) && typeof length !== "number") {
+          throw new TypeError("length must be a number");
+        }
+        if (utils_1.guard.isDefined(hashes) && !utils_1.guard.isStringRecord(hashes)) {
+          throw new TypeError("hashes must be string keys and values");
+        }
+        return new _MetaFile({
+          version,
+          length,
+          hashes,
+          unrecognizedFields: rest
+        });
+      }
+    };
+    exports.MetaFile = MetaFile2;
+    var TargetFile2 = class _TargetFile {
+      length;
+      path;
+      hashes;
+      unrecognizedFields;
+      constructor(opts) {
+        validateLength(opts.length);
+        this.length = opts.length;
+        this.path = opts.path;
+        this.hashes = opts.hashes;
+        this.unrecognizedFields = opts.unrecognizedFields || {};
+      }
+      get custom() {
+        const custom = this.unrecognizedFields["custom"];
+        if (!custom || Array.isArray(custom) || !(typeof custom === "object")) {
+          return {};
+        }
+        return custom;
+      }
+      equals(other) {
+        if (!(other instanceof _TargetFile)) {
+          return false;
+        }
+        return this.length === other.length && this.path === other.path && util_1.default.isDeepStrictEqual(this.hashes, other.hashes) && util_1.default.isDeepStrictEqual(this.unrecognizedFields, other.unrecognizedFields);
+      }
+      async verify(stream) {
+        let observedLength = 0;
+        const digests = Object.keys(this.hashes).reduce((acc, key) => {
+          try {
+            acc[key] = crypto_1.default.createHash(key);
+          } catch (e) {
+            throw new error_1.LengthOrHashMismatchError(`Hash algorithm ${key} not supported`);
+          }
+          return acc;
+        }, {});
+        for await (const chunk of stream) {
+          observedLength += chunk.length;
+          Object.values(digests).forEach((digest) => {
+            digest.update(chunk);
+          });
+        }
+        if (observedLength !== this.length) {
+          throw new error_1.LengthOrHashMismatchError(`Expected length ${this.length} but got ${observedLength}`);
+        }
+        Object.entries(digests).forEach(([key, value]) => {
+          const expected = this.hashes[key];
+          const actual = value.digest("hex");
+          if (actual !== expected) {
+            throw new error_1.LengthOrHashMismatchError(`Expected hash ${expected} but got ${actual}`);
+          }
+        });
+      }
+      toJSON() {
+        return {
+          length: this.length,
+          hashes: this.hashes,
+          ...this.unrecognizedFields
+        };
+      }
+      static fromJSON(path, data) {
+        const { length, hashes, ...rest } = data;
+        if (typeof length !== "number") {
+          throw new TypeError("length must be a number");
+        }
+        if (!utils_1.guard.isStringRecord(hashes)) {
+          throw new TypeError("hashes must have string keys and values");
+        }
+        return new _TargetFile({
+          length,
+          path,
+          hashes,
+          unrecognizedFields: rest
+        });
+      }
+    };
+    exports.TargetFile = TargetFile2;
+    function validateLength(length) {
+      if (length < 0) {
+        throw new error_1.ValueError("Length must be at least 0");
+      }
+    }
+  }
+});
+
+// node_modules/@tufjs/models/dist/utils/oid.js
+var require_oid = __commonJS({
+  "node_modules/@tufjs/models/dist/utils/oid.js"(exports) {
+    "use strict";
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.encodeOIDString = encodeOIDString;
+    var ANS1_TAG_OID = 6;
+    function encodeOIDString(oid) {
+      const parts = oid.split(".");
+      const first = parseInt(parts[0], 10) * 40 + parseInt(parts[1], 10);
+      const rest = [];
+      parts.slice(2).forEach((part) => {
+        const bytes = encodeVariableLengthInteger(parseInt(part, 10));
+        rest.push(...bytes);
+      });
+      const der = Buffer.from([first, ...rest]);
+      return Buffer.from([ANS1_TAG_OID, der.length, ...der]);
+    }
+    function encodeVariableLengthInteger(value) {
+      const bytes = [];
+      let mask = 0;
+      while (value > 0) {
+        bytes.unshift(value & 127 | mask);
+        value >>= 7;
+        mask = 128;
+      }
+      return bytes;
+    }
+  }
+});
+
+// node_modules/@tufjs/models/dist/utils/key.js
+var require_key = __commonJS({
+  "node_modules/@tufjs/models/dist/utils/key.js"(exports) {
+    "use strict";
+    var __importDefault = exports && exports.__importDefault || function(mod) {
+      return mod && mod.__esModule ? mod : { "default": mod };
+    };
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.getPublicKey = getPublicKey;
+    var crypto_1 = __importDefault(__require("crypto"));
+    var error_1 = require_error();
+    var oid_1 = require_oid();
+    var ASN1_TAG_SEQUENCE = 48;
+    var ANS1_TAG_BIT_STRING = 3;
+    var NULL_BYTE = 0;
+    var OID_EDDSA = "1.3.101.112";
+    var OID_EC_PUBLIC_KEY = "1.2.840.10045.2.1";
+    var OID_EC_CURVE_P256V1 = "1.2.840.10045.3.1.7";
+    var PEM_HEADER = "-----BEGIN PUBLIC KEY-----";
+    function getPublicKey(keyInfo) {
+      switch (keyInfo.keyType) {
+        case "rsa":
+          return getRSAPublicKey(keyInfo);
+        case "ed25519":
+          return getED25519PublicKey(keyInfo);
+        case "ecdsa":
+        case "ecdsa-sha2-nistp256":
+        case "ecdsa-sha2-nistp384":
+          return getECDCSAPublicKey(keyInfo);
+        default:
+          throw new error_1.UnsupportedAlgorithmError(`Unsupported key type: ${keyInfo.keyType}`);
+      }
+    }
+    function getRSAPublicKey(keyInfo) {
+      if (!keyInfo.keyVal.startsWith(PEM_HEADER)) {
+        throw new error_1.CryptoError("Invalid key format");
+      }
+      const key = crypto_1.default.createPublicKey(keyInfo.keyVal);
+      switch (keyInfo.scheme) {
+        case "rsassa-pss-sha256":
+          return {
+            key,
+            padding: crypto_1.default.constants.RSA_PKCS1_PSS_PADDING
+          };
+        default:
+          throw new error_1.UnsupportedAlgorithmError(`Unsupported RSA scheme: ${keyInfo.scheme}`);
+      }
+    }
+    function getED25519PublicKey(keyInfo) {
+      let key;
+      if (keyInfo.keyVal.startsWith(PEM_HEADER)) {
+        key = crypto_1.default.createPublicKey(keyInfo.keyVal);
+      } else {
+        if (!isHex(keyInfo.keyVal)) {
+          throw new error_1.CryptoError("Invalid key format");
+        }
+        key = crypto_1.default.createPublicKey({
+          key: ed25519.hexToDER(keyInfo.keyVal),
+          format: "der",
+          type: "spki"
+        });
+      }
+      return { key };
+    }
+    function getECDCSAPublicKey(keyInfo) {
+      let key;
+      if (keyInfo.keyVal.startsWith(PEM_HEADER)) {
+        key = crypto_1.default.createPublicKey(keyInfo.keyVal);
+      } else {
+        if (!isHex(keyInfo.keyVal)) {
+          throw new error_1.CryptoError("Invalid key format");
+        }
+        key = crypto_1.default.createPublicKey({
+          key: ecdsa.hexToDER(keyInfo.keyVal),
+          format: "der",
+          type: "spki"
+        });
+      }
+      return { key };
+    }
+    var ed25519 = {
+      // Translates a hex key into a crypto KeyObject
+      // https://keygen.sh/blog/how-to-use-hexadecimal-ed25519-keys-in-node/
+      hexToDER: (hex2) => {
+        const key = Buffer.from(hex2, "hex");
+        const oid = (0, oid_1.encodeOIDString)(OID_EDDSA);
+        const elements = Buffer.concat([
+          Buffer.concat([
+            Buffer.from([ASN1_TAG_SEQUENCE]),
+            Buffer.from([oid.length]),
+            oid
+          ]),
+          Buffer.concat([
+            Buffer.from([ANS1_TAG_BIT_STRING]),
+            Buffer.from([key.length + 1]),
+            Buffer.from([NULL_BYTE]),
+            key
+          ])
+        ]);
+        const der = Buffer.concat([
+          Buffer.from([ASN1_TAG_SEQUENCE]),
+          Buffer.from([elements.length]),
+          elements
+        ]);
+        return der;
+      }
+    };
+    var ecdsa = {
+      hexToDER: (hex2) => {
+        const key = Buffer.from(hex2, "hex");
+        const bitString = Buffer.concat([
+          Buffer.from([ANS1_TAG_BIT_STRING]),
+          Buffer.from([key.length + 1]),
+          Buffer.from([NULL_BYTE]),
+          key
+        ]);
+        const oids = Buffer.concat([
+          (0, oid_1.encodeOIDString)(OID_EC_PUBLIC_KEY),
+          (0, oid_1.encodeOIDString)(OID_EC_CURVE_P256V1)
+        ]);
+        const oidSequence = Buffer.concat([
+          Buffer.from([ASN1_TAG_SEQUENCE]),
+          Buffer.from([oids.length]),
+          oids
+        ]);
+        const der = Buffer.concat([
+          Buffer.from([ASN1_TAG_SEQUENCE]),
+          Buffer.from([oidSequence.length + bitString.length]),
+          oidSequence,
+          bitString
+        ]);
+        return der;
+      }
+    };
+    var isHex = (key) => /^[0-9a-fA-F]+$/.test(key);
+  }
+});
+
+// node_modules/@tufjs/models/dist/key.js
+var require_key2 = __commonJS({
+  "node_modules/@tufjs/models/dist/key.js"(exports) {
+    "use strict";
+    var __importDefault = exports && exports.__importDefault || function(mod) {
+      return mod && mod.__esModule ? mod : { "default": mod };
+    };
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.Key = void 0;
+    var util_1 = __importDefault(__require("util"));
+    var error_1 = require_error();
+    var utils_1 = require_utils5();
+    var key_1 = require_key();
+    var Key2 = class _Key {
+      keyID;
+      keyType;
+      scheme;
+      keyVal;
+      unrecognizedFields;
+      constructor(options) {
+        const { keyID, keyType, scheme, keyVal, unrecognizedFields } = options;
+        this.keyID = keyID;
+        this.keyType = keyType;
+        this.scheme = scheme;
+        this.keyVal = keyVal;
+        this.unrecognizedFields = unrecognizedFields || {};
+      }
+      // Verifies the that the metadata.signatures contains a signature made with
+      // this key and is correctly signed.
+      verifySignature(metadata) {
+        const signature = metadata.signatures[this.keyID];
+        if (!signature)
+          throw new error_1.UnsignedMetadataError("no signature for key found in metadata");
+        if (!this.keyVal.public)
+          throw new error_1.UnsignedMetadataError("no public key found");
+        const publicKey = (0, key_1.getPublicKey)({
+          keyType: this.keyType,
+          scheme: this.scheme,
+          keyVal: this.keyVal.public
+        });
+        const signedData = metadata.signed.toJSON();
+        try {
+          if (!utils_1.crypto.verifySignature(signedData, publicKey, signature.sig)) {
+            throw new error_1.UnsignedMetadataError(`failed to verify ${this.keyID} signature`);
+          }
+        } catch (error) {
+          if (error instanceof error_1.UnsignedMetadataError) {
+            throw error;
+          }
+          throw new error_1.UnsignedMetadataError(`failed to verify ${this.keyID} signature`);
+        }
+      }
+      equals(other) {
+        if (!(other instanceof _Key)) {
+          return false;
+        }
+        return this.keyID === other.keyID && this.keyType === other.keyType && this.scheme === other.scheme && util_1.default.isDeepStrictEqual(this.keyVal, other.keyVal) && util_1.default.isDeepStrictEqual(this.unrecognizedFields, other.unrecognizedFields);
+      }
+      toJSON() {
+        return {
+          keytype: this.keyType,
+          scheme: this.scheme,
+          keyval: this.keyVal,
+          ...this.unrecognizedFields
+        };
+      }
+      static fromJSON(keyID, data) {
+        const { keytype, scheme, keyval, ...rest } = data;
+        if (typeof keytype !== "string") {
+          throw new TypeError("keytype must be a string");
+        }
+        if (typeof scheme !== "string") {
+          throw new TypeError("scheme must be a string");
+        }
+        if (!utils_1.guard.isStringRecord(keyval)) {
+          throw new TypeError("keyval must be a string record");
+        }
+        return new _Key({
+          keyID,
+          keyType: keytype,
+          scheme,
+          keyVal: keyval,
+          unrecognizedFields: rest
+        });
+      }
+    };
+    exports.Key = Key2;
+  }
+});
+
+// node_modules/balanced-match/dist/commonjs/index.js
+var require_commonjs = __commonJS({
+  "node_modules/balanced-match/dist/commonjs/index.js"(exports) {
+    "use strict";
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.range = exports.balanced = void 0;
+    var balanced = (a, b, str) => {
+      const ma = a instanceof RegExp ? maybeMatch(a, str) : a;
+      const mb = b instanceof RegExp ? maybeMatch(b, str) : b;
+      const r = ma !== null && mb != null && (0, exports.range)(ma, mb, str);
+      return r && {
+        start: r[0],
+        end: r[1],
+        pre: str.slice(0, r[0]),
+        body: str.slice(r[0] + ma.length, r[1]),
+        post: str.slice(r[1] + mb.length)
+      };
+    };
+    exports.balanced = balanced;
+    var maybeMatch = (reg, str) => {
+      const m = str.match(reg);
+      return m ? m[0] : null;
+    };
+    var range = (a, b, str) => {
+      let begs, beg, left, right = void 0, result;
+      let ai = str.indexOf(a);
+      let bi = str.indexOf(b, ai + 1);
+      let i = ai;
+      if (ai >= 0 && bi > 0) {
+        if (a === b) {
+          return [ai, bi];
+        }
+        begs = [];
+        left = str.length;
+        while (i >= 0 && !result) {
+          if (i === ai) {
+            begs.push(i);
+            ai = str.indexOf(a, i + 1);
+          } else if (begs.length === 1) {
+            const r = begs.pop();
+            if (r !== void 0)
+              result = [r, bi];
+          } else {
+            beg = begs.pop();
+            if (beg !== void 0 && beg < left) {
+              left = beg;
+              right = bi;
+            }
+            bi = str.indexOf(b, i + 1);
+          }
+          i = ai < bi && ai >= 0 ? ai : bi;
+        }
+        if (begs.length && right !== void 0) {
+          result = [left, right];
+        }
+      }
+      return result;
+    };
+    exports.range = range;
+  }
+});
+
+// node_modules/brace-expansion/dist/commonjs/index.js
+var require_commonjs2 = __commonJS({
+  "node_modules/brace-expansion/dist/commonjs/index.js"(exports) {
+    "use strict";
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.EXPANSION_MAX_STEPS = exports.EXPANSION_MAX_REWRITES = exports.EXPANSION_MAX_DEPTH = exports.EXPANSION_MAX_LENGTH = exports.EXPANSION_MAX = void 0;
+    exports.expand = expand2;
+    var balanced_match_1 = require_commonjs();
+    var escSlash = "\0SLASH" + Math.random().toFixed(16) + "\0";
+    var escOpen = "\0OPEN" + Math.random().toFixed(16) + "\0";
+    var escClose = "\0CLOSE" + Math.random().toFixed(16) + "\0";
+    var escComma = "\0COMMA" + Math.random().toFixed(16) + "\0";
+    var escPeriod = "\0PERIOD" + Math.random().toFixed(16) + "\0";
+    var escSlashPattern = new RegExp(escSlash, "g");
+    var escOpenPattern = new RegExp(escOpen, "g");
+    var escClosePattern = new RegExp(escClose, "g");
+    var escCommaPattern = new RegExp(escComma, "g");
+    var escPeriodPattern = new RegExp(escPeriod, "g");
+    var slashPattern = /\\\\/g;
+    var openPattern = /\\{/g;
+    var closePattern = /\\}/g;
+    var commaPattern = /\\,/g;
+    var periodPattern = /\\\./g;
+    exports.EXPANSION_MAX = 1e5;
+    exports.EXPANSION_MAX_LENGTH = 4e6;
+    exports.EXPANSION_MAX_DEPTH = 1e3;
+    exports.EXPANSION_MAX_REWRITES = 1e3;
+    exports.EXPANSION_MAX_STEPS = 2e7;
+    var CALL_STEPS = 16;
+    function numeric(str) {
+      return !isNaN(str) ? parseInt(str, 10) : str.charCodeAt(0);
+    }
+    function escapeBraces(str) {
+      return str.replace(slashPattern, escSlash).replace(openPattern, escOpen).replace(closePattern, escClose).replace(commaPattern, escComma).replace(periodPattern, escPeriod);
+    }
+    function unescapeBraces(str) {
+      return str.replace(escSlashPattern, "\\").replace(escOpenPattern, "{").replace(escClosePattern, "}").replace(escCommaPattern, ",").replace(escPeriodPattern, ".");
+    }
+    function pushAll(target, items) {
+      for (let i = 0; i < items.length; i++) {
+        target.push(items[i]);
+      }
+    }
+    function balancedWithBudget(str, masked, budget) {
+      if (budget.remaining < 0) {
+        return void 0;
+      }
+      const r = (0, balanced_match_1.range)("{", "}", masked);
+      const unmatched = r !== void 0 && masked.indexOf("{") < r[0];
+      budget.remaining -= r && !unmatched ? r[1] + 1 : str.length;
+      if (!r || budget.remaining < 0) {
+        return void 0;
+      }
+      return {
+        end: r[1],
+        pre: str.slice(0, r[0]),
+        body: str.slice(r[0] + 1, r[1]),
+        post: str.slice(r[1] + 1),
+        unmatched
+      };
+    }
+    function maskUnmatchedOpens(masked, budget) {
+      budget.remaining -= masked.length;
+      const open2 = [];
+      for (let i = 0; i < masked.length; i++) {
+        const c = masked.charCodeAt(i);
+        if (c === 123) {
+          open2.push(i);
+        } else if (c === 125 && open2.length) {
+          open2.pop();
+        }
+      }
+      let out = "";
+      let last = 0;
+      for (let i = 0; i < open2.length; i++) {
+        const at = open2[i];
+        out += masked.slice(last, at) + "\0";
+        last = at + 1;
+      }
+      return out + masked.slice(last);
+    }
+    function commaSetFollows(str, budget) {
+      budget.remaining -= str.length;
+      if (budget.remaining < 0) {
+        return false;
+      }
+      let close = false;
+      for (let i = str.length - 1; i >= 0; i--) {
+        const c = str.charCodeAt(i);
+        if (c === 125) {
+          close = true;
+        } else if (c === 10 || c === 13 || c === 8232 || c === 8233) {
+          close = false;
+        } else if (c === 44 && close && str.charCodeAt(i + 1) !== 44) {
+          return true;
+        }
+      }
+      return false;
+    }
+    function parseCommaParts(str, budget) {
+      const parts = [];
+      let carry = "";
+      for (; ; ) {
+        const m = balancedWithBudget(str, str, budget);
+        if (budget.remaining < 0) {
+          return void 0;
+        }
+        if (!m) {
+          const tail2 = str.split(",");
+          tail2[0] = carry + tail2[0];
+          pushAll(parts, tail2);
+          return parts;
+        }
+        const { pre, body, post } = m;
+        const p = pre.split(",");
+        p[0] = carry + p[0];
+        p[p.length - 1] += "{" + body + "}";
+        if (!post.length) {
+          pushAll(parts, p);
+          return parts;
+        }
+        carry = p.pop();
+        pushAll(parts, p);
+        str = post;
+      }
+    }
+    function bound(value, fallback) {
+      return value === void 0 || isNaN(value) ? fallback : value;
+    }
+    function expand2(str, options = {}) {
+      if (!str) {
+        return [];
+      }
+      const max = bound(options.max, exports.EXPANSION_MAX);
+      const maxLength = bound(options.maxLength, exports.EXPANSION_MAX_LENGTH);
+      const maxDepth = bound(options.maxDepth, exports.EXPANSION_MAX_DEPTH);
+      const maxRewrites = bound(options.maxRewrites, exports.EXPANSION_MAX_REWRITES);
+      const maxSteps = bound(options.maxSteps, exports.EXPANSION_MAX_STEPS);
+      if (str.slice(0, 2) === "{}") {
+        str = "\\{\\}" + str.slice(2);
+      }
+      return expand_(escapeBraces(str), max, maxLength, maxDepth, 0, maxRewrites, { remaining: maxSteps }, true).map(unescapeBraces);
+    }
+    function embrace(str) {
+      return "{" + str + "}";
+    }
+    function isPadded(el) {
+      return /^-?0\d/.test(el);
+    }
+    function lte(i, y) {
+      return i <= y;
+    }
+    function gte(i, y) {
+      return i >= y;
+    }
+    function combine(acc, pre, values, max, maxLength, dropEmpties, budget) {
+      const out = [];
+      let length = 0;
+      let nonEmpty;
+      outer: for (let a = 0; a < acc.length; a++) {
+        const prefix = acc[a] + pre;
+        let vs = values;
+        if (dropEmpties && !prefix) {
+          if (!nonEmpty)
+            nonEmpty = values.filter((v) => v);
+          vs = nonEmpty;
+        }
+        for (let v = 0; v < vs.length; v++) {
+          if (out.length >= max)
+            break outer;
+          const expansion = prefix + vs[v];
+          if (length + expansion.length > maxLength)
+            break outer;
+          out.push(expansion);
+          length += expansion.length;
+        }
+      }
+      budget.remaining -= out.length;
+      return out;
+    }
+    function expandSequence(body, isAlphaSequence, max, maxLength, budget) {
+      const n = body.split(/\.\./);
+      const N = [];
+      if (n[0] === void 0 || n[1] === void 0) {
+        return N;
+      }
+      const x = numeric(n[0]);
+      const y = numeric(n[1]);
+      const width = Math.max(n[0].length, n[1].length);
+      let incr = n.length === 3 && n[2] !== void 0 ? Math.max(Math.abs(numeric(n[2])), 1) : 1;
+      let test = lte;
+      const reverse = y < x;
+      if (reverse) {
+        incr *= -1;
+        test = gte;
+      }
+      const pad = n.some(isPadded);
+      const cost = pad ? width : 1;
+      let length = 0;
+      for (let i = x; test(i, y) && N.length < max; i += incr) {
+        budget.remaining -= cost;
+        if (budget.remaining < 0) {
+          return void 0;
+        }
+        let c;
+        if (isAlphaSequence) {
+          c = String.fromCharCode(i);
+          if (c === "\\") {
+            c = "";
+          }
+        } else {
+          c = String(i);
+          if (pad) {
+            const need = width - c.length;
+            if (need > 0) {
+              const z = new Array(need + 1).join("0");
+              if (i < 0) {
+                c = "-" + z + c.slice(1);
+              } else {
+                c = z + c;
+              }
+            }
+          }
+        }
+        if (length + c.length > maxLength)
+          break;
+        N.push(c);
+        length += c.length;
+      }
+      return N;
+    }
+    function expand_(str, max, maxLength, maxDepth, depth, maxRewrites, budget, isTop) {
+      budget.remaining -= CALL_STEPS;
+      if (depth > maxDepth) {
+        return [str];
+      }
+      let acc = [""];
+      let rewrites = 0;
+      let dropEmpties = false;
+      let firstGroup = true;
+      let masked = str;
+      for (; ; ) {
+        const m = balancedWithBudget(str, masked, budget);
+        if (!m) {
+          return combine(acc, str, [""], max, maxLength, dropEmpties, budget);
+        }
+        if (m.unmatched) {
+          masked = maskUnmatchedOpens(masked, budget);
+        }
+        const pre = m.pre;
+        const literal = () => combine(acc, pre + "{" + m.body + "}" + m.post, [""], max, maxLength, dropEmpties, budget);
+        if (/\$$/.test(pre)) {
+          acc = combine(acc, pre + "{" + m.body + "}", [""], max, maxLength, dropEmpties && !m.post.length, budget);
+          firstGroup = false;
+          if (!m.post.length)
+            break;
+          str = m.post;
+          masked = masked.slice(m.end + 1);
+          continue;
+        }
+        const isNumericSequence = /^-?\d+\.\.-?\d+(?:\.\.-?\d+)?$/.test(m.body);
+        const isAlphaSequence = /^[a-zA-Z]\.\.[a-zA-Z](?:\.\.-?\d+)?$/.test(m.body);
+        const isSequence = isNumericSequence || isAlphaSequence;
+        const isOptions = m.body.indexOf(",") >= 0;
+        if (!isSequence && !isOptions) {
+          if (rewrites < maxRewrites && commaSetFollows(m.post, budget)) {
+            rewrites++;
+            str = m.pre + "{" + m.body + escClose + m.post;
+            masked = masked.slice(0, m.end) + escClose + masked.slice(m.end + 1);
+            isTop = true;
+            continue;
+          }
+          return literal();
+        }
+        if (firstGroup) {
+          dropEmpties = isTop && !isSequence;
+          firstGroup = false;
+        }
+        let values;
+        if (isSequence) {
+          values = expandSequence(m.body, isAlphaSequence, max, maxLength, budget);
+          if (!values) {
+            return literal();
+          }
+        } else {
+          let n = parseCommaParts(m.body, budget);
+          if (!n) {
+            return literal();
+          }
+          if (n.length === 1 && n[0] !== void 0) {
+            n = expand_(n[0], max, maxLength, maxDepth, depth + 1, maxRewrites, budget, false).map(embrace);
+            if (budget.remaining < 0) {
+              return literal();
+            }
+            if (n.length === 1) {
+              const next2 = combine(acc, pre + n[0], [""], max, maxLength, dropEmpties && !m.post.length, budget);
+              if (budget.remaining < 0) {
+                return literal();
+              }
+              acc = next2;
+              if (!m.post.length)
+                break;
+              str = m.post;
+              masked = masked.slice(m.end + 1);
+              continue;
+            }
+          }
+          let dropsEmpties = dropEmpties && !m.post.length && !pre;
+          for (let d = 0; dropsEmpties && d < acc.length; d++) {
+            if (acc[d]) {
+              dropsEmpties = false;
+            }
+          }
+          values = [];
+          let valuesLength = 0;
+          outer: for (let j = 0; j < n.length; j++) {
+            const expanded = expand_(n[j], max, maxLength, maxDepth, depth + 1, maxRewrites, budget, false);
+            if (budget.remaining < 0) {
+              return literal();
+            }
+            for (let k = 0; k < expanded.length; k++) {
+              const v = expanded[k];
+              if (dropsEmpties && !v)
+                continue;
+              if (values.length >= max || valuesLength + v.length > maxLength) {
+                break outer;
+              }
+              values.push(v);
+              valuesLength += v.length;
+            }
+          }
+        }
+        const next = combine(acc, pre, values, max, maxLength, dropEmpties && !m.post.length, budget);
+        if (budget.remaining < 0) {
+          return literal();
+        }
+        acc = next;
+        if (!m.post.length)
+          break;
+        str = m.post;
+        masked = masked.slice(m.end + 1);
+      }
+      return acc;
+    }
+  }
+});
+
+// node_modules/minimatch/dist/commonjs/assert-valid-pattern.js
+var require_assert_valid_pattern = __commonJS({
+  "node_modules/minimatch/dist/commonjs/assert-valid-pattern.js"(exports) {
+    "use strict";
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.assertValidPattern = void 0;
+    var MAX_PATTERN_LENGTH = 1024 * 64;
+    var assertValidPattern = (pattern) => {
+      if (typeof pattern !== "string") {
+        throw new TypeError("invalid pattern");
+      }
+      if (pattern.length > MAX_PATTERN_LENGTH) {
+        throw new TypeError("pattern is too long");
+      }
+    };
+    exports.assertValidPattern = assertValidPattern;
+  }
+});
+
+// node_modules/minimatch/dist/commonjs/brace-expressions.js
+var require_brace_expressions = __commonJS({
+  "node_modules/minimatch/dist/commonjs/brace-expressions.js"(exports) {
+    "use strict";
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.parseClass = void 0;
+    var posixClasses = {
+      "[:alnum:]": ["\\p{L}\\p{Nl}\\p{Nd}", true],
+      "[:alpha:]": ["\\p{L}\\p{Nl}", true],
+      "[:ascii:]": ["\\x00-\\x7f", false],
+      "[:blank:]": ["\\p{Zs}\\t", true],
+      "[:cntrl:]": ["\\p{Cc}", true],
+      "[:digit:]": ["\\p{Nd}", true],
+      "[:graph:]": ["\\p{Z}\\p{C}", true, true],
+      "[:lower:]": ["\\p{Ll}", true],
+      "[:print:]": ["\\p{C}", true],
+      "[:punct:]": ["\\p{P}", true],
+      "[:space:]": ["\\p{Z}\\t\\r\\n\\v\\f", true],
+      "[:upper:]": ["\\p{Lu}", true],
+      "[:word:]": ["\\p{L}\\p{Nl}\\p{Nd}\\p{Pc}", true],
+      "[:xdigit:]": ["A-Fa-f0-9", false]
+    };
+    var braceEscape = (s) => s.replace(/[[\]\\-]/g, "\\$&");
+    var regexpEscape = (s) => s.replace(/[-[\]{}()*+?.,\\^$|#\s]/g, "\\$&");
+    var rangesToString = (ranges) => ranges.join("");
+    var parseClass = (glob, position) => {
+      const pos = position;
+      if (glob.charAt(pos) !== "[") {
+        throw new Error("not in a brace expression");
+      }
+      const ranges = [];
+      const negs = [];
+      let i = pos + 1;
+      let sawStart = false;
+      let uflag = false;
+      let escaping = false;
+      let negate = false;
+      let endPos = pos;
+      let rangeStart = "";
+      WHILE: while (i < glob.length) {
+        const c = glob.charAt(i);
+        if ((c === "!" || c === "^") && i === pos + 1) {
+          negate = true;
+          i++;
+          continue;
+        }
+        if (c === "]" && sawStart && !escaping) {
+          endPos = i + 1;
+          break;
+        }
+        sawStart = true;
+        if (c === "\\") {
+          if (!escaping) {
+            escaping = true;
+            i++;
+            continue;
+          }
+        }
+        if (c === "[" && !escaping) {
+          for (const [cls, [unip, u, neg]] of Object.entries(posixClasses)) {
+            if (glob.startsWith(cls, i)) {
+              if (rangeStart) {
+                return ["$.", false, glob.length - pos, true];
+              }
+              i += cls.length;
+              if (neg)
+                negs.push(unip);
+              else
+                ranges.push(unip);
+              uflag = uflag || u;
+              continue WHILE;
+            }
+          }
+        }
+        escaping = false;
+        if (rangeStart) {
+          if (c > rangeStart) {
+            ranges.push(braceEscape(rangeStart) + "-" + braceEscape(c));
+          } else if (c === rangeStart) {
+            ranges.push(braceEscape(c));
+          }
+          rangeStart = "";
+          i++;
+          continue;
+        }
+        if (glob.startsWith("-]", i + 1)) {
+          ranges.push(braceEscape(c + "-"));
+          i += 2;
+          continue;
+        }
+        if (glob.startsWith("-", i + 1)) {
+          rangeStart = c;
+          i += 2;
+          continue;
+        }
+        ranges.push(braceEscape(c));
+        i++;
+      }
+      if (endPos < i) {
+        return ["", false, 0, false];
+      }
+      if (!ranges.length && !negs.length) {
+        return ["$.", false, glob.length - pos, true];
+      }
+      if (negs.length === 0 && ranges.length === 1 && /^\\?.$/.test(ranges[0]) && !negate) {
+        const r = ranges[0].length === 2 ? ranges[0].slice(-1) : ranges[0];
+        return [regexpEscape(r), false, endPos - pos, false];
+      }
+      const sranges = "[" + (negate ? "^" : "") + rangesToString(ranges) + "]";
+      const snegs = "[" + (negate ? "" : "^") + rangesToString(negs) + "]";
+      const comb = ranges.length && negs.length ? "(" + sranges + "|" + snegs + ")" : ranges.length ? sranges : snegs;
+      return [comb, uflag, endPos - pos, true];
+    };
+    exports.parseClass = parseClass;
+  }
+});
+
+// node_modules/minimatch/dist/commonjs/unescape.js
+var require_unescape = __commonJS({
+  "node_modules/minimatch/dist/commonjs/unescape.js"(exports) {
+    "use strict";
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.unescape = void 0;
+    var unescape = (s, { windowsPathsNoEscape = false, magicalBraces = true } = {}) => {
+      if (magicalBraces) {
+        return windowsPathsNoEscape ? s.replace(/\[([^/\\])\]/g, "$1") : s.replace(/((?!\\).|^)\[([^/\\])\]/g, "$1$2").replace(/\\([^/])/g, "$1");
+      }
+      return windowsPathsNoEscape ? s.replace(/\[([^/\\{}])\]/g, "$1") : s.replace(/((?!\\).|^)\[([^/\\{}])\]/g, "$1$2").replace(/\\([^/{}])/g, "$1");
+    };
+    exports.unescape = unescape;
+  }
+});
+
+// node_modules/minimatch/dist/commonjs/ast.js
+var require_ast = __commonJS({
+  "node_modules/minimatch/dist/commonjs/ast.js"(exports) {
+    "use strict";
+    var _a;
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.AST = void 0;
+    var brace_expressions_js_1 = require_brace_expressions();
+    var unescape_js_1 = require_unescape();
+    var types = /* @__PURE__ */ new Set(["!", "?", "+", "*", "@"]);
+    var isExtglobType = (c) => types.has(c);
+    var isExtglobAST = (c) => isExtglobType(c.type);
+    var adoptionMap = /* @__PURE__ */ new Map([
+      ["!", ["@"]],
+      ["?", ["?", "@"]],
+      ["@", ["@"]],
+      ["*", ["*", "+", "?", "@"]],
+      ["+", ["+", "@"]]
+    ]);
+    var adoptionWithSpaceMap = /* @__PURE__ */ new Map([
+      ["!", ["?"]],
+      ["@", ["?"]],
+      ["+", ["?", "*"]]
+    ]);
+    var adoptionAnyMap = /* @__PURE__ */ new Map([
+      ["!", ["?", "@"]],
+      ["?", ["?", "@"]],
+      ["@", ["?", "@"]],
+      ["*", ["*", "+", "?", "@"]],
+      ["+", ["+", "@", "?", "*"]]
+    ]);
+    var usurpMap = /* @__PURE__ */ new Map([
+      ["!", /* @__PURE__ */ new Map([["!", "@"]])],
+      [
+        "?",
+        /* @__PURE__ */ new Map([
+          ["*", "*"],
+          ["+", "*"]
+        ])
+      ],
+      [
+        "@",
+        /* @__PURE__ */ new Map([
+          ["!", "!"],
+          ["?", "?"],
+          ["@", "@"],
+          ["*", "*"],
+          ["+", "+"]
+        ])
+      ],
+      [
+        "+",
+        /* @__PURE__ */ new Map([
+          ["?", "*"],
+          ["*", "*"]
+        ])
+      ]
+    ]);
+    var startNoTraversal = "(?!(?:^|/)\\.\\.?(?:$|/))";
+    var startNoDot = "(?!\\.)";
+    var addPatternStart = /* @__PURE__ */ new Set(["[", "."]);
+    var justDots = /* @__PURE__ */ new Set(["..", "."]);
+    var reSpecials = new Set("().*{}+?[]^$\\!");
+    var regExpEscape = (s) => s.replace(/[-[\]{}()*+?.,\\^$|#\s]/g, "\\$&");
+    var qmark = "[^/]";
+    var star = qmark + "*?";
+    var starNoEmpty = qmark + "+?";
+    var ID16 = 0;
+    var AST = class {
+      type;
+      #root;
+      #hasMagic;
+      #uflag = false;
+      #parts = [];
+      #parent;
+      #parentIndex;
+      #negs;
+      #filledNegs = false;
+      #options;
+      #toString;
+      // set to true if it's an extglob with no children
+      // (which really means one child of '')
+      #emptyExt = false;
+      id = ++ID16;
+      get depth() {
+        return (this.#parent?.depth ?? -1) + 1;
+      }
+      [/* @__PURE__ */ Symbol.for("nodejs.util.inspect.custom")]() {
+        return {
+          "@@type": "AST",
+          id: this.id,
+          type: this.type,
+          root: this.#root.id,
+          parent: this.#parent?.id,
+          depth: this.depth,
+          partsLength: this.#parts.length,
+          parts: this.#parts
+        };
+      }
+      constructor(type, parent, options = {}) {
+        this.type = type;
+        if (type)
+          this.#hasMagic = true;
+        this.#parent = parent;
+        this.#root = this.#parent ? this.#parent.#root : this;
+        this.#options = this.#root === this ? options : this.#root.#options;
+        this.#negs = this.#root === this ? [] : this.#root.#negs;
+        if (type === "!" && !this.#root.#filledNegs)
+          this.#negs.push(this);
+        this.#parentIndex = this.#parent ? this.#parent.#parts.length : 0;
+      }
+      get hasMagic() {
+        if (this.#hasMagic !== void 0)
+          return this.#hasMagic;
+        for (const p of this.#parts) {
+          if (typeof p === "string")
+            continue;
+          if (p.type || p.hasMagic)
+            return this.#hasMagic = true;
+        }
+        return this.#hasMagic;
+      }
+      // reconstructs the pattern
+      toString() {
+        return this.#toString !== void 0 ? this.#toString : !this.type ? this.#toString = this.#parts.map((p) => String(p)).join("") : this.#toString = this.type + "(" + this.#parts.map((p) => String(p)).join("|") + ")";
+      }
+      #fillNegs() {
+        if (this !== this.#root)
+          throw new Error("should only call on root");
+        if (this.#filledNegs)
+          return this;
+        this.toString();
+        this.#filledNegs = true;
+        let n;
+        while (n = this.#negs.pop()) {
+          if (n.type !== "!")
+            continue;
+          let p = n;
+          let pp = p.#parent;
+          while (pp) {
+            for (let i = p.#parentIndex + 1; !pp.type && i < pp.#parts.length; i++) {
+              for (const part of n.#parts) {
+                if (typeof part === "string") {
+                  throw new Error("string part in extglob AST??");
+                }
+                part.copyIn(pp.#parts[i]);
+              }
+            }
+            p = pp;
+            pp = p.#parent;
+          }
+        }
+        return this;
+      }
+      push(...parts) {
+        for (const p of parts) {
+          if (p === "")
+            continue;
+          if (typeof p !== "string" && !(p instanceof _a && p.#parent === this)) {
+            throw new Error("invalid part: " + p);
+          }
+          this.#parts.push(p);
+        }
+      }
+      toJSON() {
+        const ret = this.type === null ? this.#parts.slice().map((p) => typeof p === "string" ? p : p.toJSON()) : [this.type, ...this.#parts.map((p) => p.toJSON())];
+        if (this.isStart() && !this.type)
+          ret.unshift([]);
+        if (this.isEnd() && (this === this.#root || this.#root.#filledNegs && this.#parent?.type === "!")) {
+          ret.push({});
+        }
+        return ret;
+      }
+      isStart() {
+        if (this.#root === this)
+          return true;
+        if (!this.#parent?.isStart())
+          return false;
+        if (this.#parentIndex === 0)
+          return true;
+        const p = this.#parent;
+        for (let i = 0; i < this.#parentIndex; i++) {
+          const pp = p.#parts[i];
+          if (!(pp instanceof _a && pp.type === "!")) {
+            return false;
+          }
+        }
+        return true;
+      }
+      isEnd() {
+        if (this.#root === this)
+          return true;
+        if (this.#parent?.type === "!")
+          return true;
+        if (!this.#parent?.isEnd())
+          return false;
+        if (!this.type)
+          return this.#parent?.isEnd();
+        const pl = this.#parent ? this.#parent.#parts.length : 0;
+        return this.#parentIndex === pl - 1;
+      }
+      copyIn(part) {
+        if (typeof part === "string")
+          this.push(part);
+        else
+          this.push(part.clone(this));
+      }
+      clone(parent) {
+        const c = new _a(this.type, parent);
+        for (const p of this.#parts) {
+          c.copyIn(p);
+        }
+        return c;
+      }
+      static #parseAST(str, ast, pos, opt, extDepth) {
+        const maxDepth = opt.maxExtglobRecursion ?? 2;
+        let escaping = false;
+        let inBrace = false;
+        let braceStart = -1;
+        let braceNeg = false;
+        if (ast.type === null) {
+          let i2 = pos;
+          let acc2 = "";
+          while (i2 < str.length) {
+            const c = str.charAt(i2++);
+            if (escaping || c === "\\") {
+              escaping = !escaping;
+              acc2 += c;
+              continue;
+            }
+            if (inBrace) {
+              if (i2 === braceStart + 1) {
+                if (c === "^" || c === "!") {
+                  braceNeg = true;
+                }
+              } else if (c === "]" && !(i2 === braceStart + 2 && braceNeg)) {
+                inBrace = false;
+              }
+              acc2 += c;
+              continue;
+            } else if (c === "[") {
+              inBrace = true;
+              braceStart = i2;
+              braceNeg = false;
+              acc2 += c;
+              continue;
+            }
+            const doRecurse = !opt.noext && isExtglobType(c) && str.charAt(i2) === "(" && extDepth <= maxDepth;
+            if (doRecurse) {
+              ast.push(acc2);
+              acc2 = "";
+              const ext = new _a(c, ast);
+              i2 = _a.#parseAST(str, ext, i2, opt, extDepth + 1);
+              ast.push(ext);
+              continue;
+            }
+            acc2 += c;
+          }
+          ast.push(acc2);
+          return i2;
+        }
+        let i = pos + 1;
+        let part = new _a(null, ast);
+        const parts = [];
+        let acc = "";
+        while (i < str.length) {
+          const c = str.charAt(i++);
+          if (escaping || c === "\\") {
+            escaping = !escaping;
+            acc += c;
+            continue;
+          }
+          if (inBrace) {
+            if (i === braceStart + 1) {
+              if (c === "^" || c === "!") {
+                braceNeg = true;
+              }
+            } else if (c === "]" && !(i === braceStart + 2 && braceNeg)) {
+              inBrace = false;
+            }
+            acc += c;
+            continue;
+          } else if (c === "[") {
+            inBrace = true;
+            braceStart = i;
+            braceNeg = false;
+            acc += c;
+            continue;
+          }
+          const doRecurse = !opt.noext && isExtglobType(c) && str.charAt(i) === "(" && /* c8 ignore start - the maxDepth is sufficient here */
+          (extDepth <= maxDepth || ast && ast.#canAdoptType(c));
+          if (doRecurse) {
+            const depthAdd = ast && ast.#canAdoptType(c) ? 0 : 1;
+            part.push(acc);
+            acc = "";
+            const ext = new _a(c, part);
+            part.push(ext);
+            i = _a.#parseAST(str, ext, i, opt, extDepth + depthAdd);
+            continue;
+          }
+          if (c === "|") {
+            part.push(acc);
+            acc = "";
+            parts.push(part);
+            part = new _a(null, ast);
+            continue;
+          }
+          if (c === ")") {
+            if (acc === "" && ast.#parts.length === 0) {
+              ast.#emptyExt = true;
+            }
+            part.push(acc);
+            acc = "";
+            ast.push(...parts, part);
+            return i;
+          }
+          acc += c;
+        }
+        ast.type = null;
+        ast.#hasMagic = void 0;
+        ast.#parts = [str.substring(pos - 1)];
+        return i;
+      }
+      #canAdoptWithSpace(child) {
+        return this.#canAdopt(child, adoptionWithSpaceMap);
+      }
+      #canAdopt(child, map = adoptionMap) {
+        if (!child || typeof child !== "object" || child.type !== null || child.#parts.length !== 1 || this.type === null) {
+          return false;
+        }
+        const gc = child.#parts[0];
+        if (!gc || typeof gc !== "object" || gc.type === null) {
+          return false;
+        }
+        return this.#canAdoptType(gc.type, map);
+      }
+      #canAdoptType(c, map = adoptionAnyMap) {
+        return !!map.get(this.type)?.includes(c);
+      }
+      #adoptWithSpace(child, index) {
+        const gc = child.#parts[0];
+        const blank = new _a(null, gc, this.options);
+        blank.#parts.push("");
+        gc.push(blank);
+        this.#adopt(child, index);
+      }
+      #adopt(child, index) {
+        const gc = child.#parts[0];
+        this.#parts.splice(index, 1, ...gc.#parts);
+        for (const p of gc.#parts) {
+          if (typeof p === "object")
+            p.#parent = this;
+        }
+        this.#toString = void 0;
+      }
+      #canUsurpType(c) {
+        const m = usurpMap.get(this.type);
+        return !!m?.has(c);
+      }
+      #canUsurp(child) {
+        if (!child || typeof child !== "object" || child.type !== null || child.#parts.length !== 1 || this.type === null || this.#parts.length !== 1) {
+          return false;
+        }
+        const gc = child.#parts[0];
+        if (!gc || typeof gc !== "object" || gc.type === null) {
+          return false;
+        }
+        return this.#canUsurpType(gc.type);
+      }
+      #usurp(child) {
+        const m = usurpMap.get(this.type);
+        const gc = child.#parts[0];
+        const nt = m?.get(gc.type);
+        if (!nt)
+          return false;
+        this.#parts = gc.#parts;
+        for (const p of this.#parts) {
+          if (typeof p === "object") {
+            p.#parent = this;
+          }
+        }
+        this.type = nt;
+        this.#toString = void 0;
+        this.#emptyExt = false;
+      }
+      static fromGlob(pattern, options = {}) {
+        const ast = new _a(null, void 0, options);
+        _a.#parseAST(pattern, ast, 0, options, 0);
+        return ast;
+      }
+      // returns the regular expression if there's magic, or the unescaped
+      // string if not.
+      toMMPattern() {
+        if (this !== this.#root)
+          return this.#root.toMMPattern();
+        const glob = this.toString();
+        const [re, body, hasMagic, uflag] = this.toRegExpSource();
+        const anyMagic = hasMagic || this.#hasMagic || this.#options.nocase && !this.#options.nocaseMagicOnly && glob.toUpperCase() !== glob.toLowerCase();
+        if (!anyMagic) {
+          return body;
+        }
+        const flags = (this.#options.nocase ? "i" : "") + (uflag ? "u" : "");
+        return Object.assign(new RegExp(`^${re}$`, flags), {
+          _src: re,
+          _glob: glob
+        });
+      }
+      get options() {
+        return this.#options;
+      }
+      // returns the string match, the regexp source, whether there's magic
+      // in the regexp (so a regular expression is required) and whether or
+      // not the uflag is needed for the regular expression (for posix classes)
+      // TODO: instead of injecting the start/end at this point, just return
+      // the BODY of the regexp, along with the start/end portions suitable
+      // for binding the start/end in either a joined full-path makeRe context
+      // (where we bind to (^|/), or a standalone matchPart context (where
+      // we bind to ^, and not /).  Otherwise slashes get duped!
+      //
+      // In part-matching mode, the start is:
+      // - if not isStart: nothing
+      // - if traversal possible, but not allowed: ^(?!\.\.?$)
+      // - if dots allowed or not possible: ^
+      // - if dots possible and not allowed: ^(?!\.)
+      // end is:
+      // - if not isEnd(): nothing
+      // - else: $
+      //
+      // In full-path matching mode, we put the slash at the START of the
+      // pattern, so start is:
+      // - if first pattern: same as part-matching mode
+      // - if not isStart(): nothing
+      // - if traversal possible, but not allowed: /(?!\.\.?(?:$|/))
+      // - if dots allowed or not possible: /
+      // - if dots possible and not allowed: /(?!\.)
+      // end is:
+      // - if last pattern, same as part-matching mode
+      // - else nothing
+      //
+      // Always put the (?:$|/) on negated tails, though, because that has to be
+      // there to bind the end of the negated pattern portion, and it's easier to
+      // just stick it in now rather than try to inject it later in the middle of
+      // the pattern.
+      //
+      // We can just always return the same end, and leave it up to the caller
+      // to know whether it's going to be used joined or in parts.
+      // And, if the start is adjusted slightly, can do the same there:
+      // - if not isStart: nothing
+      // - if traversal possible, but not allowed: (?:/|^)(?!\.\.?$)
+      // - if dots allowed or not possible: (?:/|^)
+      // - if dots possible and not allowed: (?:/|^)(?!\.)
+      //
+      // But it's better to have a simpler binding without a conditional, for
+      // performance, so probably better to return both start options.
+      //
+      // Then the caller just ignores the end if it's not the first pattern,
+      // and the start always gets applied.
+      //
+      // But that's always going to be $ if it's the ending pattern, or nothing,
+      // so the caller can just attach $ at the end of the pattern when building.
+      //
+      // So the todo is:
+      // - better detect what kind of start is needed
+      // - return both flavors of starting pattern
+      // - attach $ at the end of the pattern when creating the actual RegExp
+      //
+      // Ah, but wait, no, that all only applies to the root when the first pattern
+      // is not an extglob. If the first pattern IS an extglob, then we need all
+      // that dot prevention biz to live in the extglob portions, because eg
+      // +(*|.x*) can match .xy but not .yx.
+      //
+      // So, return the two flavors if it's #root and the first child is not an
+      // AST, otherwise leave it to the child AST to handle it, and there,
+      // use the (?:^|/) style of start binding.
+      //
+      // Even simplified further:
+      // - Since the start for a join is eg /(?!\.) and the start for a part
+      // is ^(?!\.), we can just prepend (?!\.) to the pattern (either root
+      // or start or whatever) and prepend ^ or / at the Regexp construction.
+      toRegExpSource(allowDot) {
+        const dot = allowDot ?? !!this.#options.dot;
+        if (this.#root === this) {
+          this.#flatten();
+          this.#fillNegs();
+        }
+        if (!isExtglobAST(this)) {
+          const noEmpty = this.isStart() && this.isEnd() && !this.#parts.some((s) => typeof s !== "string");
+          const src = this.#parts.map((p) => {
+            const [re, _, hasMagic, uflag] = typeof p === "string" ? _a.#parseGlob(p, this.#hasMagic, noEmpty) : p.toRegExpSource(allowDot);
+            this.#hasMagic = this.#hasMagic || hasMagic;
+            this.#uflag = this.#uflag || uflag;
+            return re;
+          }).join("");
+          let start2 = "";
+          if (this.isStart()) {
+            if (typeof this.#parts[0] === "string") {
+              const dotTravAllowed = this.#parts.length === 1 && justDots.has(this.#parts[0]);
+              if (!dotTravAllowed) {
+                const aps = addPatternStart;
+                const needNoTrav = (
+                  // dots are allowed, and the pattern starts with [ or .
+                  dot && aps.has(src.charAt(0)) || // the pattern starts with \., and then [ or .
+                  src.startsWith("\\.") && aps.has(src.charAt(2)) || // the pattern starts with \.\., and then [ or .
+                  src.startsWith("\\.\\.") && aps.has(src.charAt(4))
+                );
+                const needNoDot = !dot && !allowDot && aps.has(src.charAt(0));
+                start2 = needNoTrav ? startNoTraversal : needNoDot ? startNoDot : "";
+              }
+            }
+          }
+          let end = "";
+          if (this.isEnd() && this.#root.#filledNegs && this.#parent?.type === "!") {
+            end = "(?:$|\\/)";
+          }
+          const final2 = start2 + src + end;
+          return [
+            final2,
+            (0, unescape_js_1.unescape)(src),
+            this.#hasMagic = !!this.#hasMagic,
+            this.#uflag
+          ];
+        }
+        const repeated = this.type === "*" || this.type === "+";
+        const start = this.type === "!" ? "(?:(?!(?:" : "(?:";
+        let body = this.#partsToRegExp(dot);
+        if (this.isStart() && this.isEnd() && !body && this.type !== "!") {
+          const s = this.toString();
+          const me = this;
+          me.#parts = [s];
+          me.type = null;
+          me.#hasMagic = void 0;
+          return [s, (0, unescape_js_1.unescape)(this.toString()), false, false];
+        }
+        let bodyDotAllowed = !repeated || allowDot || dot || !startNoDot ? "" : this.#partsToRegExp(true);
+        if (bodyDotAllowed === body) {
+          bodyDotAllowed = "";
+        }
+        if (bodyDotAllowed) {
+          body = `(?:${body})(?:${bodyDotAllowed})*?`;
+        }
+        let final = "";
+        if (this.type === "!" && this.#emptyExt) {
+          final = (this.isStart() && !dot ? startNoDot : "") + starNoEmpty;
+        } else {
+          const close = this.type === "!" ? (
+            // !() must match something,but !(x) can match ''
+            "))" + (this.isStart() && !dot && !allowDot ? startNoDot : "") + star + ")"
+          ) : this.type === "@" ? ")" : this.type === "?" ? ")?" : this.type === "+" && bodyDotAllowed ? ")" : this.type === "*" && bodyDotAllowed ? `)?` : `)${this.type}`;
+          final = start + body + close;
+        }
+        return [
+          final,
+          (0, unescape_js_1.unescape)(body),
+          this.#hasMagic = !!this.#hasMagic,
+          this.#uflag
+        ];
+      }
+      #flatten() {
+        if (!isExtglobAST(this)) {
+          for (const p of this.#parts) {
+            if (typeof p === "object") {
+              p.#flatten();
+            }
+          }
+        } else {
+          let iterations = 0;
+          let done = false;
+          do {
+            done = true;
+            for (let i = 0; i < this.#parts.length; i++) {
+              const c = this.#parts[i];
+              if (typeof c === "object") {
+                c.#flatten();
+                if (this.#canAdopt(c)) {
+                  done = false;
+                  this.#adopt(c, i);
+                } else if (this.#canAdoptWithSpace(c)) {
+                  done = false;
+                  this.#adoptWithSpace(c, i);
+                } else if (this.#canUsurp(c)) {
+                  done = false;
+                  this.#usurp(c);
+                }
+              }
+            }
+          } while (!done && ++iterations < 10);
+        }
+        this.#toString = void 0;
+      }
+      #partsToRegExp(dot) {
+        return this.#parts.map((p) => {
+          if (typeof p === "string") {
+            throw new Error("string type in extglob ast??");
+          }
+          const [re, _, _hasMagic, uflag] = p.toRegExpSource(dot);
+          this.#uflag = this.#uflag || uflag;
+          return re;
+        }).filter((p) => !(this.isStart() && this.isEnd()) || !!p).join("|");
+      }
+      static #parseGlob(glob, hasMagic, noEmpty = false) {
+        let escaping = false;
+        let re = "";
+        let uflag = false;
+        let inStar = false;
+        for (let i = 0; i < glob.length; i++) {
+          const c = glob.charAt(i);
+          if (escaping) {
+            escaping = false;
+            re += (reSpecials.has(c) ? "\\" : "") + c;
+            continue;
+          }
+          if (c === "*") {
+            if (inStar)
+              continue;
+            inStar = true;
+            re += noEmpty && /^[*]+$/.test(glob) ? starNoEmpty : star;
+            hasMagic = true;
+            continue;
+          } else {
+            inStar = false;
+          }
+          if (c === "\\") {
+            if (i === glob.length - 1) {
+              re += "\\\\";
+            } else {
+              escaping = true;
+            }
+            continue;
+          }
+          if (c === "[") {
+            const [src, needUflag, consumed, magic] = (0, brace_expressions_js_1.parseClass)(glob, i);
+            if (consumed) {
+              re += src;
+              uflag = uflag || needUflag;
+              i += consumed - 1;
+              hasMagic = hasMagic || magic;
+              continue;
+            }
+          }
+          if (c === "?") {
+            re += qmark;
+            hasMagic = true;
+            continue;
+          }
+          re += regExpEscape(c);
+        }
+        return [re, (0, unescape_js_1.unescape)(glob), !!hasMagic, uflag];
+      }
+    };
+    exports.AST = AST;
+    _a = AST;
+  }
+});
+
+// node_modules/minimatch/dist/commonjs/escape.js
+var require_escape = __commonJS({
+  "node_modules/minimatch/dist/commonjs/escape.js"(exports) {
+    "use strict";
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.escape = void 0;
+    var escape2 = (s, { windowsPathsNoEscape = false, magicalBraces = false } = {}) => {
+      if (magicalBraces) {
+        return windowsPathsNoEscape ? s.replace(/[?*()[\]{}]/g, "[$&]") : s.replace(/[?*()[\]\\{}]/g, "\\$&");
+      }
+      return windowsPathsNoEscape ? s.replace(/[?*()[\]]/g, "[$&]") : s.replace(/[?*()[\]\\]/g, "\\$&");
+    };
+    exports.escape = escape2;
+  }
+});
+
+// node_modules/minimatch/dist/commonjs/index.js
+var require_commonjs3 = __commonJS({
+  "node_modules/minimatch/dist/commonjs/index.js"(exports) {
+    "use strict";
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.unescape = exports.escape = exports.AST = exports.Minimatch = exports.match = exports.makeRe = exports.braceExpand = exports.defaults = exports.filter = exports.GLOBSTAR = exports.sep = exports.minimatch = void 0;
+    var brace_expansion_1 = require_commonjs2();
+    var assert_valid_pattern_js_1 = require_assert_valid_pattern();
+    var ast_js_1 = require_ast();
+    var escape_js_1 = require_escape();
+    var unescape_js_1 = require_unescape();
+    var minimatch = (p, pattern, options = {}) => {
+      (0, assert_valid_pattern_js_1.assertValidPattern)(pattern);
+      if (!options.nocomment && pattern.charAt(0) === "#") {
+        return false;
+      }
+      return new Minimatch(pattern, options).match(p);
+    };
+    exports.minimatch = minimatch;
+    var starDotExtRE = /^\*+([^+@!?*[(]*)$/;
+    var starDotExtTest = (ext2) => (f) => !f.startsWith(".") && f.endsWith(ext2);
+    var starDotExtTestDot = (ext2) => (f) => f.endsWith(ext2);
+    var starDotExtTestNocase = (ext2) => {
+      ext2 = ext2.toLowerCase();
+      return (f) => !f.startsWith(".") && f.toLowerCase().endsWith(ext2);
+    };
+    var starDotExtTestNocaseDot = (ext2) => {
+      ext2 = ext2.toLowerCase();
+      return (f) => f.toLowerCase().endsWith(ext2);
+    };
+    var starDotStarRE = /^\*+\.\*+$/;
+    var starDotStarTest = (f) => !f.startsWith(".") && f.includes(".");
+    var starDotStarTestDot = (f) => f !== "." && f !== ".." && f.includes(".");
+    var dotStarRE = /^\.\*+$/;
+    var dotStarTest = (f) => f !== "." && f !== ".." && f.startsWith(".");
+    var starRE = /^\*+$/;
+    var starTest = (f) => f.length !== 0 && !f.startsWith(".");
+    var starTestDot = (f) => f.length !== 0 && f !== "." && f !== "..";
+    var qmarksRE = /^\?+([^+@!?*[(]*)?$/;
+    var qmarksTestNocase = ([$0, ext2 = ""]) => {
+      const noext = qmarksTestNoExt([$0]);
+      if (!ext2)
+        return noext;
+      ext2 = ext2.toLowerCase();
+      return (f) => noext(f) && f.toLowerCase().endsWith(ext2);
+    };
+    var qmarksTestNocaseDot = ([$0, ext2 = ""]) => {
+      const noext = qmarksTestNoExtDot([$0]);
+      if (!ext2)
+        return noext;
+      ext2 = ext2.toLowerCase();
+      return (f) => noext(f) && f.toLowerCase().endsWith(ext2);
+    };
+    var qmarksTestDot = ([$0, ext2 = ""]) => {
+      const noext = qmarksTestNoExtDot([$0]);
+      return !ext2 ? noext : (f) => noext(f) && f.endsWith(ext2);
+    };
+    var qmarksTest = ([$0, ext2 = ""]) => {
+      const noext = qmarksTestNoExt([$0]);
+      return !ext2 ? noext : (f) => noext(f) && f.endsWith(ext2);
+    };
+    var qmarksTestNoExt = ([$0]) => {
+      const len = $0.length;
+      return (f) => f.length === len && !f.startsWith(".");
+    };
+    var qmarksTestNoExtDot = ([$0]) => {
+      const len = $0.length;
+      return (f) => f.length === len && f !== "." && f !== "..";
+    };
+    var defaultPlatform = typeof process === "object" && process ? typeof process.env === "object" && process.env && process.env.__MINIMATCH_TESTING_PLATFORM__ || process.platform : "posix";
+    var path = {
+      win32: { sep: "\\" },
+      posix: { sep: "/" }
+    };
+    exports.sep = defaultPlatform === "win32" ? path.win32.sep : path.posix.sep;
+    exports.minimatch.sep = exports.sep;
+    exports.GLOBSTAR = /* @__PURE__ */ Symbol("globstar **");
+    exports.minimatch.GLOBSTAR = exports.GLOBSTAR;
+    var qmark = "[^/]";
+    var star = qmark + "*?";
+    var twoStarDot = "(?:(?!(?:\\/|^)(?:\\.{1,2})($|\\/)).)*?";
+    var twoStarNoDot = "(?:(?!(?:\\/|^)\\.).)*?";
+    var filter = (pattern, options = {}) => (p) => (0, exports.minimatch)(p, pattern, options);
+    exports.filter = filter;
+    exports.minimatch.filter = exports.filter;
+    var ext = (a, b = {}) => Object.assign({}, a, b);
+    var defaults2 = (def) => {
+      if (!def || typeof def !== "object" || !Object.keys(def).length) {
+        return exports.minimatch;
+      }
+      const orig = exports.minimatch;
+      const m = (p, pattern, options = {}) => orig(p, pattern, ext(def, options));
+      return Object.assign(m, {
+        Minimatch: class Minimatch extends orig.Minimatch {
+          constructor(pattern, options = {}) {
+            super(pattern, ext(def, options));
+          }
+          static defaults(options) {
+            return orig.defaults(ext(def, options)).Minimatch;
+          }
+        },
+        AST: class AST extends orig.AST {
+          /* c8 ignore start */
+          constructor(type, parent, options = {}) {
+            super(type, parent, ext(def, options));
+          }
+          /* c8 ignore stop */
+          static fromGlob(pattern, options = {}) {
+            return orig.AST.fromGlob(pattern, ext(def, options));
+          }
+        },
+        unescape: (s, options = {}) => orig.unescape(s, ext(def, options)),
+        escape: (s, options = {}) => orig.escape(s, ext(def, options)),
+        filter: (pattern, options = {}) => orig.filter(pattern, ext(def, options)),
+        defaults: (options) => orig.defaults(ext(def, options)),
+        makeRe: (pattern, options = {}) => orig.makeRe(pattern, ext(def, options)),
+        braceExpand: (pattern, options = {}) => orig.braceExpand(pattern, ext(def, options)),
+        match: (list, pattern, options = {}) => orig.match(list, pattern, ext(def, options)),
+        sep: orig.sep,
+        GLOBSTAR: exports.GLOBSTAR
+      });
+    };
+    exports.defaults = defaults2;
+    exports.minimatch.defaults = exports.defaults;
+    var braceExpand = (pattern, options = {}) => {
+      (0, assert_valid_pattern_js_1.assertValidPattern)(pattern);
+      if (options.nobrace || !/\{(?:(?!\{).)*\}/.test(pattern)) {
+        return [pattern];
+      }
+      return (0, brace_expansion_1.expand)(pattern, { max: options.braceExpandMax });
+    };
+    exports.braceExpand = braceExpand;
+    exports.minimatch.braceExpand = exports.braceExpand;
+    var makeRe = (pattern, options = {}) => new Minimatch(pattern, options).makeRe();
+    exports.makeRe = makeRe;
+    exports.minimatch.makeRe = exports.makeRe;
+    var match = (list, pattern, options = {}) => {
+      const mm = new Minimatch(pattern, options);
+      list = list.filter((f) => mm.match(f));
+      if (mm.options.nonull && !list.length) {
+        list.push(pattern);
+      }
+      return list;
+    };
+    exports.match = match;
+    exports.minimatch.match = exports.match;
+    var globMagic = /[?*]|[+@!]\(.*?\)|\[|\]/;
+    var regExpEscape = (s) => s.replace(/[-[\]{}()*+?.,\\^$|#\s]/g, "\\$&");
+    var Minimatch = class {
+      options;
+      set;
+      pattern;
+      windowsPathsNoEscape;
+      nonegate;
+      negate;
+      comment;
+      empty;
+      preserveMultipleSlashes;
+      partial;
+      globSet;
+      globParts;
+      nocase;
+      isWindows;
+      platform;
+      windowsNoMagicRoot;
+      maxGlobstarRecursion;
+      regexp;
+      constructor(pattern, options = {}) {
+        (0, assert_valid_pattern_js_1.assertValidPattern)(pattern);
+        options = options || {};
+        this.options = options;
+        this.maxGlobstarRecursion = options.maxGlobstarRecursion ?? 200;
+        this.pattern = pattern;
+        this.platform = options.platform || defaultPlatform;
+        this.isWindows = this.platform === "win32";
+        const awe = "allowWindowsEscape";
+        this.windowsPathsNoEscape = !!options.windowsPathsNoEscape || options[awe] === false;
+        if (this.windowsPathsNoEscape) {
+          this.pattern = this.pattern.replace(/\\/g, "/");
+        }
+        this.preserveMultipleSlashes = !!options.preserveMultipleSlashes;
+        this.regexp = null;
+        this.negate = false;
+        this.nonegate = !!options.nonegate;
+        this.comment = false;
+        this.empty = false;
+        this.partial = !!options.partial;
+        this.nocase = !!this.options.nocase;
+        this.windowsNoMagicRoot = options.windowsNoMagicRoot !== void 0 ? options.windowsNoMagicRoot : !!(this.isWindows && this.nocase);
+        this.globSet = [];
+        this.globParts = [];
+        this.set = [];
+        this.make();
+      }
+      hasMagic() {
+        if (this.options.magicalBraces && this.set.length > 1) {
+          return true;
+        }
+        for (const pattern of this.set) {
+          for (const part of pattern) {
+            if (typeof part !== "string")
+              return true;
+          }
+        }
+        return false;
+      }
+      debug(..._) {
+      }
+      make() {
+        const pattern = this.pattern;
+        const options = this.options;
+        if (!options.nocomment && pattern.charAt(0) === "#") {
+          this.comment = true;
+          return;
+        }
+        if (!pattern) {
+          this.empty = true;
+          return;
+        }
+        this.parseNegate();
+        this.globSet = [...new Set(this.braceExpand())];
+        if (options.debug) {
+          this.debug = (...args) => console.error(...args);
+        }
+        this.debug(this.pattern, this.globSet);
+        const rawGlobParts = this.globSet.map((s) => this.slashSplit(s));
+        this.globParts = this.preprocess(rawGlobParts);
+        this.debug(this.pattern, this.globParts);
+        let set2 = this.globParts.map((s, _, __) => {
+          if (this.isWindows && this.windowsNoMagicRoot) {
+            const isUNC = s[0] === "" && s[1] === "" && (s[2] === "?" || !globMagic.test(s[2])) && !globMagic.test(s[3]);
+            const isDrive = /^[a-z]:/i.test(s[0]);
+            if (isUNC) {
+              return [
+                ...s.slice(0, 4),
+                ...s.slice(4).map((ss) => this.parse(ss))
+              ];
+            } else if (isDrive) {
+              return [s[0], ...s.slice(1).map((ss) => this.parse(ss))];
+            }
+          }
+          return s.map((ss) => this.parse(ss));
+        });
+        this.debug(this.pattern, set2);
+        this.set = set2.filter((s) => s.indexOf(false) === -1);
+        if (this.isWindows) {
+          for (let i = 0; i < this.set.length; i++) {
+            const p = this.set[i];
+            if (p[0] === "" && p[1] === "" && this.globParts[i][2] === "?" && typeof p[3] === "string" && /^[a-z]:$/i.test(p[3])) {
+              p[2] = "?";
+            }
+          }
+        }
+        this.debug(this.pattern, this.set);
+      }
+      // various transforms to equivalent pattern sets that are
+      // faster to process in a filesystem walk.  The goal is to
+      // eliminate what we can, and push all ** patterns as far
+      // to the right as possible, even if it increases the number
+      // of patterns that we have to process.
+      preprocess(globParts) {
+        if (this.options.noglobstar) {
+          for (const partset of globParts) {
+            for (let j = 0; j < partset.length; j++) {
+              if (partset[j] === "**") {
+                partset[j] = "*";
+              }
+            }
+          }
+        }
+        const { optimizationLevel = 1 } = this.options;
+        if (optimizationLevel >= 2) {
+          globParts = this.firstPhasePreProcess(globParts);
+          globParts = this.secondPhasePreProcess(globParts);
+        } else if (optimizationLevel >= 1) {
+          globParts = this.levelOneOptimize(globParts);
+        } else {
+          globParts = this.adjascentGlobstarOptimize(globParts);
+        }
+        return globParts;
+      }
+      // just get rid of adjascent ** portions
+      adjascentGlobstarOptimize(globParts) {
+        return globParts.map((parts) => {
+          let gs = -1;
+          while (-1 !== (gs = parts.indexOf("**", gs + 1))) {
+            let i = gs;
+            while (parts[i + 1] === "**") {
+              i++;
+            }
+            if (i !== gs) {
+              parts.splice(gs, i - gs);
+            }
+          }
+          return parts;
+        });
+      }
+      // get rid of adjascent ** and resolve .. portions
+      levelOneOptimize(globParts) {
+        return globParts.map((parts) => {
+          parts = parts.reduce((set2, part) => {
+            const prev = set2[set2.length - 1];
+            if (part === "**" && prev === "**") {
+              return set2;
+            }
+            if (part === "..") {
+              if (prev && prev !== ".." && prev !== "." && prev !== "**") {
+                set2.pop();
+                return set2;
+              }
+            }
+            set2.push(part);
+            return set2;
+          }, []);
+          return parts.length === 0 ? [""] : parts;
+        });
+      }
+      levelTwoFileOptimize(parts) {
+        if (!Array.isArray(parts)) {
+          parts = this.slashSplit(parts);
+        }
+        let didSomething = false;
+        do {
+          didSomething = false;
+          if (!this.preserveMultipleSlashes) {
+            for (let i = 1; i < parts.length - 1; i++) {
+              const p = parts[i];
+              if (i === 1 && p === "" && parts[0] === "")
+                continue;
+              if (p === "." || p === "") {
+                didSomething = true;
+                parts.splice(i, 1);
+                i--;
+              }
+            }
+            if (parts[0] === "." && parts.length === 2 && (parts[1] === "." || parts[1] === "")) {
+              didSomething = true;
+              parts.pop();
+            }
+          }
+          let dd = 0;
+          while (-1 !== (dd = parts.indexOf("..", dd + 1))) {
+            const p = parts[dd - 1];
+            if (p && p !== "." && p !== ".." && p !== "**" && !(this.isWindows && /^[a-z]:$/i.test(p))) {
+              didSomething = true;
+              parts.splice(dd - 1, 2);
+              dd -= 2;
+            }
+          }
+        } while (didSomething);
+        return parts.length === 0 ? [""] : parts;
+      }
+      // First phase: single-pattern processing
+      // <pre> is 1 or more portions
+      // <rest> is 1 or more portions
+      // <p> is any portion other than ., .., '', or **
+      // <e> is . or ''
+      //
+      // **/.. is *brutal* for filesystem walking performance, because
+      // it effectively resets the recursive walk each time it occurs,
+      // and ** cannot be reduced out by a .. pattern part like a regexp
+      // or most strings (other than .., ., and '') can be.
+      //
+      // <pre>/**/../<p>/<p>/<rest> -> {<pre>/../<p>/<p>/<rest>,<pre>/**/<p>/<p>/<rest>}
+      // <pre>/<e>/<rest> -> <pre>/<rest>
+      // <pre>/<p>/../<rest> -> <pre>/<rest>
+      // **/**/<rest> -> **/<rest>
+      //
+      // **/*/<rest> -> */**/<rest> <== not valid because ** doesn't follow
+      // this WOULD be allowed if ** did follow symlinks, or * didn't
+      firstPhasePreProcess(globParts) {
+        let didSomething = false;
+        do {
+          didSomething = false;
+          for (let parts of globParts) {
+            let gs = -1;
+            while (-1 !== (gs = parts.indexOf("**", gs + 1))) {
+              let gss = gs;
+              while (parts[gss + 1] === "**") {
+                gss++;
+              }
+              if (gss > gs) {
+                parts.splice(gs + 1, gss - gs);
+              }
+              let next = parts[gs + 1];
+              const p = parts[gs + 2];
+              const p2 = parts[gs + 3];
+              if (next !== "..")
+                continue;
+              if (!p || p === "." || p === ".." || !p2 || p2 === "." || p2 === "..") {
+                continue;
+              }
+              didSomething = true;
+              parts.splice(gs, 1);
+              const other = parts.slice(0);
+              other[gs] = "**";
+              globParts.push(other);
+              gs--;
+            }
+            if (!this.preserveMultipleSlashes) {
+              for (let i = 1; i < parts.length - 1; i++) {
+                const p = parts[i];
+                if (i === 1 && p === "" && parts[0] === "")
+                  continue;
+                if (p === "." || p === "") {
+                  didSomething = true;
+                  parts.splice(i, 1);
+                  i--;
+                }
+              }
+              if (parts[0] === "." && parts.length === 2 && (parts[1] === "." || parts[1] === "")) {
+                didSomething = true;
+                parts.pop();
+              }
+            }
+            let dd = 0;
+            while (-1 !== (dd = parts.indexOf("..", dd + 1))) {
+              const p = parts[dd - 1];
+              if (p && p !== "." && p !== ".." && p !== "**") {
+                didSomething = true;
+                const needDot = dd === 1 && parts[dd + 1] === "**";
+                const splin = needDot ? ["."] : [];
+                parts.splice(dd - 1, 2, ...splin);
+                if (parts.length === 0)
+                  parts.push("");
+                dd -= 2;
+              }
+            }
+          }
+        } while (didSomething);
+        return globParts;
+      }
+      // second phase: multi-pattern dedupes
+      // {<pre>/*/<rest>,<pre>/<p>/<rest>} -> <pre>/*/<rest>
+      // {<pre>/<rest>,<pre>/<rest>} -> <pre>/<rest>
+      // {<pre>/**/<rest>,<pre>/<rest>} -> <pre>/**/<rest>
+      //
+      // {<pre>/**/<rest>,<pre>/**/<p>/<rest>} -> <pre>/**/<rest>
+      // ^-- not valid because ** doens't follow symlinks
+      secondPhasePreProcess(globParts) {
+        for (let i = 0; i < globParts.length - 1; i++) {
+          for (let j = i + 1; j < globParts.length; j++) {
+            const matched = this.partsMatch(globParts[i], globParts[j], !this.preserveMultipleSlashes);
+            if (matched) {
+              globParts[i] = [];
+              globParts[j] = matched;
+              break;
+            }
+          }
+        }
+        return globParts.filter((gs) => gs.length);
+      }
+      partsMatch(a, b, emptyGSMatch = false) {
+        let ai = 0;
+        let bi = 0;
+        let result = [];
+        let which = "";
+        while (ai < a.length && bi < b.length) {
+          if (a[ai] === b[bi]) {
+            result.push(which === "b" ? b[bi] : a[ai]);
+            ai++;
+            bi++;
+          } else if (emptyGSMatch && a[ai] === "**" && b[bi] === a[ai + 1]) {
+            result.push(a[ai]);
+            ai++;
+          } else if (emptyGSMatch && b[bi] === "**" && a[ai] === b[bi + 1]) {
+            result.push(b[bi]);
+            bi++;
+          } else if (a[ai] === "*" && b[bi] && (this.options.dot || !b[bi].startsWith(".")) && b[bi] !== "**") {
+            if (which === "b")
+              return false;
+            which = "a";
+            result.push(a[ai]);
+            ai++;
+            bi++;
+          } else if (b[bi] === "*" && a[ai] && (this.options.dot || !a[ai].startsWith(".")) && a[ai] !== "**") {
+            if (which === "a")
+              return false;
+            which = "b";
+            result.push(b[bi]);
+            ai++;
+            bi++;
+          } else {
+            return false;
+          }
+        }
+        return a.length === b.length && result;
+      }
+      parseNegate() {
+        if (this.nonegate)
+          return;
+        const pattern = this.pattern;
+        let negate = false;
+        let negateOffset = 0;
+        for (let i = 0; i < pattern.length && pattern.charAt(i) === "!"; i++) {
+          negate = !negate;
+          negateOffset++;
+        }
+        if (negateOffset)
+          this.pattern = pattern.slice(negateOffset);
+        this.negate = negate;
+      }
+      // set partial to true to test if, for example,
+      // "/a/b" matches the start of "/*/b/*/d"
+      // Partial means, if you run out of file before you run
+      // out of pattern, then that's fine, as long as all
+      // the parts match.
+      matchOne(file, pattern, partial = false) {
+        let fileStartIndex = 0;
+        let patternStartIndex = 0;
+        if (this.isWindows) {
+          const fileDrive = typeof file[0] === "string" && /^[a-z]:$/i.test(file[0]);
+          const fileUNC = !fileDrive && file[0] === "" && file[1] === "" && file[2] === "?" && /^[a-z]:$/i.test(file[3]);
+          const patternDrive = typeof pattern[0] === "string" && /^[a-z]:$/i.test(pattern[0]);
+          const patternUNC = !patternDrive && pattern[0] === "" && pattern[1] === "" && pattern[2] === "?" && typeof pattern[3] === "string" && /^[a-z]:$/i.test(pattern[3]);
+          const fdi = fileUNC ? 3 : fileDrive ? 0 : void 0;
+          const pdi = patternUNC ? 3 : patternDrive ? 0 : void 0;
+          if (typeof fdi === "number" && typeof pdi === "number") {
+            const [fd, pd] = [
+              file[fdi],
+              pattern[pdi]
+            ];
+            if (fd.toLowerCase() === pd.toLowerCase()) {
+              pattern[pdi] = fd;
+              patternStartIndex = pdi;
+              fileStartIndex = fdi;
+            }
+          }
+        }
+        const { optimizationLevel = 1 } = this.options;
+        if (optimizationLevel >= 2) {
+          file = this.levelTwoFileOptimize(file);
+        }
+        if (pattern.includes(exports.GLOBSTAR)) {
+          return this.#matchGlobstar(file, pattern, partial, fileStartIndex, patternStartIndex);
+        }
+        return this.#matchOne(file, pattern, partial, fileStartIndex, patternStartIndex);
+      }
+      #matchGlobstar(file, pattern, partial, fileIndex, patternIndex) {
+        const firstgs = pattern.indexOf(exports.GLOBSTAR, patternIndex);
+        const lastgs = pattern.lastIndexOf(exports.GLOBSTAR);
+        const [head, body, tail2] = partial ? [
+          pattern.slice(patternIndex, firstgs),
+          pattern.slice(firstgs + 1),
+          []
+        ] : [
+          pattern.slice(patternIndex, firstgs),
+          pattern.slice(firstgs + 1, lastgs),
+          pattern.slice(lastgs + 1)
+        ];
+        if (head.length) {
+          const fileHead = file.slice(fileIndex, fileIndex + head.length);
+          if (!this.#matchOne(fileHead, head, partial, 0, 0)) {
+            return false;
+          }
+          fileIndex += head.length;
+          patternIndex += head.length;
+        }
+        let fileTailMatch = 0;
+        if (tail2.length) {
+          if (tail2.length + fileIndex > file.length)
+            return false;
+          let tailStart = file.length - tail2.length;
+          if (this.#matchOne(file, tail2, partial, tailStart, 0)) {
+            fileTailMatch = tail2.length;
+          } else {
+            if (file[file.length - 1] !== "" || fileIndex + tail2.length === file.length) {
+              return false;
+            }
+            tailStart--;
+            if (!this.#matchOne(file, tail2, partial, tailStart, 0)) {
+              return false;
+            }
+            fileTailMatch = tail2.length + 1;
+          }
+        }
+        if (!body.length) {
+          let sawSome = !!fileTailMatch;
+          for (let i2 = fileIndex; i2 < file.length - fileTailMatch; i2++) {
+            const f = String(file[i2]);
+            sawSome = true;
+            if (f === "." || f === ".." || !this.options.dot && f.startsWith(".")) {
+              return false;
+            }
+          }
+          return partial || sawSome;
+        }
+        const bodySegments = [[[], 0]];
+        let currentBody = bodySegments[0];
+        let nonGsParts = 0;
+        const nonGsPartsSums = [0];
+        for (const b of body) {
+          if (b === exports.GLOBSTAR) {
+            nonGsPartsSums.push(nonGsParts);
+            currentBody = [[], 0];
+            bodySegments.push(currentBody);
+          } else {
+            currentBody[0].push(b);
+            nonGsParts++;
+          }
+        }
+        let i = bodySegments.length - 1;
+        const fileLength = file.length - fileTailMatch;
+        for (const b of bodySegments) {
+          b[1] = fileLength - (nonGsPartsSums[i--] + b[0].length);
+        }
+        return !!this.#matchGlobStarBodySections(file, bodySegments, fileIndex, 0, partial, 0, !!fileTailMatch);
+      }
+      // return false for "nope, not matching"
+      // return null for "not matching, cannot keep trying"
+      #matchGlobStarBodySections(file, bodySegments, fileIndex, bodyIndex, partial, globStarDepth, sawTail) {
+        const bs = bodySegments[bodyIndex];
+        if (!bs) {
+          for (let i = fileIndex; i < file.length; i++) {
+            sawTail = true;
+            const f = file[i];
+            if (f === "." || f === ".." || !this.options.dot && f.startsWith(".")) {
+              return false;
+            }
+          }
+          return sawTail;
+        }
+        const [body, after] = bs;
+        while (fileIndex <= after) {
+          const m = this.#matchOne(file.slice(0, fileIndex + body.length), body, partial, fileIndex, 0);
+          if (m && globStarDepth < this.maxGlobstarRecursion) {
+            const sub = this.#matchGlobStarBodySections(file, bodySegments, fileIndex + body.length, bodyIndex + 1, partial, globStarDepth + 1, sawTail);
+            if (sub !== false) {
+              return sub;
+            }
+          }
+          const f = file[fileIndex];
+          if (f === "." || f === ".." || !this.options.dot && f.startsWith(".")) {
+            return false;
+          }
+          fileIndex++;
+        }
+        return partial || null;
+      }
+      #matchOne(file, pattern, partial, fileIndex, patternIndex) {
+        let fi;
+        let pi;
+        let pl;
+        let fl;
+        for (fi = fileIndex, pi = patternIndex, fl = file.length, pl = pattern.length; fi < fl && pi < pl; fi++, pi++) {
+          this.debug("matchOne loop");
+          let p = pattern[pi];
+          let f = file[fi];
+          this.debug(pattern, p, f);
+          if (p === false || p === exports.GLOBSTAR) {
+            return false;
+          }
+          let hit;
+          if (typeof p === "string") {
+            hit = f === p;
+            this.debug("string match", p, f, hit);
+          } else {
+            hit = p.test(f);
+            this.debug("pattern match", p, f, hit);
+          }
+          if (!hit)
+            return false;
+        }
+        if (fi === fl && pi === pl) {
+          return true;
+        } else if (fi === fl) {
+          return partial;
+        } else if (pi === pl) {
+          return fi === fl - 1 && file[fi] === "";
+        } else {
+          throw new Error("wtf?");
+        }
+      }
+      braceExpand() {
+        return (0, exports.braceExpand)(this.pattern, this.options);
+      }
+      parse(pattern) {
+        (0, assert_valid_pattern_js_1.assertValidPattern)(pattern);
+        const options = this.options;
+        if (pattern === "**")
+          return exports.GLOBSTAR;
+        if (pattern === "")
+          return "";
+        let m;
+        let fastTest = null;
+        if (m = pattern.match(starRE)) {
+          fastTest = options.dot ? starTestDot : starTest;
+        } else if (m = pattern.match(starDotExtRE)) {
+          fastTest = (options.nocase ? options.dot ? starDotExtTestNocaseDot : starDotExtTestNocase : options.dot ? starDotExtTestDot : starDotExtTest)(m[1]);
+        } else if (m = pattern.match(qmarksRE)) {
+          fastTest = (options.nocase ? options.dot ? qmarksTestNocaseDot : qmarksTestNocase : options.dot ? qmarksTestDot : qmarksTest)(m);
+        } else if (m = pattern.match(starDotStarRE)) {
+          fastTest = options.dot ? starDotStarTestDot : starDotStarTest;
+        } else if (m = pattern.match(dotStarRE)) {
+          fastTest = dotStarTest;
+        }
+        const re = ast_js_1.AST.fromGlob(pattern, this.options).toMMPattern();
+        if (fastTest && typeof re === "object") {
+          Reflect.defineProperty(re, "test", { value: fastTest });
+        }
+        return re;
+      }
+      makeRe() {
+        if (this.regexp || this.regexp === false)
+          return this.regexp;
+        const set2 = this.set;
+        if (!set2.length) {
+          this.regexp = false;
+          return this.regexp;
+        }
+        const options = this.options;
+        const twoStar = options.noglobstar ? star : options.dot ? twoStarDot : twoStarNoDot;
+        const flags = new Set(options.nocase ? ["i"] : []);
+        let re = set2.map((pattern) => {
+          const pp = pattern.map((p) => {
+            if (p instanceof RegExp) {
+              for (const f of p.flags.split(""))
+                flags.add(f);
+            }
+            return typeof p === "string" ? regExpEscape(p) : p === exports.GLOBSTAR ? exports.GLOBSTAR : p._src;
+          });
+          pp.forEach((p, i) => {
+            const next = pp[i + 1];
+            const prev = pp[i - 1];
+            if (p !== exports.GLOBSTAR || prev === exports.GLOBSTAR) {
+              return;
+            }
+            if (prev === void 0) {
+              if (next !== void 0 && next !== exports.GLOBSTAR) {
+                pp[i + 1] = "(?:\\/|" + twoStar + "\\/)?" + next;
+              } else {
+                pp[i] = twoStar;
+              }
+            } else if (next === void 0) {
+              pp[i - 1] = prev + "(?:\\/|\\/" + twoStar + ")?";
+            } else if (next !== exports.GLOBSTAR) {
+              pp[i - 1] = prev + "(?:\\/|\\/" + twoStar + "\\/)" + next;
+              pp[i + 1] = exports.GLOBSTAR;
+            }
+          });
+          const filtered = pp.filter((p) => p !== exports.GLOBSTAR);
+          if (this.partial && filtered.length >= 1) {
+            const prefixes = [];
+            for (let i = 1; i <= filtered.length; i++) {
+              prefixes.push(filtered.slice(0, i).join("/"));
+            }
+            return "(?:" + prefixes.join("|") + ")";
+          }
+          return filtered.join("/");
+        }).join("|");
+        const [open2, close] = set2.length > 1 ? ["(?:", ")"] : ["", ""];
+        re = "^" + open2 + re + close + "$";
+        if (this.partial) {
+          re = "^(?:\\/|" + open2 + re.slice(1, -1) + close + ")$";
+        }
+        if (this.negate)
+          re = "^(?!" + re + ").+$";
+        try {
+          this.regexp = new RegExp(re, [...flags].join(""));
+        } catch {
+          this.regexp = false;
+        }
+        return this.regexp;
+      }
+      slashSplit(p) {
+        if (this.preserveMultipleSlashes) {
+          return p.split("/");
+        } else if (this.isWindows && /^\/\/[^/]+/.test(p)) {
+          return ["", ...p.split(/\/+/)];
+        } else {
+          return p.split(/\/+/);
+        }
+      }
+      match(f, partial = this.partial) {
+        this.debug("match", f, this.pattern);
+        if (this.comment) {
+          return false;
+        }
+        if (this.empty) {
+          return f === "";
+        }
+        if (f === "/" && partial) {
+          return true;
+        }
+        const options = this.options;
+        if (this.isWindows) {
+          f = f.split("\\").join("/");
+        }
+        const ff = this.slashSplit(f);
+        this.debug(this.pattern, "split", ff);
+        const set2 = this.set;
+        this.debug(this.pattern, "set", set2);
+        let filename = ff[ff.length - 1];
+        if (!filename) {
+          for (let i = ff.length - 2; !filename && i >= 0; i--) {
+            filename = ff[i];
+          }
+        }
+        for (const pattern of set2) {
+          let file = ff;
+          if (options.matchBase && pattern.length === 1) {
+            file = [filename];
+          }
+          const hit = this.matchOne(file, pattern, partial);
+          if (hit) {
+            if (options.flipNegate) {
+              return true;
+            }
+            return !this.negate;
+          }
+        }
+        if (options.flipNegate) {
+          return false;
+        }
+        return this.negate;
+      }
+      static defaults(def) {
+        return exports.minimatch.defaults(def).Minimatch;
+      }
+    };
+    exports.Minimatch = Minimatch;
+    var ast_js_2 = require_ast();
+    Object.defineProperty(exports, "AST", { enumerable: true, get: function() {
+      return ast_js_2.AST;
+    } });
+    var escape_js_2 = require_escape();
+    Object.defineProperty(exports, "escape", { enumerable: true, get: function() {
+      return escape_js_2.escape;
+    } });
+    var unescape_js_2 = require_unescape();
+    Object.defineProperty(exports, "unescape", { enumerable: true, get: function() {
+      return unescape_js_2.unescape;
+    } });
+    exports.minimatch.AST = ast_js_1.AST;
+    exports.minimatch.Minimatch = Minimatch;
+    exports.minimatch.escape = escape_js_1.escape;
+    exports.minimatch.unescape = unescape_js_1.unescape;
+  }
+});
+
+// node_modules/@tufjs/models/dist/role.js
+var require_role = __commonJS({
+  "node_modules/@tufjs/models/dist/role.js"(exports) {
+    "use strict";
+    var __importDefault = exports && exports.__importDefault || function(mod) {
+      return mod && mod.__esModule ? mod : { "default": mod };
+    };
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.SuccinctRoles = exports.DelegatedRole = exports.Role = exports.TOP_LEVEL_ROLE_NAMES = void 0;
+    var crypto_1 = __importDefault(__require("crypto"));
+    var minimatch_1 = require_commonjs3();
+    var util_1 = __importDefault(__require("util"));
+    var error_1 = require_error();
+    var utils_1 = require_utils5();
+    exports.TOP_LEVEL_ROLE_NAMES = [
+      "root",
+      "targets",
+      "snapshot",
+      "timestamp"
+    ];
+    var Role = class _Role {
+      keyIDs;
+      threshold;
+      unrecognizedFields;
+      constructor(options) {
+        const { keyIDs, threshold, unrecognizedFields } = options;
+        if (hasDuplicates(keyIDs)) {
+          throw new error_1.ValueError("duplicate key IDs found");
+        }
+        if (threshold < 1) {
+          throw new error_1.ValueError("threshold must be at least 1");
+        }
+        this.keyIDs = keyIDs;
+        this.threshold = threshold;
+        this.unrecognizedFields = unrecognizedFields || {};
+      }
+      equals(other) {
+        if (!(other instanceof _Role)) {
+          return false;
+        }
+        return this.threshold === other.threshold && util_1.default.isDeepStrictEqual(this.keyIDs, other.keyIDs) && util_1.default.isDeepStrictEqual(this.unrecognizedFields, other.unrecognizedFields);
+      }
+      toJSON() {
+        return {
+          keyids: this.keyIDs,
+          threshold: this.threshold,
+          ...this.unrecognizedFields
+        };
+      }
+      static fromJSON(data) {
+        const { keyids, threshold, ...rest } = data;
+        if (!utils_1.guard.isStringArray(keyids)) {
+          throw new TypeError("keyids must be an array");
+        }
+        if (typeof threshold !== "number") {
+          throw new TypeError("threshold must be a number");
+        }
+        return new _Role({
+          keyIDs: keyids,
+          threshold,
+          unrecognizedFields: rest
+        });
+      }
+    };
+    exports.Role = Role;
+    function hasDuplicates(array) {
+      return new Set(array).size !== array.length;
+    }
+    var DelegatedRole = class _DelegatedRole extends Role {
+      name;
+      terminating;
+      paths;
+      pathHashPrefixes;
+      constructor(opts) {
+        super(opts);
+        const { name, terminating, paths, pathHashPrefixes } = opts;
+        this.name = name;
+        this.terminating = terminating;
+        if (opts.paths && opts.pathHashPrefixes) {
+          throw new error_1.ValueError("paths and pathHashPrefixes are mutually exclusive");
+        }
+        this.paths = paths;
+        this.pathHashPrefixes = pathHashPrefixes;
+      }
+      equals(other) {
+        if (!(other instanceof _DelegatedRole)) {
+          return false;
+        }
+        return super.equals(other) && this.name === other.name && this.terminating === other.terminating && util_1.default.isDeepStrictEqual(this.paths, other.paths) && util_1.default.isDeepStrictEqual(this.pathHashPrefixes, other.pathHashPrefixes);
+      }
+      isDelegatedPath(targetFilepath) {
+        if (this.paths) {
+          return this.paths.some((pathPattern) => isTargetInPathPattern(targetFilepath, pathPattern));
+        }
+        if (this.pathHashPrefixes) {
+          const hasher = crypto_1.default.createHash("sha256");
+          const pathHash = hasher.update(targetFilepath).digest("hex");
+          return this.pathHashPrefixes.some((pathHashPrefix) => pathHash.startsWith(pathHashPrefix));
+        }
+        return false;
+      }
+      toJSON() {
+        const json = {
+          ...super.toJSON(),
+          name: this.name,
+          terminating: this.terminating
+        };
+        if (this.paths) {
+          json.paths = this.paths;
+        }
+        if (this.pathHashPrefixes) {
+          json.path_hash_prefixes = this.pathHashPrefixes;
+        }
+        return json;
+      }
+      static fromJSON(data) {
+        const { keyids, threshold, name, terminating, paths, path_hash_prefixes, ...rest } = data;
+        if (!utils_1.guard.isStringArray(keyids)) {
+          throw new TypeError("keyids must be an array of strings");
+        }
+        if (typeof threshold !== "number") {
+          throw new TypeError("threshold must be a number");
+        }
+        if (typeof name !== "string") {
+          throw new TypeError("name must be a string");
+        }
+        if (typeof terminating !== "boolean") {
+          throw new TypeError("terminating must be a boolean");
+        }
+        if (utils_1.guard.isDefined(paths) && !utils_1.guard.isStringArray(paths)) {
+          throw new TypeError("paths must be an array of strings");
+        }
+        if (utils_1.guard.isDefined(path_hash_prefixes) && !utils_1.guard.isStringArray(path_hash_prefixes)) {
+          throw new TypeError("path_hash_prefixes must be an array of strings");
+        }
+        return new _DelegatedRole({
+          keyIDs: keyids,
+          threshold,
+          name,
+          terminating,
+          paths,
+          pathHashPrefixes: path_hash_prefixes,
+          unrecognizedFields: rest
+        });
+      }
+    };
+    exports.DelegatedRole = DelegatedRole;
+    var zip = (a, b) => a.map((k, i) => [k, b[i]]);
+    function isTargetInPathPattern(target, pattern) {
+      const targetParts = target.split("/");
+      const patternParts = pattern.split("/");
+      if (patternParts.length != targetParts.length) {
+        return false;
+      }
+      return zip(targetParts, patternParts).every(([targetPart, patternPart]) => (0, minimatch_1.minimatch)(targetPart, patternPart));
+    }
+    var SuccinctRoles = class _SuccinctRoles extends Role {
+      bitLength;
+      namePrefix;
+      numberOfBins;
+      suffixLen;
+      constructor(opts) {
+        super(opts);
+        const { bitLength, namePrefix } = opts;
+        if (bitLength <= 0 || bitLength > 32) {
+          throw new error_1.ValueError("bitLength must be between 1 and 32");
+        }
+        this.bitLength = bitLength;
+        this.namePrefix = namePrefix;
+        this.numberOfBins = Math.pow(2, bitLength);
+        this.suffixLen = (this.numberOfBins - 1).toString(16).length;
+      }
+      equals(other) {
+        if (!(other instanceof _SuccinctRoles)) {
+          return false;
+        }
+        return super.equals(other) && this.bitLength === other.bitLength && this.namePrefix === other.namePrefix;
+      }
+      /***
+       * Calculates the name of the delegated role responsible for 'target_filepath'.
+       *
+       * The target at path ''target_filepath' is assigned to a bin by casting
+       * the left-most 'bit_length' of bits of the file path hash digest to
+       * int, using it as bin index between 0 and '2**bit_length - 1'.
+       *
+       * Args:
+       *  target_filepath: URL path to a target file, relative to a base
+       *  targets URL.
+       */
+      getRoleForTarget(targetFilepath) {
+        const hasher = crypto_1.default.createHash("sha256");
+        const hasherBuffer = hasher.update(targetFilepath).digest();
+        const hashBytes = hasherBuffer.subarray(0, 4);
+        const shiftValue = 32 - this.bitLength;
+        const binNumber = hashBytes.readUInt32BE() >>> shiftValue;
+        const suffix = binNumber.toString(16).padStart(this.suffixLen, "0");
+        return `${this.namePrefix}-${suffix}`;
+      }
+      *getRoles() {
+        for (let i = 0; i < this.numberOfBins; i++) {
+          const suffix = i.toString(16).padStart(this.suffixLen, "0");
+          yield `${this.namePrefix}-${suffix}`;
+        }
+      }
+      /***
+       * Determines whether the given ``role_name`` is in one of
+       * the delegated roles that ``SuccinctRoles`` represents.
+       *
+       * Args:
+       *  role_name: The name of the role to check against.
+       */
+      isDelegatedRole(roleName) {
+        const desiredPrefix = this.namePrefix + "-";
+        if (!roleName.startsWith(desiredPrefix)) {
+          return false;
+        }
+        const suffix = roleName.slice(desiredPrefix.length, roleName.length);
+        if (suffix.length != this.suffixLen) {
+          return false;
+        }
+        if (!suffix.match(/^[0-9a-fA-F]+$/)) {
+          return false;
+        }
+        const num = parseInt(suffix, 16);
+        return 0 <= num && num < this.numberOfBins;
+      }
+      toJSON() {
+        const json = {
+          ...super.toJSON(),
+          bit_length: this.bitLength,
+          name_prefix: this.namePrefix
+        };
+        return json;
+      }
+      static fromJSON(data) {
+        const { keyids, threshold, bit_length, name_prefix, ...rest } = data;
+        if (!utils_1.guard.isStringArray(keyids)) {
+          throw new TypeError("keyids must be an array of strings");
+        }
+        if (typeof threshold !== "number") {
+          throw new TypeError("threshold must be a number");
+        }
+        if (typeof bit_length !== "number") {
+          throw new TypeError("bit_length must be a number");
+        }
+        if (typeof name_prefix !== "string") {
+          throw new TypeError("name_prefix must be a string");
+        }
+        return new _SuccinctRoles({
+          keyIDs: keyids,
+          threshold,
+          bitLength: bit_length,
+          namePrefix: name_prefix,
+          unrecognizedFields: rest
+        });
+      }
+    };
+    exports.SuccinctRoles = SuccinctRoles;
+  }
+});
+
+// node_modules/@tufjs/models/dist/root.js
+var require_root = __commonJS({
+  "node_modules/@tufjs/models/dist/root.js"(exports) {
+    "use strict";
+    var __importDefault = exports && exports.__importDefault || function(mod) {
+      return mod && mod.__esModule ? mod : { "default": mod };
+    };
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.Root = void 0;
+    var util_1 = __importDefault(__require("util"));
+    var base_1 = require_base();
+    var error_1 = require_error();
+    var key_1 = require_key2();
+    var role_1 = require_role();
+    var utils_1 = require_utils5();
+    var Root2 = class _Root extends base_1.Signed {
+      type = base_1.MetadataKind.Root;
+      keys;
+      roles;
+      consistentSnapshot;
+      constructor(options) {
+        super(options);
+        this.keys = options.keys || {};
+        this.consistentSnapshot = options.consistentSnapshot ?? true;
+        if (!options.roles) {
+          this.roles = role_1.TOP_LEVEL_ROLE_NAMES.reduce((acc, role) => ({
+            ...acc,
+            [role]: new role_1.Role({ keyIDs: [], threshold: 1 })
+          }), {});
+        } else {
+          const roleNames = new Set(Object.keys(options.roles));
+          if (!role_1.TOP_LEVEL_ROLE_NAMES.every((role) => roleNames.has(role))) {
+            throw new error_1.ValueError("missing top-level role");
+          }
+          this.roles = options.roles;
+        }
+      }
+      addKey(key, role) {
+        if (!this.roles[role]) {
+          throw new error_1.ValueError(`role ${role} does not exist`);
+        }
+        if (!this.roles[role].keyIDs.includes(key.keyID)) {
+          this.roles[role].keyIDs.push(key.keyID);
+        }
+        this.keys[key.keyID] = key;
+      }
+      equals(other) {
+        if (!(other instanceof _Root)) {
+          return false;
+        }
+        return super.equals(other) && this.consistentSnapshot === other.consistentSnapshot && util_1.default.isDeepStrictEqual(this.keys, other.keys) && util_1.default.isDeepStrictEqual(this.roles, other.roles);
+      }
+      toJSON() {
+        return {
+          _type: this.type,
+          spec_version: this.specVersion,
+          version: this.version,
+          expires: this.expires,
+          keys: keysToJSON(this.keys),
+          roles: rolesToJSON(this.roles),
+          consistent_snapshot: this.consistentSnapshot,
+          ...this.unrecognizedFields
+        };
+      }
+      static fromJSON(data) {
+        const { unrecognizedFields, ...commonFields } = base_1.Signed.commonFieldsFromJSON(data);
+        const { keys, roles, consistent_snapshot, ...rest } = unrecognizedFields;
+        if (typeof consistent_snapshot !== "boolean") {
+          throw new TypeError("consistent_snapshot must be a boolean");
+        }
+        return new _Root({
+          ...commonFields,
+          keys: keysFromJSON(keys),
+          roles: rolesFromJSON(roles),
+          consistentSnapshot: consistent_snapshot,
+          unrecognizedFields: rest
+        });
+      }
+    };
+    exports.Root = Root2;
+    function keysToJSON(keys) {
+      return Object.entries(keys).reduce((acc, [keyID, key]) => ({ ...acc, [keyID]: key.toJSON() }), {});
+    }
+    function rolesToJSON(roles) {
+      return Object.entries(roles).reduce((acc, [roleName, role]) => ({ ...acc, [roleName]: role.toJSON() }), {});
+    }
+    function keysFromJSON(data) {
+      let keys;
+      if (utils_1.guard.isDefined(data)) {
+        if (!utils_1.guard.isObjectRecord(data)) {
+          throw new TypeError("keys must be an object");
+        }
+        keys = Object.entries(data).reduce((acc, [keyID, keyData]) => ({
+          ...acc,
+          [keyID]: key_1.Key.fromJSON(keyID, keyData)
+        }), {});
+      }
+      return keys;
+    }
+    function rolesFromJSON(data) {
+      let roles;
+      if (utils_1.guard.isDefined(data)) {
+        if (!utils_1.guard.isObjectRecord(data)) {
+          throw new TypeError("roles must be an object");
+        }
+        roles = Object.entries(data).reduce((acc, [roleName, roleData]) => ({
+          ...acc,
+          [roleName]: role_1.Role.fromJSON(roleData)
+        }), {});
+      }
+      return roles;
+    }
+  }
+});
+
+// node_modules/@tufjs/models/dist/signature.js
+var require_signature = __commonJS({
+  "node_modules/@tufjs/models/dist/signature.js"(exports) {
+    "use strict";
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.Signature = void 0;
+    var Signature2 = class _Signature {
+      keyID;
+      sig;
+      constructor(options) {
+        const { keyID, sig } = options;
+        this.keyID = keyID;
+        this.sig = sig;
+      }
+      toJSON() {
+        return {
+          keyid: this.keyID,
+          sig: this.sig
+        };
+      }
+      static fromJSON(data) {
+        const { keyid, sig } = data;
+        if (typeof keyid !== "string") {
+          throw new TypeError("keyid must be a string");
+        }
+        if (typeof sig !== "string") {
+          throw new TypeError("sig must be a string");
+        }
+        return new _Signature({
+          keyID: keyid,
+          sig
+        });
+      }
+    };
+    exports.Signature = Signature2;
+  }
+});
+
+// node_modules/@tufjs/models/dist/snapshot.js
+var require_snapshot = __commonJS({
+  "node_modules/@tufjs/models/dist/snapshot.js"(exports) {
+    "use strict";
+    var __importDefault = exports && exports.__importDefault || function(mod) {
+      return mod && mod.__esModule ? mod : { "default": mod };
+    };
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.Snapshot = void 0;
+    var util_1 = __importDefault(__require("util"));
+    var base_1 = require_base();
+    var file_1 = require_file3();
+    var utils_1 = require_utils5();
+    var Snapshot2 = class _Snapshot extends base_1.Signed {
+      type = base_1.MetadataKind.Snapshot;
+      meta;
+      constructor(opts) {
+        super(opts);
+        this.meta = opts.meta || { "targets.json": new file_1.MetaFile({ version: 1 }) };
+      }
+      equals(other) {
+        if (!(other instanceof _Snapshot)) {
+          return false;
+        }
+        return super.equals(other) && util_1.default.isDeepStrictEqual(this.meta, other.meta);
+      }
+      toJSON() {
+        return {
+          _type: this.type,
+          meta: metaToJSON(this.meta),
+          spec_version: this.specVersion,
+          version: this.version,
+          expires: this.expires,
+          ...this.unrecognizedFields
+        };
+      }
+      static fromJSON(data) {
+        const { unrecognizedFields, ...commonFields } = base_1.Signed.commonFieldsFromJSON(data);
+        const { meta, ...rest } = unrecognizedFields;
+        return new _Snapshot({
+          ...commonFields,
+          meta: metaFromJSON(meta),
+          unrecognizedFields: rest
+        });
+      }
+    };
+    exports.Snapshot = Snapshot2;
+    function metaToJSON(meta) {
+      return Object.entries(meta).reduce((acc, [path, metadata]) => ({
+        ...acc,
+        [path]: metadata.toJSON()
+      }), {});
+    }
+    function metaFromJSON(data) {
+      let meta;
+      if (utils_1.guard.isDefined(data)) {
+        if (!utils_1.guard.isObjectRecord(data)) {
+          throw new TypeError("meta field is malformed");
+        } else {
+          meta = Object.entries(data).reduce((acc, [path, metadata]) => ({
+            ...acc,
+            [path]: file_1.MetaFile.fromJSON(metadata)
+          }), {});
+        }
+      }
+      return meta;
+    }
+  }
+});
+
+// node_modules/@tufjs/models/dist/delegations.js
+var require_delegations = __commonJS({
+  "node_modules/@tufjs/models/dist/delegations.js"(exports) {
+    "use strict";
+    var __importDefault = exports && exports.__importDefault || function(mod) {
+      return mod && mod.__esModule ? mod : { "default": mod };
+    };
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.Delegations = void 0;
+    var util_1 = __importDefault(__require("util"));
+    var error_1 = require_error();
+    var key_1 = require_key2();
+    var role_1 = require_role();
+    var utils_1 = require_utils5();
+    var Delegations = class _Delegations {
+      keys;
+      roles;
+      unrecognizedFields;
+      succinctRoles;
+      constructor(options) {
+        this.keys = options.keys;
+        this.unrecognizedFields = options.unrecognizedFields || {};
+        if (options.roles) {
+          if (Object.keys(options.roles).some((roleName) => role_1.TOP_LEVEL_ROLE_NAMES.includes(roleName))) {
+            throw new error_1.ValueError("Delegated role name conflicts with top-level role name");
+          }
+        }
+        this.succinctRoles = options.succinctRoles;
+        this.roles = options.roles;
+      }
+      equals(other) {
+        if (!(other instanceof _Delegations)) {
+          return false;
+        }
+        return util_1.default.isDeepStrictEqual(this.keys, other.keys) && util_1.default.isDeepStrictEqual(this.roles, other.roles) && util_1.default.isDeepStrictEqual(this.unrecognizedFields, other.unrecognizedFields) && util_1.default.isDeepStrictEqual(this.succinctRoles, other.succinctRoles);
+      }
+      *rolesForTarget(targetPath) {
+        if (this.roles) {
+          for (const role of Object.values(this.roles)) {
+            if (role.isDelegatedPath(targetPath)) {
+              yield { role: role.name, terminating: role.terminating };
+            }
+          }
+        } else if (this.succinctRoles) {
+          yield {
+            role: this.succinctRoles.getRoleForTarget(targetPath),
+            terminating: true
+          };
+        }
+      }
+      toJSON() {
+        const json = {
+          keys: keysToJSON(this.keys),
+          ...this.unrecognizedFields
+        };
+        if (this.roles) {
+          json.roles = rolesToJSON(this.roles);
+        } else if (this.succinctRoles) {
+          json.succinct_roles = this.succinctRoles.toJSON();
+        }
+        return json;
+      }
+      static fromJSON(data) {
+        const { keys, roles, succinct_roles, ...unrecognizedFields } = data;
+        let succinctRoles;
+        if (utils_1.guard.isObject(succinct_roles)) {
+          succinctRoles = role_1.SuccinctRoles.fromJSON(succinct_roles);
+        }
+        return new _Delegations({
+          keys: keysFromJSON(keys),
+          roles: rolesFromJSON(roles),
+          unrecognizedFields,
+          succinctRoles
+        });
+      }
+    };
+    exports.Delegations = Delegations;
+    function keysToJSON(keys) {
+      return Object.entries(keys).reduce((acc, [keyId, key]) => ({
+        ...acc,
+        [keyId]: key.toJSON()
+      }), {});
+    }
+    function rolesToJSON(roles) {
+      return Object.values(roles).map((role) => role.toJSON());
+    }
+    function keysFromJSON(data) {
+      if (!utils_1.guard.isObjectRecord(data)) {
+        throw new TypeError("keys is malformed");
+      }
+      return Object.entries(data).reduce((acc, [keyID, keyData]) => ({
+        ...acc,
+        [keyID]: key_1.Key.fromJSON(keyID, keyData)
+      }), {});
+    }
+    function rolesFromJSON(data) {
+      let roleMap;
+      if (utils_1.guard.isDefined(data)) {
+        if (!utils_1.guard.isObjectArray(data)) {
+          throw new TypeError("roles is malformed");
+        }
+        roleMap = data.reduce((acc, role) => {
+          const delegatedRole = role_1.DelegatedRole.fromJSON(role);
+          return {
+            ...acc,
+            [delegatedRole.name]: delegatedRole
+          };
+        }, {});
+      }
+      return roleMap;
+    }
+  }
+});
+
+// node_modules/@tufjs/models/dist/targets.js
+var require_targets = __commonJS({
+  "node_modules/@tufjs/models/dist/targets.js"(exports) {
+    "use strict";
+    var __importDefault = exports && exports.__importDefault || function(mod) {
+      return mod && mod.__esModule ? mod : { "default": mod };
+    };
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.Targets = void 0;
+    var util_1 = __importDefault(__require("util"));
+    var base_1 = require_base();
+    var delegations_1 = require_delegations();
+    var file_1 = require_file3();
+    var utils_1 = require_utils5();
+    var Targets2 = class _Targets extends base_1.Signed {
+      type = base_1.MetadataKind.Targets;
+      targets;
+      delegations;
+      constructor(options) {
+        super(options);
+        this.targets = options.targets || {};
+        this.delegations = options.delegations;
+      }
+      addTarget(target) {
+        this.targets[target.path] = target;
+      }
+      equals(other) {
+        if (!(other instanceof _Targets)) {
+          return false;
+        }
+        return super.equals(other) && util_1.default.isDeepStrictEqual(this.targets, other.targets) && util_1.default.isDeepStrictEqual(this.delegations, other.delegations);
+      }
+      toJSON() {
+        const json = {
+          _type: this.type,
+          spec_version: this.specVersion,
+          version: this.version,
+          expires: this.expires,
+          targets: targetsToJSON(this.targets),
+          ...this.unrecognizedFields
+        };
+        if (this.delegations) {
+          json.delegations = this.delegations.toJSON();
+        }
+        return json;
+      }
+      static fromJSON(data) {
+        const { unrecognizedFields, ...commonFields } = base_1.Signed.commonFieldsFromJSON(data);
+        const { targets, delegations, ...rest } = unrecognizedFields;
+        return new _Targets({
+          ...commonFields,
+          targets: targetsFromJSON(targets),
+          delegations: delegationsFromJSON(delegations),
+          unrecognizedFields: rest
+        });
+      }
+    };
+    exports.Targets = Targets2;
+    function targetsToJSON(targets) {
+      return Object.entries(targets).reduce((acc, [path, target]) => ({
+        ...acc,
+        [path]: target.toJSON()
+      }), {});
+    }
+    function targetsFromJSON(data) {
+      let targets;
+      if (utils_1.guard.isDefined(data)) {
+        if (!utils_1.guard.isObjectRecord(data)) {
+          throw new TypeError("targets must be an object");
+        } else {
+          targets = Object.entries(data).reduce((acc, [path, target]) => ({
+            ...acc,
+            [path]: file_1.TargetFile.fromJSON(path, target)
+          }), {});
+        }
+      }
+      return targets;
+    }
+    function delegationsFromJSON(data) {
+      let delegations;
+      if (utils_1.guard.isDefined(data)) {
+        if (!utils_1.guard.isObject(data)) {
+          throw new TypeError("delegations must be an object");
+        } else {
+          delegations = delegations_1.Delegations.fromJSON(data);
+        }
+      }
+      return delegations;
+    }
+  }
+});
+
+// node_modules/@tufjs/models/dist/timestamp.js
+var require_timestamp = __commonJS({
+  "node_modules/@tufjs/models/dist/timestamp.js"(exports) {
+    "use strict";
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.Timestamp = void 0;
+    var base_1 = require_base();
+    var file_1 = require_file3();
+    var utils_1 = require_utils5();
+    var Timestamp2 = class _Timestamp extends base_1.Signed {
+      type = base_1.MetadataKind.Timestamp;
+      snapshotMeta;
+      constructor(options) {
+        super(options);
+        this.snapshotMeta = options.snapshotMeta || new file_1.MetaFile({ version: 1 });
+      }
+      equals(other) {
+        if (!(other instanceof _Timestamp)) {
+          return false;
+        }
+        return super.equals(other) && this.snapshotMeta.equals(other.snapshotMeta);
+      }
+      toJSON() {
+        return {
+          _type: this.type,
+          spec_version: this.specVersion,
+          version: this.version,
+          expires: this.expires,
+          meta: { "snapshot.json": this.snapshotMeta.toJSON() },
+          ...this.unrecognizedFields
+        };
+      }
+      static fromJSON(data) {
+        const { unrecognizedFields, ...commonFields } = base_1.Signed.commonFieldsFromJSON(data);
+        const { meta, ...rest } = unrecognizedFields;
+        return new _Timestamp({
+          ...commonFields,
+          snapshotMeta: snapshotMetaFromJSON(meta),
+          unrecognizedFields: rest
+        });
+      }
+    };
+    exports.Timestamp = Timestamp2;
+    function snapshotMetaFromJSON(data) {
+      let snapshotMeta;
+      if (utils_1.guard.isDefined(data)) {
+        const snapshotData = data["snapshot.json"];
+        if (!utils_1.guard.isDefined(snapshotData) || !utils_1.guard.isObject(snapshotData)) {
+          throw new TypeError("missing snapshot.json in meta");
+        } else {
+          snapshotMeta = file_1.MetaFile.fromJSON(snapshotData);
+        }
+      }
+      return snapshotMeta;
+    }
+  }
+});
+
+// node_modules/@tufjs/models/dist/metadata.js
+var require_metadata2 = __commonJS({
+  "node_modules/@tufjs/models/dist/metadata.js"(exports) {
+    "use strict";
+    var __importDefault = exports && exports.__importDefault || function(mod) {
+      return mod && mod.__esModule ? mod : { "default": mod };
+    };
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.Metadata = void 0;
+    var canonical_json_1 = require_lib3();
+    var util_1 = __importDefault(__require("util"));
+    var base_1 = require_base();
+    var error_1 = require_error();
+    var root_1 = require_root();
+    var signature_1 = require_signature();
+    var snapshot_1 = require_snapshot();
+    var targets_1 = require_targets();
+    var timestamp_1 = require_timestamp();
+    var utils_1 = require_utils5();
+    var Metadata3 = class _Metadata {
+      signed;
+      signatures;
+      unrecognizedFields;
+      constructor(signed, signatures, unrecognizedFields) {
+        this.signed = signed;
+        this.signatures = signatures || {};
+        this.unrecognizedFields = unrecognizedFields || {};
+      }
+      sign(signer, append = true) {
+        const bytes = Buffer.from((0, canonical_json_1.canonicalize)(this.signed.toJSON()));
+        const signature = signer(bytes);
+        if (!append) {
+          this.signatures = {};
+        }
+        this.signatures[signature.keyID] = signature;
+      }
+      verifyDelegate(delegatedRole, delegatedMetadata) {
+        let role;
+        let keys = {};
+        switch (this.signed.type) {
+          case base_1.MetadataKind.Root:
+            keys = this.signed.keys;
+            role = this.signed.roles[delegatedRole];
+            break;
+          case base_1.MetadataKind.Targets:
+            if (!this.signed.delegations) {
+              throw new error_1.ValueError(`No delegations found for ${delegatedRole}`);
+            }
+            keys = this.signed.delegations.keys;
+            if (this.signed.delegations.roles) {
+              role = this.signed.delegations.roles[delegatedRole];
+            } else if (this.signed.delegations.succinctRoles) {
+              if (this.signed.delegations.succinctRoles.isDelegatedRole(delegatedRole)) {
+                role = this.signed.delegations.succinctRoles;
+              }
+            }
+            break;
+          default:
+            throw new TypeError("invalid metadata type");
+        }
+        if (!role) {
+          throw new error_1.ValueError(`no delegation found for ${delegatedRole}`);
+        }
+        const signingKeys = /* @__PURE__ */ new Set();
+        role.keyIDs.forEach((keyID) => {
+          const key = keys[keyID];
+          if (!key) {
+            return;
+          }
+          try {
+            key.verifySignature(delegatedMetadata);
+            signingKeys.add(key.keyID);
+          } catch (error) {
+          }
+        });
+        if (signingKeys.size < role.threshold) {
+          throw new error_1.UnsignedMetadataError(`${delegatedRole} was signed by ${signingKeys.size}/${role.threshold} keys`);
+        }
+      }
+      equals(other) {
+        if (!(other instanceof _Metadata)) {
+          return false;
+        }
+        return (
+          // eslint-disable-next-line @typescript-eslint/no-unsafe-argument
+          this.signed.equals(other.signed) && util_1.default.isDeepStrictEqual(this.signatures, other.signatures) && util_1.default.isDeepStrictEqual(this.unrecognizedFields, other.unrecognizedFields)
+        );
+      }
+      toJSON() {
+        const signatures = Object.values(this.signatures).map((signature) => {
+          return signature.toJSON();
+        });
+        return {
+          signatures,
+          signed: this.signed.toJSON(),
+          ...this.unrecognizedFields
+        };
+      }
+      static fromJSON(type, data) {
+        const { signed, signatures, ...rest } = data;
+        if (!utils_1.guard.isDefined(signed) || !utils_1.guard.isObject(signed)) {
+          throw new TypeError("signed is not defined");
+        }
+        if (type !== signed._type) {
+          throw new error_1.ValueError(`expected '${type}', got ${signed["_type"]}`);
+        }
+        if (!utils_1.guard.isObjectArray(signatures)) {
+          throw new TypeError("signatures is not an array");
+        }
+        let signedObj;
+        switch (type) {
+          case base_1.MetadataKind.Root:
+            signedObj = root_1.Root.fromJSON(signed);
+            break;
+          case base_1.MetadataKind.Timestamp:
+            signedObj = timestamp_1.Timestamp.fromJSON(signed);
+            break;
+          case base_1.MetadataKind.Snapshot:
+            signedObj = snapshot_1.Snapshot.fromJSON(signed);
+            break;
+          case base_1.MetadataKind.Targets:
+            signedObj = targets_1.Targets.fromJSON(signed);
+            break;
+          default:
+            throw new TypeError("invalid metadata type");
+        }
+        const sigMap = {};
+        signatures.forEach((sigData) => {
+          const sig = signature_1.Signature.fromJSON(sigData);
+          if (sigMap[sig.keyID]) {
+            throw new error_1.ValueError(`multiple signatures found for keyid: ${sig.keyID}`);
+          }
+          sigMap[sig.keyID] = sig;
+        });
+        return new _Metadata(signedObj, sigMap, rest);
+      }
+    };
+    exports.Metadata = Metadata3;
+  }
+});
+
+// node_modules/@tufjs/models/dist/index.js
+var require_dist2 = __commonJS({
+  "node_modules/@tufjs/models/dist/index.js"(exports) {
+    "use strict";
+    Object.defineProperty(exports, "__esModule", { value: true });
+    exports.Timestamp = exports.Targets = exports.Snapshot = exports.Signature = exports.Root = exports.Metadata = exports.Key = exports.TargetFile = exports.MetaFile = exports.ValueError = exports.MetadataKind = void 0;
+    var base_1 = require_base();
+    Object.defineProperty(exports, "MetadataKind", { enumerable: true, get: function() {
+      return base_1.MetadataKind;
+    } });
+    var error_1 = require_error();
+    Object.defineProperty(exports, "ValueError", { enumerable: true, get: function() {
+      return error_1.ValueError;
+    } });
+    var file_1 = require_file3();
+    Object.defineProperty(exports, "MetaFile", { enumerable: true, get: function() {
+      return file_1.MetaFile;
+    } });
+    Object.defineProperty(exports, "TargetFile", { enumerable: true, get: function() {
+      return file_1.TargetFile;
+    } });
+    var key_1 = require_key2();
+    Object.defineProperty(exports, "Key", { enumerable: true, get: function() {
+      return key_1.Key;
+    } });
+    var metadata_1 = require_metadata2();
+    Object.defineProperty(exports, "Metadata", { enumerable: true, get: function() {
+      return metadata_1.Metadata;
+    } });
+    var root_1 = require_root();
+    Object.defineProperty(exports, "Root", { enumerable: true, get: function() {
+      return root_1.Root;
+    } });
+    var signature_1 = require_signature();
+    Object.defineProperty(exports, "Signature", { enumerable: true, get: function() {
+      return signature_1.Signature;
+    } });
+    var snapshot_1 = require_snapshot();
+    Object.defineProperty(exports, "Snapshot", { enumerable: true, get: function() {
+      return snapshot_1.Snapshot;
+    } });
+    var targets_1 = require_targets();
+    Object.defineProperty(exports, "Targets", { enumerable: true, get: function() {
+      return targets_1.Targets;
+    } });
+    var timestamp_1 = require_timestamp();
+    Object.defineProperty(exports, "Timestamp", { enumerable: true, get: function() {
+      return timestamp_1.Timestamp;
+    } });
+  }
+});
+
 // actions/publish/main.ts
 var core = __toESM(require_core(), 1);
-import { readFileSync as readFileSync13, writeFileSync as writeFileSync3 } from "node:fs";
-import { join as join13 } from "node:path";
+import { readFileSync as readFileSync14, writeFileSync as writeFileSync3 } from "node:fs";
+import { join as join15 } from "node:path";
 
 // node_modules/@actions/github/lib/context.js
 import { readFileSync, existsSync } from "fs";
@@ -58280,6 +61995,31 @@ async function analyzeSource(input, source) {
   });
   const scanState = input.antivirusDisabled ? "disabled" : input.scanner ? null : "not_configured";
   const total = source.size;
+  const scanner = input.scanner;
+  let scanTotal = total;
+  const queue = scanner && !scanState ? new ScanQueue(
+    scanner,
+    Math.max(1, input.scanConcurrency ?? 4),
+    (done) => progress({ phase: "scanning", doneBytes: done, totalBytes: scanTotal })
+  ) : null;
+  let packageScan = null;
+  let alertsOnLimits = Promise.resolve(false);
+  if (queue && scanner) {
+    alertsOnLimits = (scanner.alertsOnLimits?.() ?? alertsOnLimits).catch(() => false);
+    if (scanner.scanStream) {
+      let sent;
+      const uploaded = new Promise((resolve2) => {
+        sent = resolve2;
+      });
+      const chunks = function* () {
+        yield* chunksOf(source);
+        sent();
+      };
+      packageScan = scanner.scanStream("package", chunks()).catch(scanFailure);
+      await queue.addStream(-1, "package", () => packageScan, total);
+      await Promise.race([uploaded, packageScan]);
+    } else await queue.add(-1, "package", source.read(0, total));
+  }
   const hash = createHash("sha256");
   let hashed = 0;
   for (const chunk of chunksOf(source, HASH_CHUNK)) {
@@ -58300,23 +62040,9 @@ async function analyzeSource(input, source) {
   const entries = structure.entries.map((entry) => ({ entry, kind: null }));
   const inflateFindings = [];
   const files = /* @__PURE__ */ new Map();
-  const scanner = input.scanner;
-  let scanTotal = total + structure.totalUncompressedBytes;
-  const queue = scanner && !scanState ? new ScanQueue(
-    scanner,
-    Math.max(1, input.scanConcurrency ?? 4),
-    (done) => progress({ phase: "scanning", doneBytes: done, totalBytes: scanTotal })
-  ) : null;
-  let packageScan = null;
-  let entriesInsidePackage = false;
-  if (queue && scanner) {
-    if (scanner.scanStream) {
-      packageScan = scanner.scanStream("package", chunksOf(source)).catch(scanFailure);
-      await queue.addStream(-1, "package", () => packageScan, total);
-    } else await queue.add(-1, "package", source.read(0, total));
-    entriesInsidePackage = packageScan !== null && !structure.unsafeToInflate && structure.findings.length === 0 && await (scanner.alertsOnLimits?.() ?? Promise.resolve(false)).catch(() => false);
-    if (entriesInsidePackage) scanTotal = total;
-  }
+  const soundLayout = !structure.unsafeToInflate && structure.findings.length === 0;
+  const entriesInsidePackage = packageScan !== null && soundLayout && await alertsOnLimits;
+  if (queue && !entriesInsidePackage) scanTotal += structure.totalUncompressedBytes;
   if (!structure.unsafeToInflate) {
     const manifestName = policy.manifestFileName;
     const manifestEntry = entries.find((e) => e.entry.name === manifestName && !e.entry.isDirectory);
@@ -58542,15 +62268,15 @@ function isLoopbackBaseUrl(baseUrl2) {
 // src/github/catalog-push.ts
 import { execFile } from "node:child_process";
 import { existsSync as existsSync9 } from "node:fs";
-import { join as join9 } from "node:path";
+import { join as join10 } from "node:path";
 
 // src/cli/check.ts
 import { existsSync as existsSync8, readFileSync as readFileSync10 } from "node:fs";
-import { join as join8 } from "node:path";
+import { join as join9 } from "node:path";
 
 // src/catalog/artifact-check.ts
 import { existsSync as existsSync5, lstatSync as lstatSync2 } from "node:fs";
-import { join as join4 } from "node:path";
+import { join as join5 } from "node:path";
 
 // src/catalog/artifact-store.ts
 import { createHash as createHash2, randomBytes as randomBytes3 } from "node:crypto";
@@ -58561,7 +62287,7 @@ import {
   fsyncSync as fsyncSync2,
   mkdirSync as mkdirSync2,
   openSync as openSync2,
-  rmSync as rmSync2,
+  rmSync as rmSync3,
   writeSync
 } from "node:fs";
 
@@ -58575,20 +62301,30 @@ import {
   lstatSync,
   mkdirSync,
   openSync,
-  readdirSync as readdirSync2,
+  readdirSync as readdirSync3,
   readFileSync as readFileSync6,
   renameSync as renameSync2,
   rmdirSync,
-  rmSync,
+  rmSync as rmSync2,
   statSync as statSync2,
   unlinkSync as unlinkSync2,
   writeFileSync as writeFileSync2
 } from "node:fs";
-import { dirname, join as join3, relative as relative2, sep as sep2 } from "node:path";
+import { dirname as dirname2, join as join4, relative as relative2, sep as sep2 } from "node:path";
 
 // src/store/lock-file.ts
 import { randomBytes } from "node:crypto";
-import { linkSync, readFileSync as readFileSync5, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  linkSync,
+  readdirSync as readdirSync2,
+  readFileSync as readFileSync5,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync
+} from "node:fs";
+import { basename, dirname, join as join3 } from "node:path";
 import { hostname } from "node:os";
 var held = /* @__PURE__ */ new Set();
 function describeHolder(holder) {
@@ -58661,9 +62397,11 @@ function tryLock(path, purpose) {
       held.add(holder.token);
       return { ok: true, release: () => release(path, holder.token) };
     } catch (error) {
-      if (error.code !== "EEXIST") throw error;
+      const code = error.code;
+      if (code === "ENOENT") continue;
+      if (code !== "EEXIST") throw error;
     } finally {
-      unlinkSync(temp);
+      rmSync(temp, { force: true });
     }
     let current;
     try {
@@ -58711,6 +62449,17 @@ function release(path, token) {
   } catch {
   }
 }
+function removeLeftovers(path) {
+  const dir = dirname(path);
+  const prefix = `${basename(path)}.`;
+  for (const name of readdirSync2(dir)) {
+    if (!name.startsWith(prefix)) continue;
+    try {
+      if (Date.now() - statSync(join3(dir, name)).mtimeMs > 6e4) rmSync(join3(dir, name), { force: true });
+    } catch {
+    }
+  }
+}
 async function waitForLock(path, purpose, options) {
   const deadline = Date.now() + options.timeoutMs;
   for (; ; ) {
@@ -58752,7 +62501,7 @@ function fsyncPath(path) {
   }
 }
 function safeJoin(root, path) {
-  const full = join3(root, path);
+  const full = join4(root, path);
   const rel2 = relative2(root, full);
   if (rel2.startsWith("..") || rel2 === "" || rel2.split(sep2).includes("..") || path.includes("\0")) {
     throw new Error(`refusing to write outside the tree: ${path}`);
@@ -58767,11 +62516,11 @@ function sameBytes(path, content) {
 }
 function ensureDir(dir, touched) {
   if (existsSync3(dir)) return;
-  let existing = dirname(dir);
+  let existing = dirname2(dir);
   const created = [dir];
   while (!existsSync3(existing)) {
     created.push(existing);
-    existing = dirname(existing);
+    existing = dirname2(existing);
   }
   mkdirSync(dir, { recursive: true });
   touched.add(existing);
@@ -58810,29 +62559,29 @@ function commitFiles(root, changes, options = {}) {
     if (exists(safeJoin(root, path))) entries.push({ op: "delete", path });
   }
   if (entries.length === 0) return { written: [], deleted: [], unchanged };
-  const dir = join3(root, TXN_DIR);
+  const dir = join4(root, TXN_DIR);
   const id = `${Date.now()}-${randomBytes2(4).toString("hex")}`;
-  const txn = join3(dir, `${PREPARING}${id}`);
+  const txn = join4(dir, `${PREPARING}${id}`);
   const touched = /* @__PURE__ */ new Set();
   ensureDir(dir, touched);
   mkdirSync(txn);
   const sources = /* @__PURE__ */ new Map();
   try {
     for (const [i, content] of contents.entries())
-      writeFileSync2(join3(txn, `w${i}`), content, { flush: true });
+      writeFileSync2(join4(txn, `w${i}`), content, { flush: true });
     creates.forEach(({ index, content }, i) => {
       let source;
       if (typeof content === "object" && "stagedFile" in content) {
         source = content.stagedFile;
       } else {
-        source = join3(txn, `c${i}`);
+        source = join4(txn, `c${i}`);
         writeFileSync2(source, content, { flush: true });
       }
       const { ino, dev } = statSync2(source);
       sources.set(index, source);
       entries[index] = { op: "create", path: entries[index].path, ino, dev };
     });
-    writeFileSync2(join3(txn, JOURNAL), JSON.stringify({ version: 2, entries }), {
+    writeFileSync2(join4(txn, JOURNAL), JSON.stringify({ version: 2, entries }), {
       flush: true
     });
     fsyncPath(txn);
@@ -58843,14 +62592,14 @@ function commitFiles(root, changes, options = {}) {
       options.beforeApply?.(i, entry.path);
       if (entry.op !== "create") return;
       const full = safeJoin(root, entry.path);
-      ensureDir(dirname(full), touched);
+      ensureDir(dirname2(full), touched);
       try {
         linkSync2(sources.get(i), full);
       } catch (error) {
         if (error.code === "EEXIST") throw new FileExistsError(entry.path);
         throw error;
       }
-      touched.add(dirname(full));
+      touched.add(dirname2(full));
     });
     for (const d of touched) fsyncPath(d);
     options.beforeCommit?.();
@@ -58858,7 +62607,7 @@ function commitFiles(root, changes, options = {}) {
     rollBack(root, txn);
     throw error;
   }
-  const committed = join3(dir, `${COMMITTED}${id}`);
+  const committed = join4(dir, `${COMMITTED}${id}`);
   renameSync2(txn, committed);
   fsyncPath(dir);
   rollForward(root, committed);
@@ -58872,18 +62621,18 @@ function removeEmptyParents(root, dir, touched) {
   let current = dir;
   while (relative2(root, current) !== "" && !relative2(root, current).startsWith("..")) {
     try {
-      if (readdirSync2(current).length > 0) return;
+      if (readdirSync3(current).length > 0) return;
       rmdirSync(current);
     } catch {
       return;
     }
-    current = dirname(current);
+    current = dirname2(current);
     touched.add(current);
   }
 }
 function readJournal(txn) {
   try {
-    return JSON.parse(readFileSync6(join3(txn, JOURNAL), "utf8"));
+    return JSON.parse(readFileSync6(join4(txn, JOURNAL), "utf8"));
   } catch {
     return null;
   }
@@ -58895,20 +62644,20 @@ function rollForward(root, txn) {
     for (const entry of journal.entries) {
       const full = safeJoin(root, entry.path);
       if (entry.op === "write") {
-        const source = join3(txn, entry.source);
+        const source = join4(txn, entry.source);
         if (!exists(source)) continue;
-        ensureDir(dirname(full), touched);
+        ensureDir(dirname2(full), touched);
         renameSync2(source, full);
-        touched.add(dirname(full));
+        touched.add(dirname2(full));
       } else if (entry.op === "delete" && exists(full)) {
         unlinkSync2(full);
-        touched.add(dirname(full));
-        removeEmptyParents(root, dirname(full), touched);
+        touched.add(dirname2(full));
+        removeEmptyParents(root, dirname2(full), touched);
       }
     }
   }
   for (const d of touched) fsyncPath(d);
-  rmSync(txn, { recursive: true, force: true });
+  rmSync2(txn, { recursive: true, force: true });
 }
 function rollBack(root, txn) {
   const journal = readJournal(txn);
@@ -58927,30 +62676,30 @@ function rollBack(root, txn) {
       continue;
     }
     unlinkSync2(full);
-    touched.add(dirname(full));
-    removeEmptyParents(root, dirname(full), touched);
+    touched.add(dirname2(full));
+    removeEmptyParents(root, dirname2(full), touched);
   }
   for (const d of touched) fsyncPath(d);
-  rmSync(txn, { recursive: true, force: true });
+  rmSync2(txn, { recursive: true, force: true });
 }
 function rollBackLegacy(root, txn, entries) {
   const touched = /* @__PURE__ */ new Set();
   for (const entry of entries) {
     const full = safeJoin(root, entry.path);
     if (entry.create) {
-      if (entry.next && sameInode(full, join3(txn, entry.next))) {
+      if (entry.next && sameInode(full, join4(txn, entry.next))) {
         unlinkSync2(full);
-        removeEmptyParents(root, dirname(full), touched);
+        removeEmptyParents(root, dirname2(full), touched);
       }
-    } else if (entry.backup && existsSync3(join3(txn, entry.backup))) {
-      mkdirSync(dirname(full), { recursive: true });
-      renameSync2(join3(txn, entry.backup), full);
+    } else if (entry.backup && existsSync3(join4(txn, entry.backup))) {
+      mkdirSync(dirname2(full), { recursive: true });
+      renameSync2(join4(txn, entry.backup), full);
     } else if (!entry.backup && existsSync3(full)) {
       unlinkSync2(full);
-      removeEmptyParents(root, dirname(full), touched);
+      removeEmptyParents(root, dirname2(full), touched);
     }
   }
-  rmSync(txn, { recursive: true, force: true });
+  rmSync2(txn, { recursive: true, force: true });
 }
 function sameInode(a, b) {
   try {
@@ -58962,12 +62711,12 @@ function sameInode(a, b) {
   }
 }
 function recoverTransactions(root) {
-  const dir = join3(root, TXN_DIR);
+  const dir = join4(root, TXN_DIR);
   const result = { rolledBack: 0, completed: 0 };
   if (!existsSync3(dir)) return result;
-  for (const name of readdirSync2(dir).sort()) {
+  for (const name of readdirSync3(dir).sort()) {
     if (name.includes(".lock") || name === STAGING_DIR) continue;
-    const path = join3(dir, name);
+    const path = join4(dir, name);
     if (name.startsWith(COMMITTED)) {
       rollForward(root, path);
       result.completed++;
@@ -58975,33 +62724,34 @@ function recoverTransactions(root) {
       rollBack(root, path);
       result.rolledBack++;
     } else {
-      rmSync(path, { recursive: true, force: true });
+      rmSync2(path, { recursive: true, force: true });
     }
   }
   return result;
 }
 function hasPendingTransactions(tree) {
   return [tree.root, tree.siteDir].some((root) => {
-    const dir = join3(root, TXN_DIR);
-    return existsSync3(dir) && readdirSync2(dir).some((name) => name.startsWith(PREPARING) || name.startsWith(COMMITTED));
+    const dir = join4(root, TXN_DIR);
+    return existsSync3(dir) && readdirSync3(dir).some((name) => name.startsWith(PREPARING) || name.startsWith(COMMITTED));
   });
 }
 async function recoverPending(tree, options = {}) {
   if (hasPendingTransactions(tree)) await withPublishLock(tree, () => void 0, options);
 }
 function stagingDir(root) {
-  return join3(root, TXN_DIR, STAGING_DIR);
+  return join4(root, TXN_DIR, STAGING_DIR);
 }
 async function withTreeLock(root, fn, options = {}) {
-  const dir = join3(root, TXN_DIR);
+  const dir = join4(root, TXN_DIR);
   mkdirSync(dir, { recursive: true });
   const name = options.name ?? "publish";
-  const path = join3(dir, `${name}.lock`);
+  const path = join4(dir, `${name}.lock`);
   const lock = await waitForLock(path, `${name} lock`, {
     timeoutMs: options.timeoutMs ?? 6e4,
     ...options.pollMs ? { pollMs: options.pollMs } : {}
   });
   if (!lock.ok) throw new LockTimeoutError(path, describeHolder(lock.holder));
+  removeLeftovers(path);
   try {
     return await fn();
   } finally {
@@ -59027,11 +62777,11 @@ async function withPublishLock(tree, fn, options = {}) {
         };
         if (recovered.rolledBack + recovered.completed > 0) options.onRecovered?.(recovered);
         const staging = stagingDir(tree.root);
-        if (existsSync3(staging)) rmSync(staging, { recursive: true, force: true });
+        if (existsSync3(staging)) rmSync2(staging, { recursive: true, force: true });
         try {
           return await fn(recovered);
         } finally {
-          if (existsSync3(staging)) rmSync(staging, { recursive: true, force: true });
+          if (existsSync3(staging)) rmSync2(staging, { recursive: true, force: true });
         }
       },
       { timeoutMs: options.timeoutMs ?? 6e4 }
@@ -59044,13 +62794,13 @@ async function withPublishLock(tree, fn, options = {}) {
 function listFilesUnder(root, folders) {
   const out = [];
   const walk2 = (rel2) => {
-    const full = join3(root, rel2);
+    const full = join4(root, rel2);
     if (!existsSync3(full)) return;
     if (!statSync2(full).isDirectory()) {
       out.push(rel2);
       return;
     }
-    for (const name of readdirSync2(full).sort()) walk2(`${rel2}/${name}`);
+    for (const name of readdirSync3(full).sort()) walk2(`${rel2}/${name}`);
   };
   for (const folder of folders) walk2(folder);
   return out;
@@ -59110,7 +62860,7 @@ async function checkLocalArtifacts(inputs, siteDir, options) {
   }
   const problems = [];
   for (const artifact of expected) {
-    const full = join4(siteDir, artifact.path);
+    const full = join5(siteDir, artifact.path);
     const stat = existsSync5(full) ? lstatSync2(full) : null;
     if (!stat?.isFile()) {
       problems.push(`artifact missing: site/${artifact.path} (${artifact.what})`);
@@ -59235,7 +62985,7 @@ function checkContractRules(files) {
 
 // src/catalog/site.ts
 import { existsSync as existsSync7, readFileSync as readFileSync9 } from "node:fs";
-import { join as join7 } from "node:path";
+import { join as join8 } from "node:path";
 
 // src/contracts/checks.ts
 var CHECKS = [
@@ -59962,6 +63712,25 @@ var ENDPOINTS = [
     errors: ["uploads_disabled", "rate_limit_exceeded", "payload_too_large", "unsupported_media_type"]
   },
   {
+    id: "list_uploads",
+    method: "GET",
+    path: "/api/v1/uploads",
+    authRequired: true,
+    // As upload_status: a moderator who once uploaded (or holds both roles) follows their own too.
+    roles: ["modder", "moderator", "admin"],
+    status: "implemented",
+    summary: "Lists the caller's own submissions in every state, newest first; all=1 lists every account's (moderators and admins).",
+    authScheme: "session",
+    errors: ["forbidden"],
+    request: {
+      query: "limit (1-100, default 50), cursor (from nextCursor), all=1 (moderator or admin: every account's submissions; 403 forbidden otherwise); unknown parameters are refused"
+    },
+    response: {
+      status: "200",
+      body: "{ items: Array<{ submissionId, ownerAccountId, modId, version, state, revision, package: { fileName, sizeBytes, sha256 }, queuePosition: number | null, failedChecks: Array<{ id, reasonCode }>, pullRequestUrl: string | null, packageUrl: string | null, createdAt, updatedAt, statusUrl }> (newest created first), nextCursor: string | null, medianWaitSeconds: number | null }"
+    }
+  },
+  {
     id: "upload_status",
     method: "GET",
     path: "/api/v1/uploads/{submissionId}",
@@ -59993,7 +63762,14 @@ var ENDPOINTS = [
     roles: ["moderator", "admin"],
     status: "implemented",
     summary: "Lists pending, failed, approved, hidden and superseded submissions.",
-    authScheme: "session"
+    authScheme: "session",
+    request: {
+      query: "state (comma-separated states; default pending_review,validation_failed,approved,hidden,superseded), limit (1-100, default 50), cursor (from nextCursor)"
+    },
+    response: {
+      status: "200",
+      body: "{ items: Array<{ submissionId, modId, version, state, ownerAccountId, packageSha256, queuePosition, ageSeconds, failedChecks, createdAt, updatedAt, statusUrl }> (oldest first), nextCursor: string | null, medianWaitSeconds: number | null }"
+    }
   },
   {
     id: "moderation_decision",
@@ -60111,6 +63887,16 @@ function implementedIds(endpoints) {
 function covered(inputs, capability) {
   return Boolean(inputs.backendSmoke?.passed && inputs.backendSmoke.covered.includes(capability));
 }
+function catalogSignatureRemaining(smoke, baseUrl2) {
+  if (!smoke || smoke.baseUrl !== baseUrl2)
+    return `No post-publish smoke for ${baseUrl2} has verified the signed catalog yet (svc keys init, then svc smoke --record).`;
+  const signature = smoke.signature;
+  if (!signature || signature.state === "unsigned")
+    return "The catalog is not signed: managers cannot verify it (svc keys init, SVC_TUF_ONLINE_KEYS; docs/distribution.md).";
+  if (signature.state === "failed")
+    return `The recorded smoke could not verify the signed catalog (${signature.code ?? "failed"}): re-sign with svc keys sign, deploy and smoke again.`;
+  return null;
+}
 function computeReadiness(inputs) {
   const { config } = inputs;
   const done = implementedIds(inputs.endpoints);
@@ -60213,6 +63999,8 @@ function computeReadiness(inputs) {
     id: blockerIds[g.id] ?? `gate_${g.id}_not_ready`,
     summary: `${g.title}: ${g.remaining[0]}${g.remaining.length > 1 ? ` (+${g.remaining.length - 1} more)` : ""}`
   }));
+  const signatureRemaining = catalogSignatureRemaining(inputs.postPublishSmoke, config.baseUrl);
+  if (signatureRemaining) blockers.push({ id: "catalog_not_signed", summary: signatureRemaining });
   if (!inputs.backendVerifiedRelease) {
     blockers.push({
       id: "manual_fallback_active",
@@ -60445,7 +64233,7 @@ function buildValidationContract(config, supportedGameBuilds, frameworkVersion, 
 
 // src/pages/render-pages.ts
 import { readFileSync as readFileSync7 } from "node:fs";
-import { join as join5 } from "node:path";
+import { join as join6 } from "node:path";
 
 // src/pages/html.ts
 var SafeHtml = class {
@@ -61114,16 +64902,12 @@ ${signedOut("../")}
 <section id="mine" hidden aria-labelledby="mine-h">
 <h2 id="mine-h">Submissions</h2>
 <table id="mine-table" hidden>
-<caption>Your submissions uploaded from this browser, latest change first</caption>
+<caption>Your submissions, newest first</caption>
 <thead><tr><th scope="col">Mod</th><th scope="col">Version</th><th scope="col">State</th><th scope="col">Queue</th><th scope="col">Last change</th></tr></thead>
 <tbody id="mine-rows"></tbody>
 </table>
-<p id="mine-empty" hidden>No submissions from this browser yet. <a href="new/">Upload your first release</a>.</p>
-<p class="note">The portal keeps your submissions with your account; this list remembers the ones uploaded from this browser. Open any other one by its id (the upload answer and its status URL carry it).</p>
-<form id="open-by-id" class="filters">
-<div><label for="open-id">Submission id</label><input id="open-id" name="id" type="text" required pattern="sub_[0-9a-z]{16,40}" autocomplete="off" spellcheck="false" placeholder="sub_…"></div>
-<div><button type="submit" class="secondary">Open</button></div>
-</form>
+<p><button type="button" id="mine-more" class="secondary" hidden>Show more</button></p>
+<p id="mine-empty" hidden>No submissions yet. <a href="new/">Upload your first release</a>.</p>
 </section>`
   );
 }
@@ -61313,7 +65097,7 @@ var ASSET_FILES = [
   "releases.js",
   "admin.js"
 ];
-var ASSET_DIR = join5(__svcSourcePath("src/pages"), "assets");
+var ASSET_DIR = join6(__svcSourcePath("src/pages"), "assets");
 function pageContext(config) {
   return {
     portalName: config.portal.name,
@@ -61369,7 +65153,7 @@ function renderPages(files, config) {
   pages.set(PAGE_PATHS.adminRoles, renderAdminRolesPage(ctx));
   pages.set(PAGE_PATHS.adminAudit, renderAdminAuditPage(ctx));
   for (const name of ASSET_FILES)
-    pages.set(PAGE_PATHS.asset(name), readFileSync7(join5(ASSET_DIR, name), "utf8"));
+    pages.set(PAGE_PATHS.asset(name), readFileSync7(join6(ASSET_DIR, name), "utf8"));
   return pages;
 }
 function listPageFiles(siteDir) {
@@ -61377,8 +65161,8 @@ function listPageFiles(siteDir) {
 }
 
 // src/catalog/records.ts
-import { existsSync as existsSync6, readdirSync as readdirSync3, readFileSync as readFileSync8 } from "node:fs";
-import { join as join6 } from "node:path";
+import { existsSync as existsSync6, readdirSync as readdirSync4, readFileSync as readFileSync8 } from "node:fs";
+import { join as join7 } from "node:path";
 var RECORD_PATHS = {
   modsDir: "mods",
   release: (modId, version) => `mods/${modId}/${version}.json`,
@@ -61395,13 +65179,13 @@ function readJson(path) {
   }
 }
 function loadReleaseRecords(recordsDir, registry) {
-  const modsDir = join6(recordsDir, RECORD_PATHS.modsDir);
+  const modsDir = join7(recordsDir, RECORD_PATHS.modsDir);
   if (!existsSync6(modsDir)) return [];
   const records = [];
-  for (const modId of readdirSync3(modsDir).sort()) {
-    for (const file of readdirSync3(join6(modsDir, modId)).sort()) {
+  for (const modId of readdirSync4(modsDir).sort()) {
+    for (const file of readdirSync4(join7(modsDir, modId)).sort()) {
       if (!file.endsWith(".json")) continue;
-      const path = join6(modsDir, modId, file);
+      const path = join7(modsDir, modId, file);
       const result = registry.validate("release-record", readJson(path));
       if (!result.ok) {
         throw new SvcError(
@@ -61426,7 +65210,7 @@ ${formatIssues(result.issues)}`,
   return records;
 }
 function loadOptionalJson(recordsDir, relativePath) {
-  const path = join6(recordsDir, relativePath);
+  const path = join7(recordsDir, relativePath);
   return existsSync6(path) ? readJson(path) : null;
 }
 
@@ -61464,9 +65248,9 @@ function recordsAtBase(records, baseUrl2) {
 function projectPaths(root, overrides = {}) {
   return {
     root,
-    configPath: overrides.configPath ?? join7(root, "portal.config.json"),
-    recordsDir: overrides.recordsDir ?? join7(root, "records"),
-    siteDir: overrides.siteDir ?? join7(root, "site")
+    configPath: overrides.configPath ?? join8(root, "portal.config.json"),
+    recordsDir: overrides.recordsDir ?? join8(root, "records"),
+    siteDir: overrides.siteDir ?? join8(root, "site")
   };
 }
 function loadSiteInputs(config, recordsDir) {
@@ -61574,7 +65358,7 @@ function renderSite(inputs, siteDir, now = () => /* @__PURE__ */ new Date(), opt
   const failures = [];
   for (const { path, schema, document } of generateDocuments(inputs, options)) {
     const pending = serializeDocument(document);
-    const existingPath = join7(siteDir, path);
+    const existingPath = join8(siteDir, path);
     let text;
     if (existsSync7(existingPath)) {
       const existing = readFileSync9(existingPath, "utf8");
@@ -61674,7 +65458,7 @@ async function run(args, io) {
       const problems2 = [];
       const committed = /* @__PURE__ */ new Map();
       for (const [path, text] of expected) {
-        const full = join8(paths.siteDir, path);
+        const full = join9(paths.siteDir, path);
         if (!existsSync8(full)) {
           problems2.push(`missing: site/${path} (run svc build)`);
           continue;
@@ -61768,7 +65552,7 @@ async function authEnv(cwd, remote, token) {
   };
 }
 async function stageCatalog(cwd) {
-  const roots = CATALOG_PATHS.filter((p) => existsSync9(join9(cwd, p)));
+  const roots = CATALOG_PATHS.filter((p) => existsSync9(join10(cwd, p)));
   if (roots.length > 0) await gitOk(cwd, ["add", "--all", "--", ...roots]);
   const staged = (await gitOk(cwd, ["diff", "--cached", "--name-only", "-z"])).split("\0").filter(Boolean);
   const refused = staged.map((path) => ({ path, code: refusedCatalogPath(path) })).filter((r) => r.code !== null);
@@ -63270,21 +67054,320 @@ async function mintInstallationToken(request2) {
 }
 
 // src/github/publish-reconcile.ts
-import { createHash as createHash4 } from "node:crypto";
-import { existsSync as existsSync11, readdirSync as readdirSync4, readFileSync as readFileSync12 } from "node:fs";
-import { join as join11 } from "node:path";
+import { createHash as createHash6 } from "node:crypto";
+import { existsSync as existsSync12, readdirSync as readdirSync6, readFileSync as readFileSync13 } from "node:fs";
+import { join as join13 } from "node:path";
 
 // src/catalog/publisher.ts
 var import_semver6 = __toESM(require_semver2(), 1);
-import { existsSync as existsSync10, readFileSync as readFileSync11, statSync as statSync3 } from "node:fs";
-import { join as join10, relative as relative3 } from "node:path";
+import { existsSync as existsSync11, readFileSync as readFileSync12, statSync as statSync4 } from "node:fs";
+import { join as join12, relative as relative4 } from "node:path";
+
+// src/distribution/tuf-repository.ts
+var import_models2 = __toESM(require_dist2(), 1);
+import { createHash as createHash4 } from "node:crypto";
+import {
+  closeSync as closeSync3,
+  existsSync as existsSync10,
+  fsyncSync as fsyncSync3,
+  mkdirSync as mkdirSync3,
+  openSync as openSync3,
+  readdirSync as readdirSync5,
+  readFileSync as readFileSync11,
+  renameSync as renameSync3,
+  rmSync as rmSync4,
+  statSync as statSync3,
+  writeSync as writeSync2
+} from "node:fs";
+import { join as join11, relative as relative3, sep as sep3 } from "node:path";
+
+// src/distribution/errors.ts
+var DistributionError = class extends Error {
+  code;
+  details;
+  constructor(code, message, details) {
+    super(message);
+    this.name = "DistributionError";
+    this.code = code;
+    this.details = details;
+  }
+};
+
+// src/distribution/tuf-keys.ts
+var import_models = __toESM(require_dist2(), 1);
+import { createHash as createHash3, createPrivateKey as createPrivateKey2, createPublicKey, generateKeyPairSync, sign } from "node:crypto";
+var ONLINE_ROLES = ["targets", "snapshot", "timestamp"];
+var TUF_SPEC_VERSION = "1.0.31";
+var EXPIRY_DAYS = { root: 365, targets: 90, snapshot: 7, timestamp: 1 };
+function addDays(date, days) {
+  return new Date(date.getTime() + days * 864e5);
+}
+function tufTime(date) {
+  return `${date.toISOString().slice(0, 19)}Z`;
+}
+function signerFor(file) {
+  const privateKey = createPrivateKey2(file.privateKey);
+  return (data) => new import_models.Signature({ keyID: file.keyid, sig: sign(null, data, privateKey).toString("hex") });
+}
+
+// src/distribution/tuf-repository.ts
+var TUF_DIR = "tuf";
+var KEEP_OLD_VERSIONS = 3;
+function artifactTargetPath(baseUrl2, modId, version) {
+  const local = `${baseUrl2.replace(/\/+$/, "")}/downloads/mods/`;
+  if (version.packageUrl.startsWith(local)) return new URL(version.packageUrl).pathname.replace(/^\/+/, "");
+  return `external/mods/${modId}/${version.version}/${version.fileName}`;
+}
+function sha256Of(bytes) {
+  return createHash4("sha256").update(bytes).digest("hex");
+}
+function hashFile2(path) {
+  const bytes = readFileSync11(path);
+  return { length: bytes.length, sha256: sha256Of(bytes) };
+}
+function listFiles(dir) {
+  if (!existsSync10(dir)) return [];
+  const out = [];
+  const walk2 = (d) => {
+    for (const name of readdirSync5(d).sort()) {
+      if (name.startsWith(".")) continue;
+      const full = join11(d, name);
+      if (statSync3(full).isDirectory()) walk2(full);
+      else out.push(full);
+    }
+  };
+  walk2(dir);
+  return out;
+}
+function sitePath(siteDir, full) {
+  return relative3(siteDir, full).split(sep3).join("/");
+}
+function collectSiteTargets(siteDir) {
+  const targets = /* @__PURE__ */ new Map();
+  for (const full of [...listFiles(join11(siteDir, "api", "v1")), ...listFiles(join11(siteDir, "downloads"))]) {
+    const path = sitePath(siteDir, full);
+    targets.set(path, { path, ...hashFile2(full) });
+  }
+  const catalogFile = join11(siteDir, "api", "v1", "catalog.json");
+  if (!existsSync10(catalogFile)) return [...targets.values()];
+  const catalog = JSON.parse(readFileSync11(catalogFile, "utf8"));
+  for (const mod of catalog.mods) {
+    for (const version of mod.versions) {
+      const path = artifactTargetPath(catalog.baseUrl, mod.id, version);
+      const served = targets.get(path);
+      if (served) {
+        if (served.sha256 !== version.sha256 || served.length !== version.packageSizeBytes) {
+          throw new DistributionError(
+            "artifact_mismatch",
+            `site/${path} does not match the sha256/size its catalog entry records; refusing to sign it`,
+            { path, served, recorded: { sha256: version.sha256, length: version.packageSizeBytes } }
+          );
+        }
+        continue;
+      }
+      if (path.startsWith("downloads/")) {
+        throw new DistributionError(
+          "artifact_mismatch",
+          `the catalog lists ${path} but site/${path} is missing`
+        );
+      }
+      targets.set(path, {
+        path,
+        length: version.packageSizeBytes,
+        sha256: version.sha256,
+        url: version.packageUrl
+      });
+    }
+  }
+  return [...targets.values()].sort((a, b) => a.path < b.path ? -1 : 1);
+}
+function readMetadata(file) {
+  if (!existsSync10(file)) return null;
+  return JSON.parse(readFileSync11(file, "utf8"));
+}
+function loadLatestRoot(siteDir) {
+  const dir = join11(siteDir, TUF_DIR);
+  if (!existsSync10(dir)) return null;
+  const versions = readdirSync5(dir).map((name) => /^(\d+)\.root\.json$/.exec(name)?.[1]).filter((v) => v !== void 0).map(Number).sort((a, b) => b - a);
+  const newest = versions[0];
+  if (newest === void 0) return null;
+  const json = JSON.parse(readFileSync11(join11(dir, `${newest}.root.json`), "utf8"));
+  return { version: newest, metadata: import_models2.Metadata.fromJSON(import_models2.MetadataKind.Root, json) };
+}
+function serializeMetadata(metadata) {
+  return `${JSON.stringify(metadata.toJSON(), null, 2)}
+`;
+}
+function writeFileAtomic(file, text) {
+  const temp = `${file}.tmp-${process.pid}`;
+  const fd = openSync3(temp, "w");
+  try {
+    writeSync2(fd, text);
+    fsyncSync3(fd);
+  } finally {
+    closeSync3(fd);
+  }
+  renameSync3(temp, file);
+}
+function sameTargets(current, next) {
+  const entries = Object.values(current.targets);
+  if (entries.length !== next.length) return false;
+  return next.every((t) => {
+    const c = current.targets[t.path];
+    return c !== void 0 && c.length === t.length && c.hashes.sha256 === t.sha256 && c.custom.url === t.url;
+  });
+}
+function nextVersion(previous, at, seen = 0) {
+  return Math.max(previous + 1, seen + 1, Math.floor(at.getTime() / 1e3));
+}
+function assertOnlineKeysOf(root, keys) {
+  for (const role of ONLINE_ROLES) {
+    const allowed = root.roles[role]?.keyIDs ?? [];
+    if (!allowed.includes(keys.keys[role].keyid)) {
+      throw new DistributionError(
+        "tuf_key_mismatch",
+        `the configured ${role} key ${keys.keys[role].keyid.slice(0, 12)} is not a ${role} key of root v${root.version}`
+      );
+    }
+  }
+}
+function assertCanSign(siteDir, signing) {
+  if (!signing) return;
+  const latestRoot = loadLatestRoot(siteDir);
+  try {
+    if (!latestRoot) {
+      throw new DistributionError(
+        "tuf_not_initialized",
+        `signing keys are configured but ${siteDir} has no ${TUF_DIR}/N.root.json; run \`svc keys init\` first`
+      );
+    }
+    assertOnlineKeysOf(latestRoot.metadata.signed, signing.keys);
+  } catch (error) {
+    if (error instanceof DistributionError)
+      throw new SvcError("config_invalid", `${error.code}: ${error.message}; nothing was published`, {
+        details: { code: error.code }
+      });
+    throw error;
+  }
+}
+function signAfterCommit(siteDir, signing, change) {
+  if (!signing) return null;
+  if (change.written.length === 0 && change.deleted.length === 0) return null;
+  return signSite(siteDir, signing.keys, signing.now ?? (() => /* @__PURE__ */ new Date()));
+}
+function expiresWithin(signed, now, days) {
+  return new Date(signed.expires).getTime() <= addDays(now, days).getTime();
+}
+function signSite(siteDir, keys, now = () => /* @__PURE__ */ new Date(), options = {}) {
+  const at = now();
+  const latestRoot = loadLatestRoot(siteDir);
+  if (!latestRoot) {
+    throw new DistributionError(
+      "tuf_not_initialized",
+      `no ${TUF_DIR}/N.root.json under ${siteDir}; run \`svc keys init\` first`
+    );
+  }
+  const root = latestRoot.metadata.signed;
+  assertOnlineKeysOf(root, keys);
+  const dir = join11(siteDir, TUF_DIR);
+  const siteTargets = collectSiteTargets(siteDir);
+  const currentTimestampJson = readMetadata(join11(dir, "timestamp.json"));
+  const currentTimestamp = currentTimestampJson ? import_models2.Metadata.fromJSON(import_models2.MetadataKind.Timestamp, currentTimestampJson) : null;
+  const snapshotVersion = currentTimestamp?.signed.snapshotMeta.version ?? 0;
+  const currentSnapshotJson = snapshotVersion ? readMetadata(join11(dir, `${snapshotVersion}.snapshot.json`)) : null;
+  const currentSnapshot = currentSnapshotJson ? import_models2.Metadata.fromJSON(import_models2.MetadataKind.Snapshot, currentSnapshotJson) : null;
+  const targetsVersion = currentSnapshot?.signed.meta["targets.json"]?.version ?? 0;
+  const currentTargetsJson = targetsVersion ? readMetadata(join11(dir, `${targetsVersion}.targets.json`)) : null;
+  const currentTargets = currentTargetsJson ? import_models2.Metadata.fromJSON(import_models2.MetadataKind.Targets, currentTargetsJson) : null;
+  const written = [];
+  const newTargets = !currentTargets || !sameTargets(currentTargets.signed, siteTargets) || expiresWithin(currentTargets.signed, at, EXPIRY_DAYS.targets / 2);
+  let nextTargetsVersion = targetsVersion;
+  if (newTargets) {
+    nextTargetsVersion = nextVersion(targetsVersion, at);
+    const targets = new import_models2.Targets({
+      version: nextTargetsVersion,
+      specVersion: TUF_SPEC_VERSION,
+      expires: tufTime(addDays(at, EXPIRY_DAYS.targets))
+    });
+    for (const t of siteTargets) {
+      targets.addTarget(
+        new import_models2.TargetFile({
+          path: t.path,
+          length: t.length,
+          hashes: { sha256: t.sha256 },
+          ...t.url ? { unrecognizedFields: { custom: { url: t.url } } } : {}
+        })
+      );
+    }
+    const metadata = new import_models2.Metadata(targets);
+    metadata.sign(signerFor(keys.keys.targets));
+    mkdirSync3(dir, { recursive: true });
+    writeFileAtomic(join11(dir, `${nextTargetsVersion}.targets.json`), serializeMetadata(metadata));
+    written.push(`${TUF_DIR}/${nextTargetsVersion}.targets.json`);
+  }
+  let nextSnapshotVersion = snapshotVersion;
+  let snapshotText;
+  if (newTargets || !currentSnapshot || expiresWithin(currentSnapshot.signed, at, EXPIRY_DAYS.snapshot / 2)) {
+    nextSnapshotVersion = nextVersion(snapshotVersion, at);
+    const snapshot = new import_models2.Snapshot({
+      version: nextSnapshotVersion,
+      specVersion: TUF_SPEC_VERSION,
+      expires: tufTime(addDays(at, EXPIRY_DAYS.snapshot)),
+      meta: { "targets.json": new import_models2.MetaFile({ version: nextTargetsVersion }) }
+    });
+    const metadata = new import_models2.Metadata(snapshot);
+    metadata.sign(signerFor(keys.keys.snapshot));
+    snapshotText = serializeMetadata(metadata);
+    writeFileAtomic(join11(dir, `${nextSnapshotVersion}.snapshot.json`), snapshotText);
+    written.push(`${TUF_DIR}/${nextSnapshotVersion}.snapshot.json`);
+  } else {
+    snapshotText = readFileSync11(join11(dir, `${snapshotVersion}.snapshot.json`), "utf8");
+  }
+  const timestampVersion = nextVersion(
+    currentTimestamp?.signed.version ?? 0,
+    at,
+    options.liveTimestampVersion
+  );
+  const snapshotBytes = Buffer.from(snapshotText);
+  const timestamp = new import_models2.Timestamp({
+    version: timestampVersion,
+    specVersion: TUF_SPEC_VERSION,
+    expires: tufTime(addDays(at, EXPIRY_DAYS.timestamp)),
+    snapshotMeta: new import_models2.MetaFile({
+      version: nextSnapshotVersion,
+      length: snapshotBytes.length,
+      hashes: { sha256: sha256Of(snapshotBytes) }
+    })
+  });
+  const timestampMetadata = new import_models2.Metadata(timestamp);
+  timestampMetadata.sign(signerFor(keys.keys.timestamp));
+  writeFileAtomic(join11(dir, "timestamp.json"), serializeMetadata(timestampMetadata));
+  written.push(`${TUF_DIR}/timestamp.json`);
+  pruneOldVersions(dir, "targets", nextTargetsVersion);
+  pruneOldVersions(dir, "snapshot", nextSnapshotVersion);
+  return {
+    rootVersion: root.version,
+    targetsVersion: nextTargetsVersion,
+    snapshotVersion: nextSnapshotVersion,
+    timestampVersion,
+    targetCount: siteTargets.length,
+    written
+  };
+}
+function pruneOldVersions(dir, role, newest) {
+  const pattern = new RegExp(`^(\\d+)\\.${role}\\.json$`);
+  const older = readdirSync5(dir).map((name) => ({ name, version: Number(pattern.exec(name)?.[1] ?? Number.NaN) })).filter((f) => Number.isFinite(f.version) && f.version < newest).sort((x, y) => y.version - x.version);
+  for (const file of older.slice(KEEP_OLD_VERSIONS)) rmSync4(join11(dir, file.name), { force: true });
+}
+
+// src/catalog/publisher.ts
 var SIDECAR_SCHEMA = "svc.mod-release-submission.v1";
 function recordText(record) {
   return `${JSON.stringify(record, null, 2)}
 `;
 }
 function rel(root, path) {
-  const r = relative3(root, path);
+  const r = relative4(root, path);
   if (r.startsWith(".."))
     throw new SvcError("config_invalid", `${path} must be inside the project root ${root}`);
   return r.split("\\").join("/");
@@ -63339,7 +67422,7 @@ function isSameRelease(existing, sidecar, sha256) {
   return existing.status !== "hidden" && releaseIdentity(existing, existing.sha256, existing.packageSizeBytes) === releaseIdentity(sidecar, sha256, sidecar.package.sizeBytes);
 }
 function readRecord(path) {
-  return existsSync10(path) ? JSON.parse(readFileSync11(path, "utf8")) : null;
+  return existsSync11(path) ? JSON.parse(readFileSync12(path, "utf8")) : null;
 }
 function failedChecks(report) {
   return report.checks.filter((c) => c.status === "failed" || c.required && c.status !== "passed");
@@ -63368,8 +67451,8 @@ var SiteOverlay = class extends Map {
   get(path) {
     const own = super.get(path);
     if (own !== void 0 || this.deleted.has(path)) return own;
-    const full = join10(this.siteDir, path);
-    return existsSync10(full) ? readFileSync11(full, "utf8") : void 0;
+    const full = join12(this.siteDir, path);
+    return existsSync11(full) ? readFileSync12(full, "utf8") : void 0;
   }
 };
 function commitPlan(options, inputs, plan, artifact) {
@@ -63383,7 +67466,7 @@ function commitPlan(options, inputs, plan, artifact) {
   const staleCandidates = full ? listGeneratedFiles(options.siteDir) : [...plan.affectedMods].flatMap(
     (m) => listFilesUnder(options.siteDir, [`api/v1/mods/${m}`, `mods/${m}`])
   );
-  const stale = staleCandidates.filter((p) => !rendered.has(p) && existsSync10(join10(options.siteDir, p)));
+  const stale = staleCandidates.filter((p) => !rendered.has(p) && existsSync11(join12(options.siteDir, p)));
   const overlay = new SiteOverlay(options.siteDir, new Set(stale));
   for (const [path, text] of rendered) overlay.set(path, text);
   const failures = checkContractRules(overlay);
@@ -63409,8 +67492,8 @@ ${failures.slice(0, 20).map((f) => `  ${f.rule}: ${f.message}`).join("\n")}${fai
       ...options.commit,
       beforeCommit: () => {
         for (const [path, { stagedFile }] of create) {
-          const placed = statSync3(join10(root, path));
-          const staged = statSync3(stagedFile);
+          const placed = statSync4(join12(root, path));
+          const staged = statSync4(stagedFile);
           if (placed.ino !== staged.ino || placed.size !== artifact.sizeBytes) {
             throw new SvcError("internal_error", `${path} is not the artifact that was hashed`);
           }
@@ -63425,9 +67508,16 @@ ${failures.slice(0, 20).map((f) => `  ${f.rule}: ${f.message}`).join("\n")}${fai
   };
 }
 function locked(options, fn) {
-  return withPublishLock({ root: options.root, siteDir: options.siteDir }, fn, {
-    timeoutMs: options.lockTimeoutMs ?? 6e4
-  });
+  return withPublishLock(
+    { root: options.root, siteDir: options.siteDir },
+    async () => {
+      assertCanSign(options.siteDir, options.signing);
+      const result = await fn();
+      signAfterCommit(options.siteDir, options.signing, result);
+      return result;
+    },
+    { timeoutMs: options.lockTimeoutMs ?? 6e4 }
+  );
 }
 async function publishRelease(options, request2) {
   const now = options.now ?? (() => /* @__PURE__ */ new Date());
@@ -63447,7 +67537,7 @@ async function publishRelease(options, request2) {
     { root: options.root, siteDir: options.siteDir },
     { timeoutMs: options.lockTimeoutMs ?? 6e4 }
   );
-  const recordPath = join10(options.recordsDir, RECORD_PATHS.release(key.modId, key.version));
+  const recordPath = join12(options.recordsDir, RECORD_PATHS.release(key.modId, key.version));
   const existing = readRecord(recordPath);
   if (existing) {
     if (!isSameRelease(existing, sidecar, sha256)) throw versionExists(existing);
@@ -63613,7 +67703,7 @@ function unhideRelease(options, modId, version) {
 }
 
 // src/github/download.ts
-import { createHash as createHash3 } from "node:crypto";
+import { createHash as createHash5 } from "node:crypto";
 async function downloadCapped(url, maxBytes, fetchImpl = fetch, options = {}) {
   let parsed;
   try {
@@ -63647,7 +67737,7 @@ async function downloadCapped(url, maxBytes, fetchImpl = fetch, options = {}) {
       message: `${url} is ${declared} bytes; the limit is ${maxBytes}`
     };
   }
-  const hash = createHash3("sha256");
+  const hash = createHash5("sha256");
   const chunks = [];
   let total = 0;
   const reader = response.body.getReader();
@@ -63686,15 +67776,15 @@ async function findStagingRelease(api, portal, submissionId) {
 
 // src/github/publish-reconcile.ts
 function gitBlobSha(bytes) {
-  return createHash4("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
+  return createHash6("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
 }
 function listSidecars(root) {
-  const dir = join11(root, SUBMISSIONS_DIR);
-  if (!existsSync11(dir)) return [];
+  const dir = join13(root, SUBMISSIONS_DIR);
+  if (!existsSync12(dir)) return [];
   const out = [];
-  for (const modId of readdirSync4(dir, { withFileTypes: true })) {
+  for (const modId of readdirSync6(dir, { withFileTypes: true })) {
     if (!modId.isDirectory()) continue;
-    for (const file of readdirSync4(join11(dir, modId.name))) {
+    for (const file of readdirSync6(join13(dir, modId.name))) {
       const parsed = parseSubmissionPath(`${SUBMISSIONS_DIR}/${modId.name}/${file}`);
       if (parsed) out.push(parsed);
     }
@@ -63703,7 +67793,7 @@ function listSidecars(root) {
 }
 function pendingSidecars(root, recordsDir) {
   return listSidecars(root).filter(
-    (s) => !existsSync11(join11(recordsDir, RECORD_PATHS.release(s.modId, s.version)))
+    (s) => !existsSync12(join13(recordsDir, RECORD_PATHS.release(s.modId, s.version)))
   );
 }
 var Refusal = class {
@@ -63783,7 +67873,7 @@ async function reconcileOne(input, sidecarPath) {
   const entry = (outcome, pullRequest, receipt) => ({ path, pullRequest, outcome, receipt: { modId, version, ...receipt } });
   const refuse = (code, message, pullRequest = null, outcome = "refused") => entry(outcome, pullRequest, { ok: false, error: { code, message } });
   try {
-    const bytes = readFileSync12(join11(input.publisher.root, path));
+    const bytes = readFileSync13(join13(input.publisher.root, path));
     const parsed = parseUntrustedJson(bytes, { maxBytes: 256 * 1024, maxDepth: 32 });
     const sidecar = parsed.ok ? parsed.value : null;
     if (!sidecar || typeof sidecar !== "object" || Array.isArray(sidecar))
@@ -63793,9 +67883,9 @@ async function reconcileOne(input, sidecarPath) {
         "sidecar_path_mismatch",
         `${path} names ${String(sidecar.modId)}@${String(sidecar.version)}, not ${modId}@${version}`
       );
-    const recordPath = join11(input.publisher.recordsDir, RECORD_PATHS.release(modId, version));
-    if (existsSync11(recordPath)) {
-      const record = JSON.parse(readFileSync12(recordPath, "utf8"));
+    const recordPath = join13(input.publisher.recordsDir, RECORD_PATHS.release(modId, version));
+    if (existsSync12(recordPath)) {
+      const record = JSON.parse(readFileSync13(recordPath, "utf8"));
       if (record.sha256 === sidecar.package?.sha256)
         return entry("already_published", null, {
           ok: true,
@@ -63894,7 +67984,7 @@ async function downloadStagedPackage(api, repo, submissionId, fileName, maxBytes
   return {
     ok: true,
     bytes,
-    sha256: createHash4("sha256").update(bytes).digest("hex"),
+    sha256: createHash6("sha256").update(bytes).digest("hex"),
     sizeBytes: bytes.length
   };
 }
@@ -64150,7 +68240,7 @@ function publishSummary(run3) {
 }
 
 // src/github/release-artifact-store.ts
-import { createHash as createHash5 } from "node:crypto";
+import { createHash as createHash7 } from "node:crypto";
 var ReleasePublishError = class extends Error {
   constructor(message) {
     super(message);
@@ -64167,7 +68257,7 @@ function status(error) {
   return error.status;
 }
 async function hashStream(stream) {
-  const hash = createHash5("sha256");
+  const hash = createHash7("sha256");
   let sizeBytes = 0;
   const reader = stream.getReader();
   for (; ; ) {
@@ -64243,7 +68333,7 @@ function githubReleaseArtifactStore(options) {
     exists: async (key) => await publishedRelease(tagFor(key)) !== null || await tagExists(tagFor(key)),
     async promote(key, bytes) {
       const tag = tagFor(key);
-      const sha256 = createHash5("sha256").update(bytes).digest("hex");
+      const sha256 = createHash7("sha256").update(bytes).digest("hex");
       const existing = await publishedRelease(tag);
       if (existing) return adopt(key, existing, sha256);
       if (await tagExists(tag)) throw artifactExistsError(key, urlFor(key), `tag ${tag} on ${owner}/${repo}`);
@@ -64325,7 +68415,7 @@ function githubReleaseArtifactStore(options) {
 import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join as join12 } from "node:path";
+import { join as join14 } from "node:path";
 
 // src/validation/antivirus/scanner.ts
 function parseClamResult(line) {
@@ -64436,9 +68526,9 @@ function createClamscanScanner(binary = "clamscan", options = {}) {
     },
     async scanBatch(items) {
       if (items.length === 0) return [];
-      const dir = await mkdtemp(join12(options.tempDir ?? tmpdir(), "svc-scan-"));
+      const dir = await mkdtemp(join14(options.tempDir ?? tmpdir(), "svc-scan-"));
       try {
-        const files = items.map((_, i) => join12(dir, `entry-${String(i).padStart(6, "0")}.bin`));
+        const files = items.map((_, i) => join14(dir, `entry-${String(i).padStart(6, "0")}.bin`));
         await Promise.all(items.map((item, i) => writeFile(files[i], item.bytes, { mode: 384 })));
         const outcome = await runClamscan(binary, [...baseArgs, "--", ...files], null, timeoutMs);
         const failed2 = failure(outcome);
@@ -64462,7 +68552,7 @@ function createClamscanScanner(binary = "clamscan", options = {}) {
 
 // actions/publish/main.ts
 async function postReceipts(reader, receiptsPath, botLogins) {
-  const entries = JSON.parse(readFileSync13(receiptsPath, "utf8"));
+  const entries = JSON.parse(readFileSync14(receiptsPath, "utf8"));
   for (const m of entries)
     if (isVisibilityEntry(m)) await postVisibilityReceipt(reader, context2.repo, m);
     else if (m.pullRequest !== null)
@@ -64478,7 +68568,7 @@ async function run2() {
   if (mode === "receipts") return postReceipts(reader, receiptsPath, botLogins);
   const root = process.env.GITHUB_WORKSPACE ?? process.cwd();
   if (mode === "pending") {
-    const pending = pendingSidecars(root, join13(root, "records"));
+    const pending = pendingSidecars(root, join15(root, "records"));
     core.info(
       `${pending.length} sidecar(s) without a release record: ${pending.map((p) => p.path).join(", ")}`
     );
@@ -64486,10 +68576,10 @@ async function run2() {
   }
   if (mode !== "publish") throw new Error(`mode must be publish, pending or receipts, not ${mode}`);
   const repository = `${context2.repo.owner}/${context2.repo.repo}`;
-  const config = loadPortalConfig(join13(root, "portal.config.json"));
+  const config = loadPortalConfig(join15(root, "portal.config.json"));
   const database = core.getInput("clamscan-db");
   const scanner = core.getInput("scanner") === "none" ? null : createClamscanScanner("clamscan", database ? { database } : {});
-  const siteDir = join13(root, "site");
+  const siteDir = join15(root, "site");
   const result = await runPublish({
     eventName: context2.eventName,
     event: context2.payload,
@@ -64499,7 +68589,7 @@ async function run2() {
     branch: config.portal.defaultBranch ?? "main",
     publisher: (writer) => ({
       root,
-      recordsDir: join13(root, "records"),
+      recordsDir: join15(root, "records"),
       siteDir,
       config,
       store: githubReleaseArtifactStore({ octokit: writer, repository, downloadBaseUrl: context2.serverUrl }),

@@ -56896,6 +56896,31 @@ async function analyzeSource(input, source) {
   });
   const scanState = input.antivirusDisabled ? "disabled" : input.scanner ? null : "not_configured";
   const total = source.size;
+  const scanner = input.scanner;
+  let scanTotal = total;
+  const queue = scanner && !scanState ? new ScanQueue(
+    scanner,
+    Math.max(1, input.scanConcurrency ?? 4),
+    (done) => progress({ phase: "scanning", doneBytes: done, totalBytes: scanTotal })
+  ) : null;
+  let packageScan = null;
+  let alertsOnLimits = Promise.resolve(false);
+  if (queue && scanner) {
+    alertsOnLimits = (scanner.alertsOnLimits?.() ?? alertsOnLimits).catch(() => false);
+    if (scanner.scanStream) {
+      let sent;
+      const uploaded = new Promise((resolve) => {
+        sent = resolve;
+      });
+      const chunks = function* () {
+        yield* chunksOf(source);
+        sent();
+      };
+      packageScan = scanner.scanStream("package", chunks()).catch(scanFailure);
+      await queue.addStream(-1, "package", () => packageScan, total);
+      await Promise.race([uploaded, packageScan]);
+    } else await queue.add(-1, "package", source.read(0, total));
+  }
   const hash = createHash("sha256");
   let hashed = 0;
   for (const chunk of chunksOf(source, HASH_CHUNK)) {
@@ -56916,23 +56941,9 @@ async function analyzeSource(input, source) {
   const entries = structure.entries.map((entry) => ({ entry, kind: null }));
   const inflateFindings = [];
   const files = /* @__PURE__ */ new Map();
-  const scanner = input.scanner;
-  let scanTotal = total + structure.totalUncompressedBytes;
-  const queue = scanner && !scanState ? new ScanQueue(
-    scanner,
-    Math.max(1, input.scanConcurrency ?? 4),
-    (done) => progress({ phase: "scanning", doneBytes: done, totalBytes: scanTotal })
-  ) : null;
-  let packageScan = null;
-  let entriesInsidePackage = false;
-  if (queue && scanner) {
-    if (scanner.scanStream) {
-      packageScan = scanner.scanStream("package", chunksOf(source)).catch(scanFailure);
-      await queue.addStream(-1, "package", () => packageScan, total);
-    } else await queue.add(-1, "package", source.read(0, total));
-    entriesInsidePackage = packageScan !== null && !structure.unsafeToInflate && structure.findings.length === 0 && await (scanner.alertsOnLimits?.() ?? Promise.resolve(false)).catch(() => false);
-    if (entriesInsidePackage) scanTotal = total;
-  }
+  const soundLayout = !structure.unsafeToInflate && structure.findings.length === 0;
+  const entriesInsidePackage = packageScan !== null && soundLayout && await alertsOnLimits;
+  if (queue && !entriesInsidePackage) scanTotal += structure.totalUncompressedBytes;
   if (!structure.unsafeToInflate) {
     const manifestName = policy.manifestFileName;
     const manifestEntry = entries.find((e) => e.entry.name === manifestName && !e.entry.isDirectory);
