@@ -80,6 +80,8 @@ describe("Vercel functions", () => {
       expect(file, "test files under api/ would be deployed as functions").not.toMatch(
         /\.(test|spec)\.[cm]?[jt]sx?$|__tests__/,
       );
+      // api/tsconfig.json narrows the type check vercel build runs on each function; it is no function.
+      if (relative(API_DIR, file) === "tsconfig.json") continue;
       expect(file).toMatch(/\.ts$/);
     }
   });

@@ -63,9 +63,12 @@ export interface SpawnOptions {
 
 /** `svc <args>` as its own process, with the fault preload when given. */
 export function spawnSvc(args: string[], options: SpawnOptions): ChildProcess {
+  // The portal under test is the embedded one (its data-folder lock is part of what is tested): CI's
+  // DATABASE_URL, meant for the store tests, must not switch these processes to PostgreSQL.
+  const { DATABASE_URL: _postgres, ...inherited } = process.env;
   return spawn(process.execPath, [...(options.fault ? ["--import", FAULT_PRELOAD] : []), SVC, ...args], {
     cwd: options.cwd,
-    env: { ...process.env, ...options.env, ...(options.fault ? faultEnv(options.fault) : {}) },
+    env: { ...inherited, ...options.env, ...(options.fault ? faultEnv(options.fault) : {}) },
     stdio: ["ignore", "pipe", "pipe"],
   });
 }
