@@ -19,10 +19,14 @@ import { hostname } from "node:os";
  * link fails with EEXIST, and the lock never exists half-written). It names its holder: pid, host,
  * start time and what it is for.
  *
- * A holder is dead when it ran on this host and its pid is gone, or the pid now belongs to a process
- * that started after the lock was taken (pid reuse, e.g. a container restarted as pid 1), or the pid
- * is this process's own but this process does not hold the lock (a previous life). A holder on
- * another host is always taken to be alive: we cannot see its processes.
+ * A holder is dead when it ran on this host and its pid is gone, or the pid now belongs to another
+ * process (pid reuse, e.g. a container restarted as pid 1), or the pid is this process's own but this
+ * process does not hold the lock (a previous life). Pid reuse is told exactly: the lock records the
+ * holder's start time in clock ticks since boot and the boot id, both from /proc, and a process with
+ * that pid and another start tick (or on another boot) is not the holder. Wall-clock time is never
+ * compared with /proc's boot-relative time: they drift apart by seconds on a VM whose clock was
+ * stepped, which once made a stopped but live holder look dead. A holder on another host is always
+ * taken to be alive: we cannot see its processes.
  */
 export interface LockHolder {
   pid: number;
@@ -30,6 +34,10 @@ export interface LockHolder {
   startedAt: string;
   purpose: string;
   token: string;
+  /** The holder's start time in clock ticks since boot (/proc/PID/stat field 22), where known. */
+  startTicks?: number;
+  /** /proc/sys/kernel/random/boot_id when the lock was taken, where known. */
+  bootId?: string;
 }
 
 export type LockAttempt = { ok: true; release: () => void } | { ok: false; holder: LockHolder | null };
@@ -52,6 +60,8 @@ function parseHolder(text: string): LockHolder | null {
         startedAt: String(value.startedAt ?? ""),
         purpose: String(value.purpose ?? ""),
         token: value.token,
+        ...(typeof value.startTicks === "number" ? { startTicks: value.startTicks } : {}),
+        ...(typeof value.bootId === "string" ? { bootId: value.bootId } : {}),
       };
     }
   } catch {
@@ -69,19 +79,40 @@ function parseHolder(text: string): LockHolder | null {
   return null;
 }
 
-/** When a process started (ms since the epoch), from /proc; null where there is no /proc. */
-function processStartMs(pid: number): number | null {
+/** A process's start time in clock ticks since boot (/proc/PID/stat field 22); null without /proc. */
+function processStartTicks(pid: number | "self"): number | null {
   try {
-    const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))?.[1]);
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Field 22 (starttime, in clock ticks since boot) counts from after the parenthesised command name.
+    // Fields count from after the parenthesised command name (which may contain spaces).
     const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
-    // USER_HZ is 100 on every Linux architecture Node runs on.
-    return Number.isFinite(bootSeconds) && Number.isFinite(ticks) ? bootSeconds * 1000 + ticks * 10 : null;
+    return Number.isFinite(ticks) ? ticks : null;
   } catch {
     return null;
   }
 }
+
+function bootId(): string | null {
+  try {
+    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+/** When a process started (ms since the epoch), from /proc; null where there is no /proc. */
+function processStartMs(pid: number): number | null {
+  try {
+    const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))?.[1]);
+    const ticks = processStartTicks(pid);
+    // USER_HZ is 100 on every Linux architecture Node runs on.
+    return Number.isFinite(bootSeconds) && ticks !== null ? bootSeconds * 1000 + ticks * 10 : null;
+  } catch {
+    return null;
+  }
+}
+
+const SELF_START_TICKS = processStartTicks("self");
+const BOOT_ID = bootId();
 
 export function holderAlive(holder: LockHolder): boolean {
   if (holder.host && holder.host !== hostname()) return true;
@@ -91,6 +122,13 @@ export function holderAlive(holder: LockHolder): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
+  if (holder.startTicks !== undefined && holder.bootId !== undefined) {
+    const ticks = processStartTicks(holder.pid);
+    // Without /proc we cannot tell: the pid is alive, so the holder is taken to be.
+    if (ticks === null || BOOT_ID === null) return true;
+    return holder.bootId === BOOT_ID && ticks === holder.startTicks;
+  }
+  // A lock written before start ticks were recorded: compare wall-clock times, generously.
   const started = processStartMs(holder.pid);
   const taken = Date.parse(holder.startedAt);
   // /proc's boot time has one-second resolution: allow two seconds before calling the pid reused.
@@ -111,6 +149,7 @@ export function tryLock(path: string, purpose: string): LockAttempt {
     startedAt: new Date().toISOString(),
     purpose,
     token: randomBytes(12).toString("hex"),
+    ...(SELF_START_TICKS !== null && BOOT_ID !== null ? { startTicks: SELF_START_TICKS, bootId: BOOT_ID } : {}),
   };
   const text = `${JSON.stringify(holder)}\n`;
   for (let attempt = 0; attempt < 5; attempt++) {

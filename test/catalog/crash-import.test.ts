@@ -116,7 +116,9 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("svc import killed at ever
     });
     const imported = new Promise<number | null>((resolve) => importing.once("exit", (code) => resolve(code)));
     const stdout: string[] = [];
+    const stderr: string[] = [];
     importing.stdout!.on("data", (d: Buffer) => stdout.push(d.toString()));
+    importing.stderr!.on("data", (d: Buffer) => stderr.push(d.toString()));
     for (let waited = 0; !stopped(importing.pid!); waited += 50) {
       if (importing.exitCode !== null || waited > 60_000)
         throw new Error(`the import never stopped: ${stdout}`);
@@ -134,7 +136,7 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("svc import killed at ever
     expect(served).toBe(false);
     expect(existsSync(join(root, "records/mods/better-hud/1.1.0.json"))).toBe(true);
     process.kill(importing.pid!, "SIGCONT");
-    expect(await imported).toBe(0);
+    expect(await imported, stderr.join("")).toBe(0);
     expect(stdout.join("")).toMatch(/published better-hud@1\.1\.0/);
     const portal = await serving;
     expect(differences(treeHashes(root), newTree)).toEqual([]);

@@ -245,6 +245,31 @@ describe("lock files", () => {
     }
   });
 
+  it("tells a reused pid by the holder's start tick and boot id, never by comparing wall-clock time with /proc", async () => {
+    const sleeper = spawn("sleep", ["30"]);
+    try {
+      await new Promise((r) => setTimeout(r, 100));
+      const stat = readFileSync(`/proc/${sleeper.pid}/stat`, "utf8");
+      const startTicks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
+      const bootId = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+      // A wall clock an hour off (a VM whose clock was stepped) does not make the live holder dead.
+      const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+      expect(holderAlive(holder({ pid: sleeper.pid!, startedAt: hourAgo, startTicks, bootId }))).toBe(true);
+      // The same pid with another start tick, or on another boot, is another process.
+      expect(holderAlive(holder({ pid: sleeper.pid!, startTicks: startTicks - 1, bootId }))).toBe(false);
+      expect(holderAlive(holder({ pid: sleeper.pid!, startTicks, bootId: "another-boot" }))).toBe(false);
+      // What this process writes into a lock it takes names its own start tick and boot.
+      const path = join(root, "ticks.lock");
+      const mine = tryLock(path, "ticks");
+      const written = JSON.parse(readFileSync(path, "utf8")) as LockHolder;
+      expect(written).toMatchObject({ pid: process.pid, bootId });
+      expect(written.startTicks).toBeGreaterThan(0);
+      if (mine.ok) mine.release();
+    } finally {
+      sleeper.kill();
+    }
+  });
+
   it("takes over a dead holder's lock, refuses a live one naming it, and clears old leftovers", () => {
     const path = join(root, "x.lock");
     writeFileSync(path, `${JSON.stringify(holder({ pid: 4194305, token: "dead" }))}\n`);
