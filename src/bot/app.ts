@@ -19,6 +19,7 @@ import type { FetchLike } from "../github/download.ts";
 import type { Store } from "../store/store.ts";
 import type { BotEvent } from "./decide.ts";
 import type { Delivery, QueueOptions } from "./delivery-queue.ts";
+import { parsePoolMax } from "../config/settings.ts";
 import { type BotDeployment, BotConfigError, createBotDeployment, type NodeHandler } from "./deployment.ts";
 import {
   type BotOptions,
@@ -523,8 +524,13 @@ async function openStoreFromEnv(env: Record<string, string | undefined>): Promis
       "DATABASE_URL is not set: the bot records every webhook in PostgreSQL before answering, so no delivery is lost",
     );
   const { createPostgresStore, migrate } = await import("../store/index.ts");
-  const max = Number(env.SVC_PG_POOL_MAX ?? 2);
-  const store = await createPostgresStore(url, { max: Number.isInteger(max) && max > 0 ? max : 2 });
+  let max: number;
+  try {
+    max = parsePoolMax(env.SVC_PG_POOL_MAX, 2);
+  } catch (error) {
+    throw new BotConfigError((error as Error).message);
+  }
+  const store = await createPostgresStore(url, { max });
   try {
     await migrate(store);
   } catch (error) {

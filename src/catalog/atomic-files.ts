@@ -40,7 +40,11 @@ import { describeHolder, removeLeftovers, waitForLock } from "../store/lock-file
  *
  * DESIGN.md suggested a generation directory behind one swapped link. The committed site must be
  * an ordinary tree for git and Pages, and a journal of per-file renames gives the same guarantee
- * for writers; the local server reads through a snapshot, so readers never see a half-applied set.
+ * for writers. Readers are not isolated: the local server and Pages serve files one at a time, so
+ * during the roll-forward (microseconds locally; one git push on GitHub is atomic anyway) a reader
+ * may see one document new and its neighbour old. Every single file is always whole (rename), and a
+ * manager that must see one consistent set reads through TUF, whose snapshot is signed after the
+ * commit and pins every document's hash.
  */
 export interface FileChanges {
   write: ReadonlyMap<string, string | Uint8Array>;

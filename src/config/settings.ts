@@ -80,7 +80,8 @@ export function parseGitHubSettings(env: Record<string, string | undefined>): Gi
 /** A long-running server shares one pool between all its requests. */
 export const DEFAULT_DATABASE_POOL_MAX = 10;
 
-function parsePoolMax(value: string | undefined, fallback: number): number {
+/** SVC_PG_POOL_MAX, shared by the portal's settings and the bot's queue store. */
+export function parsePoolMax(value: string | undefined, fallback: number): number {
   const text = value?.trim();
   if (!text) return fallback;
   if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > 100)
