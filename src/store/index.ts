@@ -13,9 +13,12 @@ export type { QueryResult, SqlExecutor, Store } from "./store.ts";
  * so a Vercel function (which always has DATABASE_URL) neither loads nor ships it; vercel.json also
  * excludes the package from the functions' bundles, because the file tracer follows this import.
  */
-export async function createPgliteStore(dataDir: string | null): Promise<Store> {
+export async function createPgliteStore(
+  dataDir: string | null,
+  options: { templateDir?: string | null } = {},
+): Promise<Store> {
   const pglite = await import("./pglite-store.ts");
-  return pglite.createPgliteStore(dataDir);
+  return pglite.createPgliteStore(dataDir, options);
 }
 
 /**

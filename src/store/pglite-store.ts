@@ -1,5 +1,8 @@
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { homedir } from "node:os";
+import { dirname, join } from "node:path";
 import { PGlite, type Transaction } from "@electric-sql/pglite";
 import { SvcError } from "../errors.ts";
 import { describeHolder, tryLock } from "./lock-file.ts";
@@ -21,6 +24,120 @@ function wrap(db: PGlite | Transaction): SqlExecutor {
 /** The lock file that keeps a PGlite data folder to one process (beside the database files). */
 export const DATA_DIR_LOCK = "svc.lock";
 
+/** The installed PGlite's version (its package.json is not exported: found beside its entry). */
+function pgliteVersion(): string {
+  let dir = dirname(createRequire(import.meta.url).resolve("@electric-sql/pglite"));
+  for (;;) {
+    const manifest = join(dir, "package.json");
+    if (existsSync(manifest)) {
+      const parsed = JSON.parse(readFileSync(manifest, "utf8")) as { name?: string; version?: string };
+      if (parsed.name === "@electric-sql/pglite" && parsed.version) return parsed.version;
+    }
+    const parent = dirname(dir);
+    if (parent === dir) return "unknown";
+    dir = parent;
+  }
+}
+
+const PGLITE_VERSION = pgliteVersion();
+
+/**
+ * Where fresh PGlite clusters are kept to be copied: the user's cache (never a shared temporary
+ * folder, where another user could plant a database). A template is the output of PGlite's initdb,
+ * nothing of ours in it, so one per PGlite version serves every portal of this user.
+ */
+export function defaultPgliteTemplateDir(): string {
+  return join(homedir(), ".cache", "svc", `pglite-${PGLITE_VERSION}`);
+}
+
+/** Written last into a template: a folder without it was left by a crash and is never copied. */
+const TEMPLATE_COMPLETE = "svc-template-complete";
+
+/**
+ * initdb is most of what opening a new PGlite database costs (about 5.5 s of CPU here, against
+ * 0.4-0.7 s to copy a fresh cluster or load its dump), and the test suite and a first `npm start`
+ * open many new databases. So a new database is a copy of a fresh cluster made once per PGlite
+ * version: a folder for databases on disk, a tar dump (PGlite's own dumpDataDir format) for
+ * in-memory ones. Templates are made in a private folder and renamed into place, so a concurrent
+ * maker or a crash never leaves a half template; any failure to use one falls back to initdb.
+ */
+async function templateFolder(cacheDir: string): Promise<string | null> {
+  const folder = join(cacheDir, "cluster");
+  if (existsSync(join(folder, TEMPLATE_COMPLETE))) return folder;
+  const making = join(cacheDir, `making-${process.pid}-${randomBytes(6).toString("hex")}`);
+  try {
+    mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
+    const db = await PGlite.create(making);
+    await db.close();
+    writeFileSync(join(making, TEMPLATE_COMPLETE), `${PGLITE_VERSION}\n`);
+    // Fails (ENOTEMPTY) when another process renamed its template first: then that one is used.
+    renameSync(making, folder);
+    return folder;
+  } catch {
+    rmSync(making, { recursive: true, force: true });
+    return existsSync(join(folder, TEMPLATE_COMPLETE)) ? folder : null;
+  }
+}
+
+async function templateDump(cacheDir: string): Promise<Blob | null> {
+  const file = join(cacheDir, "cluster.tar");
+  if (!existsSync(file)) {
+    const making = `${file}.${process.pid}-${randomBytes(6).toString("hex")}`;
+    try {
+      mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
+      const db = await PGlite.create();
+      const dump = await db.dumpDataDir("none");
+      await db.close();
+      writeFileSync(making, new Uint8Array(await dump.arrayBuffer()));
+      renameSync(making, file);
+    } catch {
+      rmSync(making, { force: true });
+      if (!existsSync(file)) return null;
+    }
+  }
+  try {
+    return new Blob([readFileSync(file)]);
+  } catch {
+    return null;
+  }
+}
+
+/** True when dataDir holds no database yet (only, perhaps, our lock file). */
+function isNewDataDir(dataDir: string): boolean {
+  return readdirSync(dataDir).every((name) => name === DATA_DIR_LOCK);
+}
+
+async function openPglite(dataDir: string | null, templateDir: string | null): Promise<PGlite> {
+  if (!templateDir) return dataDir ? PGlite.create(dataDir) : PGlite.create();
+  if (!dataDir) {
+    const dump = await templateDump(templateDir);
+    if (dump) {
+      try {
+        return await PGlite.create({ loadDataDir: dump });
+      } catch {
+        rmSync(join(templateDir, "cluster.tar"), { force: true });
+      }
+    }
+    return PGlite.create();
+  }
+  if (isNewDataDir(dataDir)) {
+    const folder = await templateFolder(templateDir);
+    if (folder) {
+      try {
+        cpSync(folder, dataDir, { recursive: true, filter: (source) => !source.endsWith(TEMPLATE_COMPLETE) });
+        return await PGlite.create(dataDir);
+      } catch {
+        // A template that does not open is dropped; the database is made the slow way.
+        rmSync(folder, { recursive: true, force: true });
+        for (const name of readdirSync(dataDir)) {
+          if (name !== DATA_DIR_LOCK) rmSync(join(dataDir, name), { recursive: true, force: true });
+        }
+      }
+    }
+  }
+  return PGlite.create(dataDir);
+}
+
 /**
  * PGlite: PostgreSQL compiled to WASM, in this process. dataDir persists it on disk; null keeps it
  * in memory (tests). PGlite has one connection, so its transactions are serialised by the library:
@@ -30,7 +147,11 @@ export const DATA_DIR_LOCK = "svc.lock";
  * other's pages. The folder is therefore locked for the life of the store (released by close(), or
  * by the process dying); a second process is refused with data_dir_locked naming the holder.
  */
-export async function createPgliteStore(dataDir: string | null): Promise<Store> {
+export async function createPgliteStore(
+  dataDir: string | null,
+  options: { templateDir?: string | null } = {},
+): Promise<Store> {
+  const templateDir = options.templateDir === undefined ? defaultPgliteTemplateDir() : options.templateDir;
   let unlock = () => {};
   if (dataDir) {
     mkdirSync(dataDir, { recursive: true });
@@ -46,7 +167,7 @@ export async function createPgliteStore(dataDir: string | null): Promise<Store> 
   }
   let db: PGlite;
   try {
-    db = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
+    db = await openPglite(dataDir, templateDir);
   } catch (error) {
     unlock();
     throw error;
