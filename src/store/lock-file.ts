@@ -149,7 +149,9 @@ export function tryLock(path: string, purpose: string): LockAttempt {
     startedAt: new Date().toISOString(),
     purpose,
     token: randomBytes(12).toString("hex"),
-    ...(SELF_START_TICKS !== null && BOOT_ID !== null ? { startTicks: SELF_START_TICKS, bootId: BOOT_ID } : {}),
+    ...(SELF_START_TICKS !== null && BOOT_ID !== null
+      ? { startTicks: SELF_START_TICKS, bootId: BOOT_ID }
+      : {}),
   };
   const text = `${JSON.stringify(holder)}\n`;
   for (let attempt = 0; attempt < 5; attempt++) {
