@@ -35,6 +35,7 @@ async function run(): Promise<void> {
       head: { ref: pr.head.ref, repository: pr.head.repo?.full_name ?? null },
       policy,
       catalog: readJson(join(site, "api/v1/catalog.json")),
+      siteDir: site,
       gameBuilds: readJson(join(site, "api/v1/game-builds/latest.json")),
       scanner: core.getInput("scanner") === "clamscan" ? createClamscanScanner() : null,
       allowHttp: core.getInput("allow-http") === "true",

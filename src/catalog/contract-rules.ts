@@ -1,9 +1,11 @@
+import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
-import type {
-  CatalogDocument,
-  ModDetailDocument,
-  ModsIndexDocument,
-  ModVersionsDocument,
+import {
+  type CatalogDocument,
+  type ModDetailDocument,
+  type ModsIndexDocument,
+  type ModVersionsDocument,
+  toCatalogVersionRecord,
 } from "../contracts/catalog.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
 import { parseManagerCatalog } from "./manager-reader.ts";
@@ -94,10 +96,12 @@ export function checkContractRules(files: ReadonlyMap<string, string>): RuleFail
         );
       }
     }
-    // Rule 5: detail and versions never drift from the catalog.
+    // Rule 5: detail and versions never drift from the catalog. The catalog lists each mod's newest
+    // version without releaseNotes and the hash of its versions.json (catalog.schema.json says why).
     for (const mod of catalog.mods) {
-      const { versions, ...summary } = mod;
+      const { versions, versionsSha256, ...summary } = mod;
       const detail = json<ModDetailDocument>(SITE_PATHS.modDetail(mod.id));
+      const listText = files.get(SITE_PATHS.modVersions(mod.id));
       const list = json<ModVersionsDocument>(SITE_PATHS.modVersions(mod.id));
       if (detail) {
         for (const [key, value] of Object.entries(summary)) {
@@ -105,14 +109,24 @@ export function checkContractRules(files: ReadonlyMap<string, string>): RuleFail
             fail("rule_5_no_drift", `mods/${mod.id}/index.json field ${key} differs from catalog.json`);
           }
         }
-        if (!isDeepStrictEqual(detail.versions, versions))
-          fail("rule_5_no_drift", `mods/${mod.id}/index.json versions differ from catalog.json`);
+        if (list && !isDeepStrictEqual(detail.versions, list.versions))
+          fail("rule_5_no_drift", `mods/${mod.id}/index.json versions differ from versions.json`);
       }
-      if (list) {
-        if (!isDeepStrictEqual(list.versions, versions))
+      if (list && listText !== undefined) {
+        const newest = list.versions.find((v) => v.version === versions[0]?.version);
+        if (
+          versions.length !== 1 ||
+          !newest ||
+          !isDeepStrictEqual(toCatalogVersionRecord(newest), versions[0])
+        )
           fail("rule_5_no_drift", `mods/${mod.id}/versions.json differs from catalog.json`);
         if (list.latestVersion !== mod.latestVersion)
           fail("rule_5_no_drift", `mods/${mod.id}/versions.json latestVersion differs`);
+        if (createHash("sha256").update(listText).digest("hex") !== versionsSha256)
+          fail(
+            "rule_5_no_drift",
+            `catalog.json versionsSha256 of ${mod.id} is not the hash of its versions.json`,
+          );
       }
     }
     const listed = new Set(catalog.mods.map((m) => m.id));

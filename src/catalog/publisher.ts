@@ -15,20 +15,25 @@ import {
   type CommitOptions,
   commitFiles,
   FileExistsError,
-  listFilesUnder,
   recoverPending,
   withPublishLock,
 } from "./atomic-files.ts";
 import { assertCanSign, type SiteSigning, signAfterCommit } from "../distribution/tuf-repository.ts";
+import { visibleMods } from "../contracts/catalog.ts";
+import type { SmokeSummary } from "../contracts/readiness.ts";
+import { SITE_PATHS } from "../contracts/urls.ts";
+import { appendChange, type ChangeKind, type ChangesPage, serializeChangesPage } from "./changes.ts";
 import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
-import { RECORD_PATHS, type ReleaseRecord } from "./records.ts";
+import { renderModChange } from "./mod-change.ts";
+import { recordsAtBase } from "./portal-base.ts";
 import {
-  listGeneratedFiles,
-  loadSiteInputs,
-  type SiteInputs,
-  renderSite,
-  serializeDocument,
-} from "./site.ts";
+  loadModRecords,
+  loadOptionalJson,
+  RECORD_PATHS,
+  type ReleaseFile,
+  type ReleaseRecord,
+} from "./records.ts";
+import { listGeneratedFiles, loadSiteInputs, renderSite, serializeDocument } from "./site.ts";
 
 /** The sidecar (svc.mod-release-submission.v1) as the schema allows it: the validation engine's type. */
 export type ReleaseSubmission = Sidecar;
@@ -45,6 +50,11 @@ export interface ValidationCheckResult {
 export interface ValidationReport {
   passed: boolean;
   checks: ValidationCheckResult[];
+  /**
+   * Every file the package installs with its size and sha256, measured by the validator in the
+   * pass that inflated each entry (validatePackage); a passed report without it is not published.
+   */
+  files?: ReleaseFile[] | null;
 }
 
 /** What the publisher hands the validation runner: the exact bytes it will promote. */
@@ -73,8 +83,9 @@ export interface PublisherOptions {
   /** Test hooks of the transaction (injected failures before its commit point). */
   commit?: CommitOptions;
   /**
-   * incremental (default): render only the affected mod's files plus the indexes and global documents;
-   * full: re-render every mod (what `svc build` does).
+   * incremental (default): read and render only the affected mod's records and files, patch the
+   * index documents (catalog, mods index, changes feed, catalog page) in place; full: re-render every
+   * mod from every record (what `svc build` does).
    */
   render?: "incremental" | "full";
   /**
@@ -217,36 +228,61 @@ function settleStatuses(records: ReleaseRecord[], modId: string, at: string): Re
   return changed;
 }
 
-/** A path->text view of the site for the contract rules: rendered files first, the committed tree behind them. */
-class SiteOverlay extends Map<string, string> {
-  constructor(
-    private readonly siteDir: string,
-    private readonly deleted: ReadonlySet<string>,
-  ) {
-    super();
-  }
-  override get(path: string): string | undefined {
-    const own = super.get(path);
-    if (own !== undefined || this.deleted.has(path)) return own;
-    const full = join(this.siteDir, path);
-    return existsSync(full) ? readFileSync(full, "utf8") : undefined;
-  }
-}
-
 interface Plan {
-  records: ReleaseRecord[];
+  modId: string;
+  /** Every record of the mod (any status) after the change. */
+  modRecords: ReleaseRecord[];
   /** Records whose files change. */
   touched: ReleaseRecord[];
-  affectedMods: Set<string>;
+  change: { version: string; kind: ChangeKind; at: string };
 }
 
 /**
- * One publication transaction over the project root: release records, site JSON (rendered and
- * checked against contract rules 1-6 before anything is written) and create-only artifact files.
+ * The one case where a single mod's change moves a global document: the first release through the
+ * backend path after a passed post-publish smoke lifts readiness' manual_fallback_active blocker.
+ * That rare publication re-renders the whole site.
+ */
+function movesReadiness(options: PublisherOptions, plan: Plan): boolean {
+  const record = plan.touched[0];
+  if (plan.change.kind !== "publish" || !record || record.source.kind === "import") return false;
+  const smoke = loadOptionalJson<SmokeSummary>(options.recordsDir, RECORD_PATHS.postPublishSmoke);
+  if (!smoke?.passed) return false;
+  const readiness = join(options.siteDir, SITE_PATHS.readiness);
+  return !existsSync(readiness) || readFileSync(readiness, "utf8").includes('"manual_fallback_active"');
+}
+
+interface RenderedPlan {
+  files: Map<string, string>;
+  stale: string[];
+  changesPage: ChangesPage;
+  failures: RuleFailure[];
+}
+
+/** Every file from every record: `svc build`'s render, with the plan's records and change in place. */
+function renderFull(options: PublisherOptions, plan: Plan, now: () => Date): RenderedPlan {
+  const inputs = loadSiteInputs(options.config, options.recordsDir);
+  const records = [...inputs.records.filter((r) => r.modId !== plan.modId), ...plan.modRecords];
+  const changes = inputs.changes ?? [];
+  const changesPage = appendChange(changes.at(-1) ?? null, {
+    modId: plan.modId,
+    version: plan.change.version,
+    kind: plan.change.kind,
+    latestVersion: visibleMods(plan.modRecords)[0]?.newest.version ?? null,
+    at: plan.change.at,
+  });
+  const nextChanges = [...changes.filter((p) => p.page !== changesPage.page), changesPage];
+  const files = renderSite({ ...inputs, records, changes: nextChanges }, options.siteDir, now);
+  const stale = listGeneratedFiles(options.siteDir).filter((p) => !files.has(p));
+  return { files, stale, changesPage, failures: checkContractRules(files) };
+}
+
+/**
+ * One publication transaction over the project root: the mod's release records, the changes feed
+ * record, site JSON (checked against contract rules 1-6 before anything is written) and create-only
+ * artifact files.
  */
 function commitPlan(
   options: PublisherOptions,
-  inputs: SiteInputs,
   plan: Plan,
   artifact: PromotedArtifact | null,
 ): { written: string[]; deleted: string[] } {
@@ -254,18 +290,22 @@ function commitPlan(
   const root = options.root;
   const siteRel = rel(root, options.siteDir);
   const recordsRel = rel(root, options.recordsDir);
-  const next: SiteInputs = { ...inputs, records: plan.records };
-  const full = options.render === "full";
-  const rendered = renderSite(next, options.siteDir, now, full ? {} : { onlyMods: plan.affectedMods });
-  const staleCandidates = full
-    ? listGeneratedFiles(options.siteDir)
-    : [...plan.affectedMods].flatMap((m) =>
-        listFilesUnder(options.siteDir, [`api/v1/mods/${m}`, `mods/${m}`]),
-      );
-  const stale = staleCandidates.filter((p) => !rendered.has(p) && existsSync(join(options.siteDir, p)));
-  const overlay = new SiteOverlay(options.siteDir, new Set(stale));
-  for (const [path, text] of rendered) overlay.set(path, text);
-  const failures: RuleFailure[] = checkContractRules(overlay);
+  const incremental =
+    options.render === "full" || movesReadiness(options, plan)
+      ? null
+      : renderModChange({
+          config: options.config,
+          siteDir: options.siteDir,
+          recordsDir: options.recordsDir,
+          modId: plan.modId,
+          records: plan.modRecords,
+          change: plan.change,
+          now,
+        });
+  const rendered: RenderedPlan = incremental
+    ? { ...incremental, stale: incremental.deleted }
+    : renderFull(options, plan, now);
+  const failures = rendered.failures;
   if (failures.length > 0) {
     throw new SvcError(
       "invalid_payload",
@@ -276,15 +316,22 @@ function commitPlan(
       { details: failures },
     );
   }
-  const write = new Map<string, string>();
+  const write = new Map<string, string | Uint8Array>();
   for (const record of plan.touched) {
     write.set(`${recordsRel}/${RECORD_PATHS.release(record.modId, record.version)}`, recordText(record));
   }
-  for (const [path, text] of rendered) write.set(`${siteRel}/${path}`, text);
+  write.set(
+    `${recordsRel}/${RECORD_PATHS.changesPage(rendered.changesPage.page)}`,
+    serializeChangesPage(rendered.changesPage),
+  );
+  // Encoded once: the commit compares each file with the one on disk and then writes it, and the
+  // index documents are megabytes.
+  for (const [path, text] of rendered.files)
+    write.set(`${siteRel}/${path}`, text.length > 65_536 ? Buffer.from(text) : text);
   const create = new Map(artifact?.files ?? []);
   const commit = commitFiles(
     root,
-    { write, delete: stale.map((p) => `${siteRel}/${p}`), create },
+    { write, delete: rendered.stale.map((p) => `${siteRel}/${p}`), create },
     {
       ...options.commit,
       beforeCommit: () => {
@@ -304,6 +351,14 @@ function commitPlan(
     written: [...commit.written.filter((p) => !create.has(p)), ...[...create.keys()]],
     deleted: commit.deleted,
   };
+}
+
+/** Every record of one mod, as this portal reads them (a loopback portal follows its port). */
+function loadMod(options: PublisherOptions, modId: string): ReleaseRecord[] {
+  return recordsAtBase(
+    loadModRecords(options.recordsDir, modId, schemaRegistry(options.config.baseUrl)),
+    options.config.baseUrl,
+  );
 }
 
 function locked<T extends { written: readonly string[]; deleted: readonly string[] }>(
@@ -378,10 +433,18 @@ export async function publishRelease(
       { details: report },
     );
   }
+  const { files, ...checkedReport } = report;
+  if (!files || files.length === 0) {
+    throw new SvcError(
+      "internal_error",
+      "the validator reported no per-file hashes for a passed package; nothing was published",
+    );
+  }
   return locked(options, async () => {
-    // Re-read under the lock: another publisher may have committed since validation.
-    const inputs = loadSiteInputs(options.config, options.recordsDir);
-    const taken = inputs.records.find((r) => r.modId === key.modId && r.version === key.version);
+    // Re-read under the lock: another publisher may have committed since validation. Every rule of a
+    // publication (version uniqueness, status settling) needs only this mod's records.
+    const modRecords = loadMod(options, key.modId);
+    const taken = modRecords.find((r) => r.version === key.version);
     if (taken) {
       if (isSameRelease(taken, sidecar, sha256)) return alreadyPublished(options, taken);
       throw versionExists(taken);
@@ -416,28 +479,30 @@ export async function publishRelease(
         dependencies: sidecar.dependencies,
         entrypoints: sidecar.entrypoints,
         ...(sidecar.modConfig !== undefined ? { modConfig: sidecar.modConfig } : {}),
+        files,
         publishedAt: at,
         status: "published",
         source: {
           kind: request.source.kind,
           ...(request.source.submissionId ? { submissionId: request.source.submissionId } : {}),
           ...(request.source.pullRequestUrl ? { pullRequestUrl: request.source.pullRequestUrl } : {}),
-          validationReportSha256: sha256Hex(Buffer.from(serializeDocument(report))),
+          validationReportSha256: sha256Hex(Buffer.from(serializeDocument(checkedReport))),
         },
         updatedAt: at,
       };
       const registry = schemaRegistry(options.config.baseUrl);
       const valid = registry.validate("release-record", record);
       if (!valid.ok) throw new SvcError("invalid_payload", `release record: ${formatIssues(valid.issues)}`);
-      const records = [...inputs.records, record];
+      const records = [...modRecords, record];
       const changed = settleStatuses(records, record.modId, at);
       const final = records.find((r) => r.modId === record.modId && r.version === record.version)!;
       const plan: Plan = {
-        records,
+        modId: record.modId,
+        modRecords: records,
         touched: [final, ...changed.filter((r) => r !== final)],
-        affectedMods: new Set([record.modId]),
+        change: { version: record.version, kind: "publish", at },
       };
-      const result = commitPlan(options, inputs, plan, artifact);
+      const result = commitPlan(options, plan, artifact);
       committed = true;
       await artifact.finish();
       return {
@@ -499,8 +564,8 @@ async function changeVisibility(
 ): Promise<PublicationResult> {
   const now = options.now ?? (() => new Date());
   return locked(options, async () => {
-    const inputs = loadSiteInputs(options.config, options.recordsDir);
-    const current = inputs.records.find((r) => r.modId === modId && r.version === version);
+    const modRecords = loadMod(options, modId);
+    const current = modRecords.find((r) => r.version === version);
     if (!current) throw new SvcError("not_found", `no release ${modId}@${version}`);
     if (hide === (current.status === "hidden")) {
       throw new SvcError(
@@ -510,7 +575,7 @@ async function changeVisibility(
       );
     }
     const at = now().toISOString();
-    const records = [...inputs.records];
+    const records = [...modRecords];
     const index = records.indexOf(current);
     let changed: ReleaseRecord[] = [];
     if (hide) {
@@ -529,7 +594,11 @@ async function changeVisibility(
     }
     const record = records.find((r) => r.modId === modId && r.version === version)!;
     const touched = [record, ...changed.filter((r) => r !== record)];
-    const result = commitPlan(options, inputs, { records, touched, affectedMods: new Set([modId]) }, null);
+    const result = commitPlan(
+      options,
+      { modId, modRecords: records, touched, change: { version, kind: hide ? "hide" : "unhide", at } },
+      null,
+    );
     return {
       record,
       changed: changed.filter((r) => r !== record),

@@ -23,6 +23,16 @@ export interface Links {
   issues?: string;
 }
 
+/**
+ * One file a version installs, at `path` below the mod's folder, with the size and sha256 the
+ * validator measured while it inflated the entry for its checks.
+ */
+export interface ReleaseFile {
+  path: string;
+  sizeBytes: number;
+  sha256: string;
+}
+
 /** records/mods/{modId}/{version}.json: the source of truth for one published version. */
 export interface ReleaseRecord {
   schema: "svc.release-record.v1";
@@ -43,6 +53,8 @@ export interface ReleaseRecord {
   dependencies: Dependency[];
   entrypoints: Entrypoint[];
   modConfig?: unknown;
+  /** Every file the package installs; absent only on records published before per-file hashes. */
+  files?: ReleaseFile[];
   publishedAt: string;
   status: "published" | "superseded" | "hidden";
   statusBeforeHidden?: "published" | "superseded";
@@ -76,6 +88,8 @@ export const RECORD_PATHS = {
   framework: "framework.json",
   gameBuilds: "game-builds.json",
   postPublishSmoke: "smoke/post-publish.json",
+  changesDir: "changes",
+  changesPage: (page: number) => `changes/${page}.json`,
 } as const;
 
 function readJson(path: string): unknown {
@@ -91,29 +105,37 @@ export function loadReleaseRecords(recordsDir: string, registry: SchemaRegistry)
   const modsDir = join(recordsDir, RECORD_PATHS.modsDir);
   if (!existsSync(modsDir)) return [];
   const records: ReleaseRecord[] = [];
-  for (const modId of readdirSync(modsDir).sort()) {
-    for (const file of readdirSync(join(modsDir, modId)).sort()) {
-      if (!file.endsWith(".json")) continue;
-      const path = join(modsDir, modId, file);
-      const result = registry.validate<ReleaseRecord>("release-record", readJson(path));
-      if (!result.ok) {
-        throw new SvcError(
-          "invalid_payload",
-          `${path} is not a valid release record:\n${formatIssues(result.issues)}`,
-          {
-            details: result.issues,
-          },
-        );
-      }
-      const record = result.value;
-      if (record.modId !== modId || `${record.version}.json` !== file) {
-        throw new SvcError(
-          "invalid_payload",
-          `${path} holds ${record.modId}@${record.version}; its path must match`,
-        );
-      }
-      records.push(record);
+  for (const modId of readdirSync(modsDir).sort())
+    records.push(...loadModRecords(recordsDir, modId, registry));
+  return records;
+}
+
+/** The release records of one mod (every status), schema-checked: what a publication of that mod reads. */
+export function loadModRecords(recordsDir: string, modId: string, registry: SchemaRegistry): ReleaseRecord[] {
+  const modDir = join(recordsDir, RECORD_PATHS.modsDir, modId);
+  if (!existsSync(modDir)) return [];
+  const records: ReleaseRecord[] = [];
+  for (const file of readdirSync(modDir).sort()) {
+    if (!file.endsWith(".json")) continue;
+    const path = join(modDir, file);
+    const result = registry.validate<ReleaseRecord>("release-record", readJson(path));
+    if (!result.ok) {
+      throw new SvcError(
+        "invalid_payload",
+        `${path} is not a valid release record:\n${formatIssues(result.issues)}`,
+        {
+          details: result.issues,
+        },
+      );
     }
+    const record = result.value;
+    if (record.modId !== modId || `${record.version}.json` !== file) {
+      throw new SvcError(
+        "invalid_payload",
+        `${path} holds ${record.modId}@${record.version}; its path must match`,
+      );
+    }
+    records.push(record);
   }
   return records;
 }

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { GameBuildEntry, PortalConfig } from "../config/portal-config.ts";
@@ -5,6 +6,7 @@ import { SvcError } from "../errors.ts";
 import { buildBackendContract } from "../contracts/backend-contract.ts";
 import {
   buildCatalog,
+  type CatalogDocument,
   buildModDetail,
   buildModsIndex,
   buildModVersions,
@@ -31,12 +33,13 @@ import {
   schemaFiles,
   schemaRegistry,
 } from "../contracts/schemas.ts";
-import { SITE_PATHS } from "../contracts/urls.ts";
+import { CHANGES_PATHS, SITE_PATHS } from "../contracts/urls.ts";
 import { buildValidationContract } from "../contracts/validation-contract.ts";
 import { buildWorkflowDocument } from "../contracts/workflow.ts";
 import { listPageFiles, renderPages } from "../pages/render-pages.ts";
 import { recordsAtBase } from "./portal-base.ts";
 import { type CommitResult, commitFiles, listFilesUnder } from "./atomic-files.ts";
+import { buildChangesHead, type ChangesPage, loadChangesPages, serializeChangesPage } from "./changes.ts";
 import {
   loadOptionalJson,
   loadReleaseRecords,
@@ -55,6 +58,8 @@ export interface SiteInputs {
   postPublishSmoke: SmokeSummary | null;
   backendSmoke: BackendSmokeSummary | null;
   endpoints: readonly EndpointDefinition[];
+  /** records/changes, oldest page first (omitted: an empty feed). */
+  changes?: ChangesPage[];
 }
 
 export interface ProjectPaths {
@@ -95,6 +100,7 @@ export function loadSiteInputs(config: PortalConfig, recordsDir: string): SiteIn
     postPublishSmoke: smoke,
     backendSmoke: null,
     endpoints: ENDPOINTS,
+    changes: loadChangesPages(recordsDir, registry),
   };
 }
 
@@ -136,6 +142,7 @@ export function generateDocuments(inputs: SiteInputs, options: RenderOptions = {
     {
       path: SITE_PATHS.catalog,
       schema: "catalog",
+      // versionsSha256 is replaced by the hash of the final versions.json bytes in renderSite.
       document: { ...buildCatalog(config, mods, supported, at) },
     },
     {
@@ -172,6 +179,12 @@ export function generateDocuments(inputs: SiteInputs, options: RenderOptions = {
       document: { ...buildValidationContract(config, supported, frameworkVersion, at) },
     },
   ];
+  const changes = inputs.changes ?? [];
+  docs.push({
+    path: CHANGES_PATHS.head,
+    schema: "changes-head",
+    document: { ...buildChangesHead(config.baseUrl, changes[0]?.page ?? 0, changes.at(-1) ?? null, at) },
+  });
   for (const view of mods) {
     if (options.onlyMods && !options.onlyMods.has(view.modId)) continue;
     docs.push({
@@ -206,28 +219,27 @@ export function renderSite(
   const files = new Map<string, string>();
   const stamp = now().toISOString();
   const failures: string[] = [];
-  for (const { path, schema, document } of generateDocuments(inputs, options)) {
-    const pending = serializeDocument(document);
-    const existingPath = join(siteDir, path);
-    let text: string | undefined;
-    if (existsSync(existingPath)) {
-      const existing = readFileSync(existingPath, "utf8");
-      try {
-        const parsed = JSON.parse(existing) as { generatedAt?: unknown };
-        if (
-          typeof parsed.generatedAt === "string" &&
-          serializeDocument({ ...parsed, generatedAt: PENDING_TIMESTAMP }) === pending
-        ) {
-          text = serializeDocument({ ...document, generatedAt: parsed.generatedAt });
-        }
-      } catch {
-        // An unparseable file is simply replaced.
+  const generated = generateDocuments(inputs, options);
+  // The catalog carries the hash of each versions.json as written, so it is rendered last.
+  const catalog = generated.find((d) => d.path === SITE_PATHS.catalog)!;
+  for (const { path, schema, document } of [...generated.filter((d) => d !== catalog), catalog]) {
+    if (document === catalog.document) {
+      for (const mod of (document as unknown as CatalogDocument).mods) {
+        const versionsText =
+          files.get(SITE_PATHS.modVersions(mod.id)) ??
+          readIfExists(join(siteDir, SITE_PATHS.modVersions(mod.id)));
+        if (versionsText !== undefined) mod.versionsSha256 = sha256Text(versionsText);
       }
     }
-    text ??= serializeDocument({ ...document, generatedAt: stamp });
-    const result = registry.validate(schema, JSON.parse(text));
-    if (!result.ok) failures.push(`${path} (${schema}):\n${formatIssues(result.issues)}`);
-    files.set(path, text);
+    const rendered = stampDocument(registry, siteDir, path, schema, document, stamp);
+    if (!rendered.ok) failures.push(rendered.failure);
+    files.set(path, rendered.text);
+  }
+  for (const page of inputs.changes ?? []) {
+    const result = registry.validate("changes-page", page);
+    if (!result.ok)
+      failures.push(`${CHANGES_PATHS.page(page.page)} (changes-page):\n${formatIssues(result.issues)}`);
+    files.set(CHANGES_PATHS.page(page.page), serializeChangesPage(page));
   }
   if (failures.length > 0) {
     throw new SvcError(
@@ -243,6 +255,49 @@ export function renderSite(
   // The HTML pages are rendered from these very documents, so they cannot disagree with the JSON.
   for (const [path, text] of renderPages(files, inputs.config)) files.set(path, text);
   return files;
+}
+
+export function sha256Text(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+function readIfExists(path: string): string | undefined {
+  return existsSync(path) ? readFileSync(path, "utf8") : undefined;
+}
+
+/**
+ * The bytes of one generated document, schema-checked. A document whose content (all but
+ * generatedAt) equals what is already on disk keeps its old bytes, so a rebuild with no input change
+ * changes no byte; otherwise it is stamped with `stamp`.
+ */
+export function stampDocument(
+  registry: ReturnType<typeof schemaRegistry>,
+  siteDir: string,
+  path: string,
+  schema: SchemaName,
+  document: Record<string, unknown> & { generatedAt?: string },
+  stamp: string,
+): { ok: true; text: string } | { ok: false; text: string; failure: string } {
+  const pending = serializeDocument({ ...document, generatedAt: PENDING_TIMESTAMP });
+  const existing = readIfExists(join(siteDir, path));
+  let text: string | undefined;
+  if (existing !== undefined) {
+    try {
+      const parsed = JSON.parse(existing) as { generatedAt?: unknown };
+      if (
+        typeof parsed.generatedAt === "string" &&
+        serializeDocument({ ...parsed, generatedAt: PENDING_TIMESTAMP }) === pending
+      ) {
+        text = serializeDocument({ ...document, generatedAt: parsed.generatedAt });
+      }
+    } catch {
+      // An unparseable file is simply replaced.
+    }
+  }
+  text ??= serializeDocument({ ...document, generatedAt: stamp });
+  const result = registry.validate(schema, JSON.parse(text));
+  if (!result.ok) return { ok: false, text, failure: `${path} (${schema}):\n${formatIssues(result.issues)}` };
+  return { ok: true, text };
 }
 
 /** Every generated file currently on disk: site/api/v1 and the pages (relative to the site root). */

@@ -308,7 +308,12 @@ function listArtifacts(
     }
   };
   for (const mod of Array.isArray(catalog?.mods) ? catalog.mods : []) {
-    for (const v of Array.isArray(mod.versions) ? mod.versions : []) {
+    // The catalog lists each mod's newest version only; versions.json lists every downloadable one.
+    const listed = typeof mod?.id === "string" ? json(SITE_PATHS.modVersions(mod.id))?.versions : undefined;
+    const versions = (
+      Array.isArray(listed) ? listed : mod.versions
+    ) as CatalogDocument["mods"][number]["versions"];
+    for (const v of Array.isArray(versions) ? versions : []) {
       if (v.downloadEnabled)
         out.push({
           modId: mod.id,

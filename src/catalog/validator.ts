@@ -5,9 +5,10 @@ import { SITE_PATHS } from "../contracts/urls.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";
 import { SvcError } from "../errors.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
-import { runValidation } from "../validation/runner.ts";
+import { validatePackage } from "../validation/runner.ts";
 import type { GameBuildsDocument } from "../validation/types.ts";
 import type { PackageValidator } from "./publisher.ts";
+import { catalogWithSubmissionVersions } from "./validation-catalog.ts";
 
 export interface RunnerValidatorOptions {
   /** The site whose committed documents (catalog, game builds, validation contract) the checks read. */
@@ -50,15 +51,19 @@ export function readValidationDocuments(siteDir: string): {
 /**
  * The publisher's validator for real publications: the validation runner over the exact bytes, with
  * the public documents as the catalog, compatibility matrix and policy (what a manager sees now).
+ * The report carries the per-file hashes the runner measured while inflating (the release's files).
  */
 export function runnerValidator(options: RunnerValidatorOptions): PackageValidator {
   return async (request) => {
-    return runValidation({
+    const documents = readValidationDocuments(options.siteDir);
+    const { report, files } = await validatePackage({
       package: { bytes: request.packageBytes },
       sidecar: request.sidecar,
-      ...readValidationDocuments(options.siteDir),
+      ...documents,
+      catalog: catalogWithSubmissionVersions(documents.catalog, options.siteDir, request.sidecar),
       scanner: options.scanner,
       ...(options.clock ? { clock: options.clock } : {}),
     });
+    return { ...report, files };
   };
 }

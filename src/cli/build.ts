@@ -29,7 +29,8 @@ export async function run(args: string[], io: CliIo): Promise<number> {
       assertCanSign(paths.siteDir, signing);
       const files = renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir);
       const result = writeSite(paths.siteDir, files);
-      signAfterCommit(paths.siteDir, signing, result);
+      // A build is also the repair path: re-hash the whole site rather than trust the commit's list.
+      signAfterCommit(paths.siteDir, signing, result, { full: true });
       return { files, result };
     },
     { onRecovered: (r) => io.stderr.write(recoveredLine("build", r)) },

@@ -51,8 +51,10 @@ const EXPLAIN = `Trust model (docs/distribution.md has the full page):
   root       offline key; signs the list of trusted keys. Expires after 365 days. A new root must be
              signed by the old and the new root key, so clients follow rotations one version at a time.
   targets    online key; signs length + sha256 of every contract document and every artifact
-             (GitHub Release assets too, as external/mods/...). Expires after 90 days.
-  snapshot   online key; pins the targets version (stops mix-and-match). Expires after 7 days.
+             (GitHub Release assets too, as external/mods/...). Expires after 90 days. It lists the
+             index documents itself and delegates the rest to 1,024 hash bins (bins-000..bins-3ff,
+             signed with the same key): a publication re-signs only the bins its files fall in.
+  snapshot   online key; pins the targets and every bin version (stops mix-and-match). Expires after 7 days.
   timestamp  online key; pins the snapshot version. Expires after 1 day: a mirror that freezes the
              catalog is noticed within a day. A scheduled \`svc keys sign\` keeps it fresh.
   A manager pins root.json once, then verifies every document and artifact against the signed
@@ -184,7 +186,7 @@ function sign(siteDir: string, io: CliIo, liveTimestampVersion?: number): number
     liveTimestampVersion ? { liveTimestampVersion } : {},
   );
   io.stdout.write(
-    `svc keys sign: root v${result.rootVersion}, targets v${result.targetsVersion} (${result.targetCount} targets), snapshot v${result.snapshotVersion}, timestamp v${result.timestampVersion}\n`,
+    `svc keys sign: root v${result.rootVersion}, targets v${result.targetsVersion} (${result.targetCount} targets; ${result.binsSigned.length} of 1024 bins re-signed), snapshot v${result.snapshotVersion}, timestamp v${result.timestampVersion}\n`,
   );
   return EXIT_OK;
 }

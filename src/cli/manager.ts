@@ -11,9 +11,8 @@ const COMMON = `  --mirror URL          the portal's site root (metadata is read
   --api-key KEY         download through the API-key lane (or SVC_API_KEY)`;
 
 const HELP = {
-  install: `usage: svc install <modId[@range]>... (--game GAME_DIR | --dir MODS_DIR) --mirror URL [--trusted-root FILE] [--game-build ID]\n\nRefreshes the signed metadata (TUF), resolves dependencies by their ranges, downloads with resume,\nverifies length and sha256, then installs each mod into MODS_DIR/<modId>/ and records every file's\nsize and sha256 in MODS_DIR/svc-install.json. With --game, MODS_DIR is the signed runtime layout's\nmodsPath under GAME_DIR (e.g. Binaries/Win64/Mods). A refusal leaves the folder as it was.\n${COMMON}\n`,
-  verify:
-    "usage: svc verify --dir DIR\n\nChecks every installed file against DIR/svc-install.json; exit 1 when any is missing or changed.\n",
+  install: `usage: svc install <modId[@range]>... (--game GAME_DIR | --dir MODS_DIR) --mirror URL [--trusted-root FILE] [--game-build ID]\n\nRefreshes the signed metadata (TUF), resolves dependencies by their ranges, downloads with resume,\nverifies length and sha256, checks every file against the signed per-file hashes (versions.json),\nthen installs each mod into MODS_DIR/<modId>/ and records every file's size and sha256 in\nMODS_DIR/svc-install.json. With --game, MODS_DIR is the signed runtime layout's\nmodsPath under GAME_DIR (e.g. Binaries/Win64/Mods). A refusal leaves the folder as it was.\n${COMMON}\n`,
+  verify: `usage: svc verify --dir DIR [--mirror URL [--trusted-root FILE]]\n\nChecks every installed file's size and sha256; exit 1 when any is missing or changed. With --mirror,\nagainst the per-file hashes the portal signed (versions.json); without, against DIR/svc-install.json\n(recorded at install, after the package matched the signed hashes).\n${COMMON}\n`,
   repair: `usage: svc repair --dir DIR --mirror URL [--trusted-root FILE]\n\nRe-downloads (verified) the package of each damaged mod and rewrites only the bad files.\n${COMMON}\n`,
   fetch: `usage: svc fetch <modId[@range]> --out DIR --mirror URL [--trusted-root FILE] [--game-build ID]\n\nDownloads one verified package ZIP into DIR.\n${COMMON}\n`,
 } as const;
@@ -67,7 +66,8 @@ function command(name: Command): CommandRun {
     }
     try {
       if (name === "verify") {
-        const report = verifyInstall(base);
+        const online = client(values, io, base);
+        const report = online ? await online.verify(base) : verifyInstall(base);
         if (values.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
         else {
           io.stdout.write(

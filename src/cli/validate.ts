@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { catalogWithSubmissionVersions } from "../catalog/validation-catalog.ts";
 import type { CatalogDocument } from "../contracts/catalog.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";
@@ -156,7 +157,11 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     sidecar: sidecar.ok ? sidecar.value : undefined,
     ...(sidecar.ok ? {} : { sidecarParseError: sidecar.message }),
     policy,
-    catalog: readSiteJson<CatalogDocument>(siteDir, SITE_PATHS.catalog),
+    catalog: catalogWithSubmissionVersions(
+      readSiteJson<CatalogDocument>(siteDir, SITE_PATHS.catalog),
+      siteDir,
+      sidecar.ok ? sidecar.value : undefined,
+    ),
     gameBuilds: readSiteJson<GameBuildsDocument>(siteDir, SITE_PATHS.gameBuilds),
     scanner,
     antivirusDisabled: values["no-antivirus"] === true,

@@ -1,6 +1,14 @@
+import { createHash } from "node:crypto";
 import semver from "semver";
 import type { PortalConfig } from "../config/portal-config.ts";
-import type { Author, Dependency, Entrypoint, Links, ReleaseRecord } from "../catalog/records.ts";
+import type {
+  Author,
+  Dependency,
+  Entrypoint,
+  Links,
+  ReleaseFile,
+  ReleaseRecord,
+} from "../catalog/records.ts";
 import { portalUrls } from "./urls.ts";
 
 export interface VersionRecord {
@@ -18,6 +26,8 @@ export interface VersionRecord {
   status: "published" | "superseded";
   releaseNotes: string;
   modConfig?: unknown;
+  /** Every installed file's size and sha256 (versions.json and mod detail only, never catalog.json). */
+  files?: ReleaseFile[];
 }
 
 export interface ModSummary {
@@ -33,8 +43,17 @@ export interface ModSummary {
   updatedAt: string;
 }
 
+/** A catalog version record: the versions.json record of the same version without its release notes. */
+export type CatalogVersionRecord = Omit<VersionRecord, "releaseNotes" | "files">;
+
+/**
+ * A mod as catalog.json lists it: its summary, the sha256 of the exact bytes of its versions.json
+ * (a manager refetches that document only when this changes) and only its newest visible version,
+ * the one a manager installs by default. Every version, with release notes, is in versions.json.
+ */
 export interface CatalogMod extends ModSummary {
-  versions: VersionRecord[];
+  versionsSha256: string;
+  versions: CatalogVersionRecord[];
 }
 
 export interface CatalogDocument {
@@ -115,7 +134,32 @@ export function toVersionRecord(record: ReleaseRecord): VersionRecord {
     releaseNotes: record.releaseNotes,
   };
   if (record.modConfig !== undefined) version.modConfig = record.modConfig;
+  if (record.files !== undefined) version.files = record.files;
   return version;
+}
+
+/** What catalog.json keeps of a version record (decision recorded in catalog.schema.json). */
+export function toCatalogVersionRecord(version: VersionRecord): CatalogVersionRecord {
+  // Per-file hashes stay in versions.json: the catalog is what every manager downloads first.
+  const { releaseNotes: _, files: _files, ...rest } = version;
+  return rest;
+}
+
+/** The catalog entry of one mod; versionsSha256 is the hash of the exact bytes of its versions.json. */
+export function buildCatalogMod(baseUrl: string, view: ModView, versionsSha256: string): CatalogMod {
+  return {
+    ...modSummary(view, baseUrl),
+    versionsSha256,
+    versions: [toCatalogVersionRecord(toVersionRecord(view.newest))],
+  };
+}
+
+export function buildModsIndexEntry(baseUrl: string, view: ModView): ModsIndexDocument["mods"][number] {
+  return {
+    ...modSummary(view, baseUrl),
+    targetGameBuild: view.newest.targetGameBuild,
+    versionCount: view.visible.length,
+  };
 }
 
 function modSummary(view: ModView, baseUrl: string): ModSummary {
@@ -138,11 +182,20 @@ function modSummary(view: ModView, baseUrl: string): ModSummary {
   };
 }
 
+/**
+ * versionsSha256 gives, per mod, the sha256 of the exact bytes of its versions.json; by default the
+ * hash of that document generated at the same generatedAt (a site build replaces it with the hash of
+ * the bytes it writes).
+ */
 export function buildCatalog(
   config: PortalConfig,
   mods: readonly ModView[],
   supportedGameBuilds: string[],
   generatedAt: string,
+  versionsSha256: (view: ModView) => string = (view) =>
+    createHash("sha256")
+      .update(`${JSON.stringify(buildModVersions(view, generatedAt), null, 2)}\n`)
+      .digest("hex"),
 ): CatalogDocument {
   const urls = portalUrls(config.baseUrl);
   return {
@@ -156,10 +209,7 @@ export function buildCatalog(
     gameBuildCompatibilityUrl: urls.gameBuilds,
     supportedGameBuilds,
     modsIndexUrl: urls.modsIndex,
-    mods: mods.map((view) => ({
-      ...modSummary(view, config.baseUrl),
-      versions: view.visible.map(toVersionRecord),
-    })),
+    mods: mods.map((view) => buildCatalogMod(config.baseUrl, view, versionsSha256(view))),
   };
 }
 
@@ -172,11 +222,7 @@ export function buildModsIndex(
     schema: "svc.mods-index.v1",
     generatedAt,
     count: mods.length,
-    mods: mods.map((view) => ({
-      ...modSummary(view, config.baseUrl),
-      targetGameBuild: view.newest.targetGameBuild,
-      versionCount: view.visible.length,
-    })),
+    mods: mods.map((view) => buildModsIndexEntry(config.baseUrl, view)),
   };
 }
 

@@ -13,6 +13,8 @@ export type SchemaName =
   | "common"
   | "artifact"
   | "catalog"
+  | "changes-head"
+  | "changes-page"
   | "mods-index"
   | "mod-detail"
   | "mod-versions"

@@ -18,6 +18,9 @@ export function portalUrls(baseUrl: string) {
     uploadSubmissionSchema: `${api}/publishing/upload-submission.schema.json`,
     sidecarSchema: `${api}/publishing/mod-release-submission.schema.json`,
     manifestSchema: `${api}/schemas/mod-manifest.schema.json`,
+    changesHead: `${api}/changes/head.json`,
+    changesPageTemplate: `${api}/changes/{page}.json`,
+    changesPage: (page: number) => `${api}/changes/${page}.json`,
     modDetail: (modId: string) => `${api}/mods/${modId}/index.json`,
     modVersions: (modId: string) => `${api}/mods/${modId}/versions.json`,
     modPage: (modId: string) => `${baseUrl}/mods/${modId}/`,
@@ -27,6 +30,16 @@ export function portalUrls(baseUrl: string) {
 }
 
 export type PortalUrls = ReturnType<typeof portalUrls>;
+
+/**
+ * Site-relative paths of the changes feed. Kept out of SITE_PATHS on purpose: the contract lists no
+ * extensionless alias for them, and a page number is not a mod id.
+ */
+export const CHANGES_PATHS = {
+  head: "api/v1/changes/head.json",
+  dir: "api/v1/changes",
+  page: (page: number) => `api/v1/changes/${page}.json`,
+} as const;
 
 /** Site-relative paths of the generated documents (below site/). */
 export const SITE_PATHS = {

@@ -10,6 +10,8 @@ export const PUBLICATION_OUTPUTS = [
   "/api/v1/mods/index.json",
   "/api/v1/mods/{modId}/index.json",
   "/api/v1/mods/{modId}/versions.json",
+  "/api/v1/changes/head.json",
+  "/api/v1/changes/{page}.json",
 ];
 
 /** The real manual importer of this project (the contract's Import-ModRelease.ps1 parameters are accepted too). */

@@ -13,6 +13,8 @@ export const DISTRIBUTION_CODES = {
   artifact_mismatch: "a download differs from its signed length or sha256",
   /** An archive entry name that would land outside the mod's install folder, or a link entry. */
   path_escape: "an archive entry would be written outside the install folder",
+  /** A package whose files differ from the per-file sizes and sha256 its signed versions.json lists. */
+  file_hash_mismatch: "the package's files differ from the signed per-file hashes",
   /** An archive the safe reader refuses to inflate (structure, caps, CRC). */
   archive_invalid: "the package archive is not safe to extract",
   /** A target the signed metadata does not list. */

@@ -68,6 +68,12 @@ export interface InstalledFile {
   size: number;
   sha256: string;
 }
+/** One entry of a version's `files` in the signed versions.json (measured by the portal's validator). */
+export interface PublishedFile {
+  path: string;
+  sizeBytes: number;
+  sha256: string;
+}
 export interface InstalledMod {
   version: string;
   packageSha256: string;
@@ -184,6 +190,38 @@ export function readPackageFiles(bytes: Buffer, modRoot: string): Array<Installe
     });
   }
   return files;
+}
+
+/**
+ * Refuses a package whose files are not exactly the signed list: the same paths, each with the
+ * listed size and sha256. Checked before anything is written under the install folder.
+ */
+export function matchPublishedFiles(
+  modId: string,
+  version: string,
+  files: readonly InstalledFile[],
+  published: readonly PublishedFile[],
+): void {
+  const listed = new Map(published.map((f) => [f.path, f]));
+  const problems: Array<{ path: string; problem: "unlisted" | "missing" | "changed" }> = [];
+  for (const file of files) {
+    const entry = listed.get(file.path);
+    if (!entry) problems.push({ path: file.path, problem: "unlisted" });
+    else if (entry.sizeBytes !== file.size || entry.sha256 !== file.sha256)
+      problems.push({ path: file.path, problem: "changed" });
+    listed.delete(file.path);
+  }
+  for (const path of listed.keys()) problems.push({ path, problem: "missing" });
+  if (problems.length > 0) {
+    throw new DistributionError(
+      "file_hash_mismatch",
+      `${modId}@${version}: the package's files differ from the signed per-file hashes (${problems
+        .slice(0, 5)
+        .map((p) => `${p.path}: ${p.problem}`)
+        .join(", ")}${problems.length > 5 ? `, and ${problems.length - 5} more` : ""})`,
+      { modId, version, files: problems },
+    );
+  }
 }
 
 function writeFileSynced(file: string, data: Buffer | string): void {
@@ -313,7 +351,6 @@ export class ManagerClient {
     requests: Array<{ modId: string; range: string }>,
     gameBuild?: string,
   ): Promise<ResolvedRelease[]> {
-    const catalog = await this.verifiedCatalog();
     const chosen = new Map<string, ResolvedRelease>();
     const ranges = new Map<string, string[]>();
     const queue = [...requests];
@@ -331,8 +368,8 @@ export class ManagerClient {
         }
         continue;
       }
-      const mod = catalog.mods.find((m) => m.id === modId);
-      const candidates = (mod?.versions ?? [])
+      // catalog.json lists only each mod's newest version; every version is in its signed versions.json.
+      const candidates = (await this.signedModVersions(modId))
         .filter((v) => v.downloadEnabled && semver.satisfies(v.version, range))
         .filter((v) => (gameBuild ? v.targetGameBuild === gameBuild : true))
         .sort((a, b) => semver.rcompare(a.version, b.version));
@@ -350,6 +387,21 @@ export class ManagerClient {
       }
     }
     return [...chosen.values()];
+  }
+
+  /** Every listed version of one mod, from its signed versions.json; none when the mod is not listed. */
+  private async signedModVersions(modId: string): Promise<CatalogVersion[]> {
+    // The id becomes a path segment: one that is not a slug names no mod (and no other document).
+    if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(modId)) return [];
+    let bytes: Buffer;
+    try {
+      bytes = await this.fetchDocument(`api/v1/mods/${modId}/versions.json`);
+    } catch (error) {
+      if (error instanceof DistributionError && error.code === "target_unknown") return [];
+      throw error;
+    }
+    const document = JSON.parse(bytes.toString("utf8")) as { versions?: CatalogVersion[] };
+    return Array.isArray(document.versions) ? document.versions : [];
   }
 
   private async packageTarget(release: ResolvedRelease): Promise<{ path: string; info: TargetFile }> {
@@ -474,6 +526,8 @@ export class ManagerClient {
       const bytes = await this.downloadPackage(release);
       const modRoot = join(root, release.modId);
       const files = readPackageFiles(bytes, modRoot);
+      const published = await this.publishedFiles(release.modId, release.version.version);
+      if (published) matchPublishedFiles(release.modId, release.version.version, files, published);
       const { path } = await this.packageTarget(release);
       prepared.push({ release, path, files });
     }
@@ -513,17 +567,59 @@ export class ManagerClient {
     }));
   }
 
+  /**
+   * One version as the signed versions.json of its mod lists it (every listed version, with its
+   * per-file hashes); null when the mod or the version is not listed (hidden, or never published).
+   */
+  async publishedVersion(
+    modId: string,
+    version: string,
+  ): Promise<(CatalogVersion & { files?: PublishedFile[] }) | null> {
+    const versions: Array<CatalogVersion & { files?: PublishedFile[] }> = await this.signedModVersions(modId);
+    return versions.find((v) => v.version === version) ?? null;
+  }
+
+  /**
+   * The per-file hashes the portal published for a version, or null for a version published
+   * before them or no longer listed.
+   */
+  async publishedFiles(modId: string, version: string): Promise<PublishedFile[] | null> {
+    return (await this.publishedVersion(modId, version))?.files ?? null;
+  }
+
+  /**
+   * What each installed mod's files must be: the signed per-file hashes of its version, or, for a
+   * version published without them, what install measured from the verified package.
+   */
+  async expectedFiles(dir: string): Promise<Record<string, InstalledFile[]>> {
+    const root = resolve(dir);
+    const manifest = readManifest(root);
+    if (!manifest) throw new DistributionError("install_missing", `no ${INSTALL_MANIFEST} in ${root}`);
+    const expected: Record<string, InstalledFile[]> = {};
+    for (const [modId, mod] of Object.entries(manifest.mods)) {
+      const published = await this.publishedFiles(modId, mod.version);
+      expected[modId] = published
+        ? published.map((f) => ({ path: f.path, size: f.sizeBytes, sha256: f.sha256 }))
+        : mod.files;
+    }
+    return expected;
+  }
+
+  /** verifyInstall against the signed per-file hashes (refreshed through TUF first). */
+  async verify(dir: string): Promise<VerifyReport> {
+    return verifyInstall(dir, await this.expectedFiles(dir));
+  }
+
   /** Re-downloads (verified) the package of each damaged mod and rewrites only the bad files. */
   async repair(dir: string): Promise<VerifyReport> {
     const root = resolve(dir);
-    const report = verifyInstall(root);
+    const expectedByMod = await this.expectedFiles(root);
+    const report = verifyInstall(root, expectedByMod);
     const manifest = readManifest(root)!;
-    const catalog = await this.verifiedCatalog();
     for (const damage of report.damaged) {
       const installed = manifest.mods[damage.modId]!;
-      const version = catalog.mods
-        .find((m) => m.id === damage.modId)
-        ?.versions.find((v) => v.version === installed.version);
+      // versions.json lists every version; the catalog only each mod's newest.
+      const version = await this.publishedVersion(damage.modId, installed.version);
       if (!version || version.sha256 !== installed.packageSha256) {
         throw new DistributionError(
           "dependency_unresolved",
@@ -535,11 +631,11 @@ export class ManagerClient {
       const files = new Map(readPackageFiles(bytes, modRoot).map((f) => [f.path, f]));
       for (const bad of damage.files) {
         const file = files.get(bad.path);
-        const expected = installed.files.find((f) => f.path === bad.path);
-        if (!file || !expected || file.sha256 !== expected.sha256) {
+        const expected = expectedByMod[damage.modId]?.find((f) => f.path === bad.path);
+        if (!file || !expected || file.size !== expected.size || file.sha256 !== expected.sha256) {
           throw new DistributionError(
-            "artifact_mismatch",
-            `${bad.path} in the package differs from the manifest`,
+            "file_hash_mismatch",
+            `${bad.path} in the verified package differs from its signed per-file hash`,
           );
         }
         const target = safeJoin(modRoot, bad.path);
@@ -569,8 +665,12 @@ export interface VerifyReport {
   damaged: Array<{ modId: string; files: Array<{ path: string; problem: "missing" | "changed" }> }>;
 }
 
-/** Compares every installed file with its size and sha256 from the verified package. */
-export function verifyInstall(dir: string): VerifyReport {
+/**
+ * Compares every installed file with its expected size and sha256: `expected` (per mod id, e.g.
+ * the signed per-file hashes from ManagerClient.expectedFiles), else what the install manifest
+ * recorded (offline; install checked those against the signed hashes when the version had them).
+ */
+export function verifyInstall(dir: string, expected: Record<string, InstalledFile[]> = {}): VerifyReport {
   const root = resolve(dir);
   const manifest = readManifest(root);
   if (!manifest) throw new DistributionError("install_missing", `no ${INSTALL_MANIFEST} in ${root}`);
@@ -578,7 +678,7 @@ export function verifyInstall(dir: string): VerifyReport {
   let checked = 0;
   for (const [modId, mod] of Object.entries(manifest.mods).sort(([a], [b]) => (a < b ? -1 : 1))) {
     const bad: VerifyReport["damaged"][number]["files"] = [];
-    for (const file of mod.files) {
+    for (const file of expected[modId] ?? mod.files) {
       checked++;
       const full = safeJoin(join(root, modId), file.path);
       if (!existsSync(full)) {

@@ -3,6 +3,7 @@ import {
   closeSync,
   existsSync,
   fsyncSync,
+  linkSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -10,6 +11,7 @@ import {
   renameSync,
   rmSync,
   statSync,
+  writeFileSync,
   writeSync,
 } from "node:fs";
 import { join, relative, sep } from "node:path";
@@ -32,6 +34,7 @@ import {
   type OnlineKeys,
   signerFor,
   TUF_SPEC_VERSION,
+  tufKey,
   tufTime,
 } from "./tuf-keys.ts";
 
@@ -40,7 +43,8 @@ import {
  *   site/tuf/{N}.root.json        every root version, so a client can walk rotations one by one
  *   site/tuf/root.json            a copy of the newest root, for bootstrapping (pin it, never trust it blindly)
  *   site/tuf/{N}.targets.json     consistent snapshots: a reader mid-publication still finds the
- *   site/tuf/{N}.snapshot.json      exact versions its timestamp names
+ *   site/tuf/{N}.bins-{xyz}.json    exact versions its timestamp names. targets.json lists the index
+ *   site/tuf/{N}.snapshot.json      documents and delegates the rest to 1,024 hash bins (see below)
  *   site/tuf/timestamp.json       written last; the only file whose name does not change
  * It sits outside site/api/v1 because `svc build` owns (and prunes) everything there.
  *
@@ -66,7 +70,10 @@ export interface SignResult {
   targetsVersion: number;
   snapshotVersion: number;
   timestampVersion: number;
+  /** Targets hashed by this run: every target of the site (full signing) or the committed ones (incremental). */
   targetCount: number;
+  /** The bins re-signed by this run (bins-000 ... bins-3ff). */
+  binsSigned: string[];
   written: string[];
 }
 
@@ -82,10 +89,15 @@ interface CatalogLike {
   mods: Array<{ id: string; versions: CatalogVersionLike[] }>;
 }
 
-/** The target path of a package: its site path when the portal serves it, else the `external/` mapping. */
-export function artifactTargetPath(baseUrl: string, modId: string, version: CatalogVersionLike): string {
-  const local = `${baseUrl.replace(/\/+$/, "")}/downloads/mods/`;
-  if (version.packageUrl.startsWith(local)) return new URL(version.packageUrl).pathname.replace(/^\/+/, "");
+/**
+ * The target path of a package: its site path when the portal serves it, else the `external/` mapping.
+ * A served package's URL ends with its site path (SITE_PATHS.artifact), whatever the base URL (a Pages
+ * base has a path prefix); deciding by that suffix lets incremental signing decide without reading
+ * the catalog for its baseUrl. The baseUrl parameter stays for callers that have it.
+ */
+export function artifactTargetPath(_baseUrl: string, modId: string, version: CatalogVersionLike): string {
+  const sitePath = `downloads/mods/${modId}/${version.version}/${version.fileName}`;
+  if (version.packageUrl.endsWith(`/${sitePath}`)) return sitePath;
   return `external/mods/${modId}/${version.version}/${version.fileName}`;
 }
 
@@ -119,8 +131,8 @@ function sitePath(siteDir: string, full: string): string {
 
 /**
  * Every target of the site: each contract document under api/v1, each artifact under downloads/,
- * and each externally hosted artifact the catalog lists. A served artifact whose bytes disagree with
- * the sha256 the catalog records is never signed.
+ * and each externally hosted artifact a per-mod versions document (or the catalog) lists. A served
+ * artifact whose bytes disagree with the sha256 its document records is never signed.
  */
 export function collectSiteTargets(siteDir: string): SiteTarget[] {
   const targets = new Map<string, SiteTarget>();
@@ -128,36 +140,24 @@ export function collectSiteTargets(siteDir: string): SiteTarget[] {
     const path = sitePath(siteDir, full);
     targets.set(path, { path, ...hashFile(full) });
   }
+  const listed: Array<{ modId: string; version: CatalogVersionLike }> = [];
   const catalogFile = join(siteDir, "api", "v1", "catalog.json");
-  if (!existsSync(catalogFile)) return [...targets.values()];
-  const catalog = JSON.parse(readFileSync(catalogFile, "utf8")) as CatalogLike;
-  for (const mod of catalog.mods) {
-    for (const version of mod.versions) {
-      const path = artifactTargetPath(catalog.baseUrl, mod.id, version);
-      const served = targets.get(path);
-      if (served) {
-        if (served.sha256 !== version.sha256 || served.length !== version.packageSizeBytes) {
-          throw new DistributionError(
-            "artifact_mismatch",
-            `site/${path} does not match the sha256/size its catalog entry records; refusing to sign it`,
-            { path, served, recorded: { sha256: version.sha256, length: version.packageSizeBytes } },
-          );
-        }
-        continue;
-      }
-      if (path.startsWith("downloads/")) {
-        throw new DistributionError(
-          "artifact_mismatch",
-          `the catalog lists ${path} but site/${path} is missing`,
-        );
-      }
-      targets.set(path, {
-        path,
-        length: version.packageSizeBytes,
-        sha256: version.sha256,
-        url: version.packageUrl,
-      });
-    }
+  if (existsSync(catalogFile)) {
+    const catalog = JSON.parse(readFileSync(catalogFile, "utf8")) as Partial<CatalogLike>;
+    for (const mod of catalog.mods ?? [])
+      for (const version of mod.versions ?? []) listed.push({ modId: mod.id, version });
+  }
+  for (const path of targets.keys()) {
+    const modId = /^api\/v1\/mods\/([^/]+)\/versions\.json$/.exec(path)?.[1];
+    if (!modId) continue;
+    const document = JSON.parse(readFileSync(join(siteDir, path), "utf8")) as {
+      versions?: CatalogVersionLike[];
+    };
+    for (const version of document.versions ?? []) listed.push({ modId, version });
+  }
+  for (const { modId, version } of listed) {
+    const target = checkedArtifactTarget(siteDir, modId, version, (path) => targets.get(path));
+    if (target) targets.set(target.path, target);
   }
   return [...targets.values()].sort((a, b) => (a.path < b.path ? -1 : 1));
 }
@@ -199,6 +199,46 @@ function writeFileAtomic(file: string, text: string): void {
   renameSync(temp, file);
 }
 
+/**
+ * The new versioned files of one signing run (bins, targets, snapshot). They never replace a file a
+ * reader uses — nothing names them until timestamp.json does — so they need no rename, only to be
+ * on disk before the timestamp is: all are written, then each is fsynced, then the directory once
+ * (one journal flush instead of one per file: ~3 s for 1,024 bins on this VM's disk otherwise).
+ * Files with identical bytes — the empty bins of a full signing, same version and expiry — are
+ * hard links to one file.
+ */
+class VersionedFiles {
+  private readonly bySha256 = new Map<string, string>();
+  private readonly toSync: string[] = [];
+  constructor(private readonly dir: string) {}
+
+  write(name: string, text: string): void {
+    const file = join(this.dir, name);
+    // A leftover of a run that stopped before its timestamp: never served, safe to replace.
+    rmSync(file, { force: true });
+    const digest = sha256Of(Buffer.from(text));
+    const same = this.bySha256.get(digest);
+    if (same) {
+      linkSync(same, file);
+      return;
+    }
+    writeFileSync(file, text);
+    this.bySha256.set(digest, file);
+    this.toSync.push(file);
+  }
+
+  sync(): void {
+    for (const file of [...this.toSync, this.dir]) {
+      const fd = openSync(file, "r");
+      try {
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+    }
+  }
+}
+
 /** Publishes a root version (the first one from `svc keys init`, later ones from `svc keys rotate`). */
 export function writeRoot(siteDir: string, root: Metadata<Root>): string[] {
   const dir = join(siteDir, TUF_DIR);
@@ -210,12 +250,121 @@ export function writeRoot(siteDir: string, root: Metadata<Root>): string[] {
   return [`${TUF_DIR}/${versioned}`, `${TUF_DIR}/root.json`];
 }
 
-function sameTargets(current: Targets, next: SiteTarget[]): boolean {
+/**
+ * Hashed-bin delegation (TUF 1.0.31 `succinct_roles`, TAP 15; the design of PEP 458 for PyPI): the
+ * top-level targets role lists the few index documents that change on every publication and
+ * delegates every per-mod document and every artifact to 2^BIN_BIT_LENGTH bins by the sha256 of the
+ * target path. A publication then re-signs the bins its files fall in (a handful of ~70-target
+ * files) instead of one document listing every target, and a manager that is current downloads only
+ * the bins of the targets it looks up. 1,024 bins: at 10,000 mods x 5 versions (~70,000 targets) a
+ * bin holds ~68 targets (~9 KB raw, ~4 KB gzip) while snapshot lists 1,024 bin versions (~25 KB raw,
+ * a few KB gzip) — the two halves of a current manager's refresh stay about equal
+ * (docs/distribution.md, "Hashed bins").
+ */
+export const BIN_BIT_LENGTH = 10;
+export const BIN_NAME_PREFIX = "bins";
+
+/**
+ * The documents a manager reads on every refresh and every publication rewrites: the top-level
+ * targets role lists them itself (with the newest changes page), so a current manager's refresh
+ * costs timestamp + snapshot + this small targets file + the bins of what it then looks up.
+ * Everything else (per-mod documents, artifacts, closed changes pages, the rarely changing
+ * contract documents and schemas) is delegated to the bins.
+ */
+const TOP_LEVEL_DOCUMENTS: ReadonlySet<string> = new Set([
+  "api/v1/catalog.json",
+  "api/v1/mods/index.json",
+  "api/v1/changes/head.json",
+]);
+
+function changesPageNumber(path: string): number | null {
+  const page = /^api\/v1\/changes\/(\d+)\.json$/.exec(path)?.[1];
+  return page === undefined ? null : Number(page);
+}
+
+/** Where a target is signed: top-level for the index documents and the newest changes page, else its bin. */
+export function isTopLevelTarget(path: string, newestChangesPage: number | null): boolean {
+  return (
+    TOP_LEVEL_DOCUMENTS.has(path) ||
+    (newestChangesPage !== null && changesPageNumber(path) === newestChangesPage)
+  );
+}
+
+function newestChangesPage(paths: Iterable<string>): number | null {
+  let newest: number | null = null;
+  for (const path of paths) {
+    const page = changesPageNumber(path);
+    if (page !== null && (newest === null || page > newest)) newest = page;
+  }
+  return newest;
+}
+
+function succinctDelegationJson(keys: OnlineKeys) {
+  const key = keys.keys.targets;
+  return {
+    keys: { [key.keyid]: tufKey(key).toJSON() },
+    succinct_roles: {
+      keyids: [key.keyid],
+      threshold: 1,
+      bit_length: BIN_BIT_LENGTH,
+      name_prefix: BIN_NAME_PREFIX,
+    },
+  };
+}
+
+/** The succinct roles as the library computes them (SuccinctRoles is not re-exported by @tufjs/models). */
+const binRoles = (() => {
+  const targets = Targets.fromJSON({
+    _type: "targets",
+    spec_version: TUF_SPEC_VERSION,
+    version: 1,
+    expires: "2000-01-01T00:00:00Z",
+    targets: {},
+    delegations: {
+      keys: {},
+      succinct_roles: { keyids: [], threshold: 1, bit_length: BIN_BIT_LENGTH, name_prefix: BIN_NAME_PREFIX },
+    },
+  });
+  const roles = targets.delegations!.succinctRoles!;
+  return { roleFor: (path: string) => roles.getRoleForTarget(path), all: [...roles.getRoles()] };
+})();
+
+/** The bin (delegated role name) that signs a target path. */
+export function binForTarget(path: string): string {
+  return binRoles.roleFor(path);
+}
+
+/** Every bin name, bins-000 ... bins-3ff. */
+export function allBins(): readonly string[] {
+  return binRoles.all;
+}
+
+function toSiteTarget(file: TargetFile): SiteTarget {
+  const url = file.custom.url;
+  return {
+    path: file.path,
+    length: file.length,
+    sha256: file.hashes.sha256 ?? "",
+    ...(typeof url === "string" ? { url } : {}),
+  };
+}
+
+function toTargetFile(t: SiteTarget): TargetFile {
+  return new TargetFile({
+    path: t.path,
+    length: t.length,
+    hashes: { sha256: t.sha256 },
+    ...(t.url ? { unrecognizedFields: { custom: { url: t.url } } } : {}),
+  });
+}
+
+function sameTargetSet(current: Targets | null, next: ReadonlyMap<string, SiteTarget>): boolean {
+  if (!current) return false;
   const entries = Object.values(current.targets);
-  if (entries.length !== next.length) return false;
-  return next.every((t) => {
-    const c = current.targets[t.path];
-    return c !== undefined && c.length === t.length && c.hashes.sha256 === t.sha256 && c.custom.url === t.url;
+  if (entries.length !== next.size) return false;
+  return entries.every((c) => {
+    const t = next.get(c.path);
+    return t !== undefined && c.length === t.length && c.hashes.sha256 === t.sha256 && c.custom.url === t.url;
   });
 }
 
@@ -226,6 +375,16 @@ function sameTargets(current: Targets, next: SiteTarget[]): boolean {
  */
 export function nextVersion(previous: number, at: Date, seen = 0): number {
   return Math.max(previous + 1, seen + 1, Math.floor(at.getTime() / 1000));
+}
+
+/**
+ * A bin's next version: one more than its previous version, so that snapshot's 1,024 entries stay a
+ * few distinct numbers that gzip folds away (epoch-second versions per bin would cost ~3 bytes of
+ * entropy each on every refresh). A bin first signed without state takes the signing time in
+ * seconds, which is above any version an earlier signer counted up to (one per publication).
+ */
+function nextBinVersion(previous: number, at: Date): number {
+  return previous > 0 ? previous + 1 : Math.floor(at.getTime() / 1000);
 }
 
 function assertOnlineKeysOf(root: Root, keys: OnlineKeys): void {
@@ -276,38 +435,312 @@ export function assertCanSign(siteDir: string, signing: SiteSigning | null | und
 }
 
 /**
+ * A committed path as a target path. Writers report paths relative to their own root: the site
+ * builder relative to the site (`api/v1/...`), the publisher relative to the project
+ * (`site/api/v1/...`); records and pages are no targets.
+ */
+export function targetPathOfCommitted(path: string): string | null {
+  const parts = path.split("/");
+  for (let i = 0; i < parts.length; i++) {
+    const rest = parts.slice(i).join("/");
+    if (rest.startsWith("api/v1/") || rest.startsWith("downloads/")) return rest;
+    if (i === 0 && parts[0] === "records") return null;
+  }
+  return null;
+}
+
+/**
  * The one signing step of every local publication path (import, the publish route, hide/unhide,
  * build, serve's start-up build, smoke --record): called under the publish lock right after the
- * commit, so the signed targets always describe the committed tree. Nothing changed: nothing signed
- * (the scheduled `svc keys sign` keeps the timestamp fresh).
+ * commit, so the signed targets always describe the committed tree. Only the bins the committed
+ * files fall in are re-signed, from the commit's own list of written and deleted files; `full`
+ * (svc build) re-reads and re-hashes the whole site instead. Nothing changed: nothing signed (the
+ * scheduled `svc keys sign` keeps the timestamp fresh).
  */
 export function signAfterCommit(
   siteDir: string,
   signing: SiteSigning | null | undefined,
   change: { written: readonly string[]; deleted: readonly string[] },
+  options: { full?: boolean } = {},
 ): SignResult | null {
   if (!signing) return null;
   if (change.written.length === 0 && change.deleted.length === 0) return null;
-  return signSite(siteDir, signing.keys, signing.now ?? (() => new Date()));
+  const now = signing.now ?? (() => new Date());
+  if (options.full) return signSite(siteDir, signing.keys, now);
+  return signChanges(siteDir, signing.keys, change, now);
 }
 
 function expiresWithin(signed: { expires: string }, now: Date, days: number): boolean {
   return new Date(signed.expires).getTime() <= addDays(now, days).getTime();
 }
 
+/** The signed state as the live timestamp names it (each part null when absent). */
+interface SignedState {
+  timestamp: Metadata<Timestamp> | null;
+  snapshot: SnapshotState | null;
+  targets: Metadata<Targets> | null;
+}
+
+function loadState(dir: string): SignedState {
+  const timestampJson = readMetadata<Record<string, unknown>>(join(dir, "timestamp.json"));
+  const timestamp = timestampJson
+    ? (Metadata.fromJSON(MetadataKind.Timestamp, timestampJson as never) as Metadata<Timestamp>)
+    : null;
+  const snapshotVersion = timestamp?.signed.snapshotMeta.version ?? 0;
+  const snapshot = snapshotVersion ? readSnapshotState(join(dir, `${snapshotVersion}.snapshot.json`)) : null;
+  const targetsVersion = snapshot?.meta.get("targets.json") ?? 0;
+  const targetsJson = targetsVersion
+    ? readMetadata<{ signed?: { delegations?: unknown } }>(join(dir, `${targetsVersion}.targets.json`))
+    : null;
+  // A targets file of the single-file layout (every target, no delegations) is not parsed: its
+  // size would make the library's quadratic fromJSON the cost of the run, and it is replaced whole.
+  const targets = targetsJson?.signed?.delegations
+    ? (Metadata.fromJSON(MetadataKind.Targets, targetsJson as never) as Metadata<Targets>)
+    : null;
+  return { timestamp, snapshot, targets };
+}
+
 /**
- * Signs the built site with the online keys: a new targets version when any target changed (or
- * targets is past half its life), a new snapshot when targets changed (or past half its life), and
- * always a new timestamp. Run after every publication and on a schedule (the scheduled run is what
- * keeps the one-day timestamp fresh: freeze protection). Versions only ever grow (rollback protection).
+ * What signing needs of the current snapshot, read as plain JSON: @tufjs/models builds a snapshot's
+ * meta map (and a targets map) by spreading an accumulator per entry, quadratic in the entries —
+ * ~0.4 s for 1,024 bins on each of fromJSON and toJSON. The signer never needs to verify its own
+ * output, so it reads the versions directly.
+ */
+interface SnapshotState {
+  version: number;
+  expires: string;
+  meta: Map<string, number>;
+}
+
+function readSnapshotState(file: string): SnapshotState | null {
+  const json = readMetadata<{
+    signed?: { version?: unknown; expires?: unknown; meta?: Record<string, { version?: unknown }> };
+  }>(file);
+  const signed = json?.signed;
+  if (!signed || typeof signed.version !== "number" || typeof signed.expires !== "string") return null;
+  const meta = new Map<string, number>();
+  for (const [name, entry] of Object.entries(signed.meta ?? {})) {
+    if (typeof entry?.version === "number") meta.set(name, entry.version);
+  }
+  return { version: signed.version, expires: signed.expires, meta };
+}
+
+/** The same JSON as Snapshot.toJSON, built in linear time (see SnapshotState). */
+class LinearSnapshot extends Snapshot {
+  override toJSON() {
+    const meta: Record<string, ReturnType<MetaFile["toJSON"]>> = {};
+    for (const [name, file] of Object.entries(this.meta)) meta[name] = file.toJSON();
+    return {
+      _type: this.type,
+      meta,
+      spec_version: this.specVersion,
+      version: this.version,
+      expires: this.expires,
+      ...this.unrecognizedFields,
+    };
+  }
+}
+
+/** The same JSON as Targets.toJSON, built in linear time (see SnapshotState). */
+export class LinearTargets extends Targets {
+  override toJSON() {
+    const targets: Record<string, ReturnType<TargetFile["toJSON"]>> = {};
+    for (const [path, file] of Object.entries(this.targets)) targets[path] = file.toJSON();
+    return {
+      _type: this.type,
+      spec_version: this.specVersion,
+      version: this.version,
+      expires: this.expires,
+      targets,
+      ...this.unrecognizedFields,
+      ...(this.delegations ? { delegations: this.delegations.toJSON() } : {}),
+    };
+  }
+}
+
+/** A bin the snapshot names is gone (pruned by hand, a partial copy): the full path rebuilds it. */
+class SignedStateIncomplete extends Error {}
+
+/** Whether the current top-level targets delegates to the bins this signer writes, with its key. */
+function delegatesToBins(targets: Targets | null, keys: OnlineKeys): boolean {
+  const succinct = targets?.delegations?.succinctRoles;
+  return (
+    succinct !== undefined &&
+    succinct.bitLength === BIN_BIT_LENGTH &&
+    succinct.namePrefix === BIN_NAME_PREFIX &&
+    succinct.keyIDs.length === 1 &&
+    succinct.keyIDs[0] === keys.keys.targets.keyid
+  );
+}
+
+/** A signed bin as signing needs it, read as plain JSON (see SnapshotState: no quadratic fromJSON). */
+interface BinState {
+  expires: string;
+  targets: Map<string, SiteTarget>;
+}
+
+function loadBin(dir: string, snapshot: SnapshotState | null, bin: string): BinState | null {
+  const version = snapshot?.meta.get(`${bin}.json`);
+  if (!version) return null;
+  const json = readMetadata<{
+    signed?: {
+      expires?: string;
+      targets?: Record<string, { length: number; hashes?: { sha256?: string }; custom?: { url?: unknown } }>;
+    };
+  }>(join(dir, `${version}.${bin}.json`));
+  if (!json?.signed?.expires) return null;
+  const targets = new Map<string, SiteTarget>();
+  for (const [path, t] of Object.entries(json.signed.targets ?? {})) {
+    const url = t.custom?.url;
+    targets.set(path, {
+      path,
+      length: t.length,
+      sha256: t.hashes?.sha256 ?? "",
+      ...(typeof url === "string" ? { url } : {}),
+    });
+  }
+  return { expires: json.signed.expires, targets };
+}
+
+function sameTargetMaps(
+  current: ReadonlyMap<string, SiteTarget>,
+  next: ReadonlyMap<string, SiteTarget>,
+): boolean {
+  if (current.size !== next.size) return false;
+  for (const [path, c] of current) {
+    const t = next.get(path);
+    if (!t || c.length !== t.length || c.sha256 !== t.sha256 || c.url !== t.url) return false;
+  }
+  return true;
+}
+
+/**
+ * What one signing run should make true: the complete top-level target set and the complete target
+ * set of each bin it names (bins it does not name keep their signed version). `force` re-signs every
+ * named role even when unchanged (a key rotation or a layout change).
+ */
+interface SigningPlan {
+  topLevel: Map<string, SiteTarget>;
+  bins: Map<string, Map<string, SiteTarget>>;
+  force: boolean;
+  targetCount: number;
+}
+
+/**
+ * Full signing (`svc keys sign`, `svc build`, the scheduled run): hashes the whole site, then
+ * re-signs each role whose targets differ from its signed ones or whose expiry is near — a scheduled
+ * run that finds nothing changed re-signs only the timestamp. Versions only ever grow (rollback
+ * protection); the timestamp is always new (freeze protection).
  */
 export function signSite(
   siteDir: string,
   keys: OnlineKeys,
   now: () => Date = () => new Date(),
-  options: { liveTimestampVersion?: number } = {},
+  options: { liveTimestampVersion?: number; force?: boolean } = {},
 ): SignResult {
-  const at = now();
+  const root = requireRoot(siteDir, keys);
+  const dir = join(siteDir, TUF_DIR);
+  const state = loadState(dir);
+  const plan: SigningPlan = {
+    topLevel: new Map(),
+    bins: new Map(allBins().map((bin) => [bin, new Map()])),
+    force: options.force === true || !delegatesToBins(state.targets?.signed ?? null, keys),
+    targetCount: 0,
+  };
+  const siteTargets = collectSiteTargets(siteDir);
+  plan.targetCount = siteTargets.length;
+  const newestPage = newestChangesPage(siteTargets.map((t) => t.path));
+  for (const t of siteTargets) {
+    if (isTopLevelTarget(t.path, newestPage)) plan.topLevel.set(t.path, t);
+    else plan.bins.get(binForTarget(t.path))!.set(t.path, t);
+  }
+  return applyPlan(dir, root, keys, state, plan, now(), options.liveTimestampVersion);
+}
+
+/**
+ * Incremental signing after a commit: only the committed files are hashed and only their bins are
+ * read and re-signed (O(one mod)). A changed per-mod versions document also brings its externally
+ * hosted artifacts (`external/...`) and has each locally served artifact it lists checked against
+ * its recorded sha256. Falls back to full signing when there is no bin layout to update yet.
+ */
+export function signChanges(
+  siteDir: string,
+  keys: OnlineKeys,
+  change: { written: readonly string[]; deleted: readonly string[] },
+  now: () => Date = () => new Date(),
+): SignResult {
+  const dir = join(siteDir, TUF_DIR);
+  const state = loadState(dir);
+  if (!state.snapshot || !state.targets || !delegatesToBins(state.targets.signed, keys)) {
+    return signSite(siteDir, keys, now);
+  }
+  const root = requireRoot(siteDir, keys);
+  const snapshot = state.snapshot;
+  const topLevel = new Map(Object.values(state.targets.signed.targets).map((f) => [f.path, toSiteTarget(f)]));
+  const bins = new Map<string, Map<string, SiteTarget>>();
+  const binTargets = (bin: string): Map<string, SiteTarget> => {
+    let targets = bins.get(bin);
+    if (!targets) {
+      const current = loadBin(dir, snapshot, bin);
+      if (!current && snapshot.meta.has(`${bin}.json`)) {
+        throw new SignedStateIncomplete(`${TUF_DIR}: the signed ${bin} is missing`);
+      }
+      targets = new Map(current?.targets ?? []);
+      bins.set(bin, targets);
+    }
+    return targets;
+  };
+  const paths = new Set<string>();
+  for (const committed of [...change.written, ...change.deleted]) {
+    const path = targetPathOfCommitted(committed);
+    if (path) paths.add(path);
+  }
+  const signedNewestPage = newestChangesPage(topLevel.keys());
+  const newestPage = newestChangesPage([
+    ...topLevel.keys(),
+    ...[...paths].filter((path) => existsSync(join(siteDir, path))),
+  ]);
+  const placeOf = (path: string) =>
+    isTopLevelTarget(path, newestPage) ? topLevel : binTargets(binForTarget(path));
+  const setTarget = (path: string, target: SiteTarget | null) => {
+    const targets = placeOf(path);
+    if (target) targets.set(path, target);
+    else targets.delete(path);
+  };
+  const targetOf = (path: string): SiteTarget | undefined => placeOf(path).get(path);
+
+  try {
+    // A new changes page became the newest: the one before it leaves top-level for its bin.
+    if (signedNewestPage !== null && signedNewestPage !== newestPage) {
+      const previous = `api/v1/changes/${signedNewestPage}.json`;
+      const moved = topLevel.get(previous);
+      topLevel.delete(previous);
+      if (moved) binTargets(binForTarget(previous)).set(previous, moved);
+    }
+    for (const path of [...paths].sort()) {
+      const full = join(siteDir, path);
+      setTarget(path, existsSync(full) ? { path, ...hashFile(full) } : null);
+    }
+    for (const path of paths) {
+      const modId = /^api\/v1\/mods\/([^/]+)\/versions\.json$/.exec(path)?.[1];
+      if (!modId || !existsSync(join(siteDir, path))) continue;
+      const document = JSON.parse(readFileSync(join(siteDir, path), "utf8")) as {
+        versions?: CatalogVersionLike[];
+      };
+      for (const version of document.versions ?? []) {
+        const target = checkedArtifactTarget(siteDir, modId, version, targetOf);
+        if (target) setTarget(target.path, target);
+      }
+    }
+  } catch (error) {
+    if (error instanceof SignedStateIncomplete) return signSite(siteDir, keys, now);
+    throw error;
+  }
+  const plan: SigningPlan = { topLevel, bins, force: false, targetCount: paths.size };
+  return applyPlan(dir, root, keys, state, plan, now());
+}
+
+function requireRoot(siteDir: string, keys: OnlineKeys): Root {
   const latestRoot = loadLatestRoot(siteDir);
   if (!latestRoot) {
     throw new DistributionError(
@@ -315,84 +748,152 @@ export function signSite(
       `no ${TUF_DIR}/N.root.json under ${siteDir}; run \`svc keys init\` first`,
     );
   }
-  const root = latestRoot.metadata.signed;
-  assertOnlineKeysOf(root, keys);
-  const dir = join(siteDir, TUF_DIR);
-  const siteTargets = collectSiteTargets(siteDir);
+  assertOnlineKeysOf(latestRoot.metadata.signed, keys);
+  return latestRoot.metadata.signed;
+}
 
-  const currentTimestampJson = readMetadata<Record<string, unknown>>(join(dir, "timestamp.json"));
-  const currentTimestamp = currentTimestampJson
-    ? (Metadata.fromJSON(MetadataKind.Timestamp, currentTimestampJson as never) as Metadata<Timestamp>)
-    : null;
-  const snapshotVersion = currentTimestamp?.signed.snapshotMeta.version ?? 0;
-  const currentSnapshotJson = snapshotVersion
-    ? readMetadata<Record<string, unknown>>(join(dir, `${snapshotVersion}.snapshot.json`))
-    : null;
-  const currentSnapshot = currentSnapshotJson
-    ? (Metadata.fromJSON(MetadataKind.Snapshot, currentSnapshotJson as never) as Metadata<Snapshot>)
-    : null;
-  const targetsVersion = currentSnapshot?.signed.meta["targets.json"]?.version ?? 0;
-  const currentTargetsJson = targetsVersion
-    ? readMetadata<Record<string, unknown>>(join(dir, `${targetsVersion}.targets.json`))
-    : null;
-  const currentTargets = currentTargetsJson
-    ? (Metadata.fromJSON(MetadataKind.Targets, currentTargetsJson as never) as Metadata<Targets>)
-    : null;
-
-  const written: string[] = [];
-  const newTargets =
-    !currentTargets ||
-    !sameTargets(currentTargets.signed, siteTargets) ||
-    expiresWithin(currentTargets.signed, at, EXPIRY_DAYS.targets / 2);
-  let nextTargetsVersion = targetsVersion;
-  if (newTargets) {
-    nextTargetsVersion = nextVersion(targetsVersion, at);
-    const targets = new Targets({
-      version: nextTargetsVersion,
-      specVersion: TUF_SPEC_VERSION,
-      expires: tufTime(addDays(at, EXPIRY_DAYS.targets)),
-    });
-    for (const t of siteTargets) {
-      targets.addTarget(
-        new TargetFile({
-          path: t.path,
-          length: t.length,
-          hashes: { sha256: t.sha256 },
-          ...(t.url ? { unrecognizedFields: { custom: { url: t.url } } } : {}),
-        }),
+/**
+ * The target of one version's package, checked like the full path checks it: a locally served
+ * artifact must exist with the recorded sha256 and size (taken from its signed entry or, when it was
+ * not signed yet, hashed now and returned to be signed); an external one becomes an `external/` target.
+ */
+function checkedArtifactTarget(
+  siteDir: string,
+  modId: string,
+  version: CatalogVersionLike,
+  signedTarget: (path: string) => SiteTarget | undefined,
+): SiteTarget | null {
+  const path = artifactTargetPath("", modId, version);
+  if (!path.startsWith("downloads/")) {
+    return { path, length: version.packageSizeBytes, sha256: version.sha256, url: version.packageUrl };
+  }
+  const signed = signedTarget(path);
+  let served = signed;
+  if (!served) {
+    const full = join(siteDir, path);
+    if (!existsSync(full)) {
+      throw new DistributionError(
+        "artifact_mismatch",
+        `the catalog lists ${path} but site/${path} is missing`,
       );
     }
-    const metadata = new Metadata(targets);
-    metadata.sign(signerFor(keys.keys.targets));
-    mkdirSync(dir, { recursive: true });
-    writeFileAtomic(join(dir, `${nextTargetsVersion}.targets.json`), serializeMetadata(metadata));
-    written.push(`${TUF_DIR}/${nextTargetsVersion}.targets.json`);
+    served = { path, ...hashFile(full) };
+  }
+  if (served.sha256 !== version.sha256 || served.length !== version.packageSizeBytes) {
+    throw new DistributionError(
+      "artifact_mismatch",
+      `site/${path} does not match the sha256/size its catalog entry records; refusing to sign it`,
+      { path, served, recorded: { sha256: version.sha256, length: version.packageSizeBytes } },
+    );
+  }
+  // Hashed just now: the commit did not name the artifact (linked in rather than written).
+  return signed ? null : served;
+}
+
+/** Compact: bins and snapshot are read by machines only, and their size is what a refresh costs. */
+function serializeCompact(metadata: Metadata<Targets | Snapshot>): string {
+  return `${JSON.stringify(metadata.toJSON())}\n`;
+}
+
+function applyPlan(
+  dir: string,
+  root: Root,
+  keys: OnlineKeys,
+  state: SignedState,
+  plan: SigningPlan,
+  at: Date,
+  liveTimestampVersion?: number,
+): SignResult {
+  mkdirSync(dir, { recursive: true });
+  const files = new VersionedFiles(dir);
+  const written: string[] = [];
+  const currentSnapshot = state.snapshot;
+  const snapshotMeta = new Map<string, number>(currentSnapshot?.meta ?? []);
+  const targetsSigner = signerFor(keys.keys.targets);
+  const binExpires = tufTime(addDays(at, EXPIRY_DAYS.targets));
+
+  const resignedBins: string[] = [];
+  for (const [bin, targets] of plan.bins) {
+    const previousVersion = snapshotMeta.get(`${bin}.json`) ?? 0;
+    const current = plan.force || !previousVersion ? null : loadBin(dir, currentSnapshot, bin);
+    if (
+      current &&
+      sameTargetMaps(current.targets, targets) &&
+      !expiresWithin(current, at, EXPIRY_DAYS.targets / 2)
+    ) {
+      continue;
+    }
+    const version = nextBinVersion(previousVersion, at);
+    const signed = new LinearTargets({ version, specVersion: TUF_SPEC_VERSION, expires: binExpires });
+    for (const t of [...targets.values()].sort((a, b) => (a.path < b.path ? -1 : 1)))
+      signed.addTarget(toTargetFile(t));
+    const metadata = new Metadata(signed);
+    metadata.sign(targetsSigner);
+    files.write(`${version}.${bin}.json`, serializeCompact(metadata));
+    written.push(`${TUF_DIR}/${version}.${bin}.json`);
+    snapshotMeta.set(`${bin}.json`, version);
+    resignedBins.push(bin);
   }
 
+  const currentTargets = state.targets?.signed ?? null;
+  const targetsVersion = snapshotMeta.get("targets.json") ?? 0;
+  let nextTargetsVersion = targetsVersion;
+  if (
+    plan.force ||
+    !currentTargets ||
+    !delegatesToBins(currentTargets, keys) ||
+    !sameTargetSet(currentTargets, plan.topLevel) ||
+    expiresWithin(currentTargets, at, EXPIRY_DAYS.targets / 2)
+  ) {
+    nextTargetsVersion = nextVersion(targetsVersion, at);
+    const targets = Targets.fromJSON({
+      _type: "targets",
+      spec_version: TUF_SPEC_VERSION,
+      version: nextTargetsVersion,
+      expires: tufTime(addDays(at, EXPIRY_DAYS.targets)),
+      targets: {},
+      delegations: succinctDelegationJson(keys),
+    });
+    for (const t of [...plan.topLevel.values()].sort((a, b) => (a.path < b.path ? -1 : 1)))
+      targets.addTarget(toTargetFile(t));
+    const metadata = new Metadata(targets);
+    metadata.sign(targetsSigner);
+    files.write(`${nextTargetsVersion}.targets.json`, serializeMetadata(metadata));
+    written.push(`${TUF_DIR}/${nextTargetsVersion}.targets.json`);
+    snapshotMeta.set("targets.json", nextTargetsVersion);
+  }
+
+  const snapshotVersion = state.timestamp?.signed.snapshotMeta.version ?? 0;
   let nextSnapshotVersion = snapshotVersion;
   let snapshotText: string;
-  if (newTargets || !currentSnapshot || expiresWithin(currentSnapshot.signed, at, EXPIRY_DAYS.snapshot / 2)) {
+  if (
+    written.length > 0 ||
+    !currentSnapshot ||
+    expiresWithin(currentSnapshot, at, EXPIRY_DAYS.snapshot / 2)
+  ) {
     nextSnapshotVersion = nextVersion(snapshotVersion, at);
-    const snapshot = new Snapshot({
+    // Bins first in name order, then targets.json: a stable order keeps consecutive snapshots alike.
+    const names = [...snapshotMeta.keys()].filter((n) => n !== "targets.json").sort();
+    const meta: Record<string, MetaFile> = {
+      "targets.json": new MetaFile({ version: snapshotMeta.get("targets.json")! }),
+    };
+    for (const name of names) meta[name] = new MetaFile({ version: snapshotMeta.get(name)! });
+    const snapshot = new LinearSnapshot({
       version: nextSnapshotVersion,
       specVersion: TUF_SPEC_VERSION,
       expires: tufTime(addDays(at, EXPIRY_DAYS.snapshot)),
-      meta: { "targets.json": new MetaFile({ version: nextTargetsVersion }) },
+      meta,
     });
     const metadata = new Metadata(snapshot);
     metadata.sign(signerFor(keys.keys.snapshot));
-    snapshotText = serializeMetadata(metadata);
-    writeFileAtomic(join(dir, `${nextSnapshotVersion}.snapshot.json`), snapshotText);
+    snapshotText = serializeCompact(metadata);
+    files.write(`${nextSnapshotVersion}.snapshot.json`, snapshotText);
     written.push(`${TUF_DIR}/${nextSnapshotVersion}.snapshot.json`);
   } else {
     snapshotText = readFileSync(join(dir, `${snapshotVersion}.snapshot.json`), "utf8");
   }
 
-  const timestampVersion = nextVersion(
-    currentTimestamp?.signed.version ?? 0,
-    at,
-    options.liveTimestampVersion,
-  );
+  const timestampVersion = nextVersion(state.timestamp?.signed.version ?? 0, at, liveTimestampVersion);
   const snapshotBytes = Buffer.from(snapshotText);
   const timestamp = new Timestamp({
     version: timestampVersion,
@@ -406,29 +907,43 @@ export function signSite(
   });
   const timestampMetadata = new Metadata(timestamp);
   timestampMetadata.sign(signerFor(keys.keys.timestamp));
+  files.sync();
   // Last: until this rename lands, readers see the previous, still complete, set.
   writeFileAtomic(join(dir, "timestamp.json"), serializeMetadata(timestampMetadata));
   written.push(`${TUF_DIR}/timestamp.json`);
 
-  pruneOldVersions(dir, "targets", nextTargetsVersion);
-  pruneOldVersions(dir, "snapshot", nextSnapshotVersion);
+  pruneOldVersions(dir, ["targets", "snapshot", ...resignedBins], {
+    targets: nextTargetsVersion,
+    snapshot: nextSnapshotVersion,
+    ...Object.fromEntries(resignedBins.map((bin) => [bin, snapshotMeta.get(`${bin}.json`)!])),
+  });
   return {
     rootVersion: root.version,
     targetsVersion: nextTargetsVersion,
     snapshotVersion: nextSnapshotVersion,
     timestampVersion,
-    targetCount: siteTargets.length,
+    targetCount: plan.targetCount,
+    binsSigned: resignedBins,
     written,
   };
 }
 
-function pruneOldVersions(dir: string, role: "targets" | "snapshot", newest: number): void {
-  const pattern = new RegExp(`^(\\d+)\\.${role}\\.json$`);
-  const older = readdirSync(dir)
-    .map((name) => ({ name, version: Number(pattern.exec(name)?.[1] ?? Number.NaN) }))
-    .filter((f) => Number.isFinite(f.version) && f.version < newest)
-    .sort((x, y) => y.version - x.version);
-  for (const file of older.slice(KEEP_OLD_VERSIONS)) rmSync(join(dir, file.name), { force: true });
+/** Keeps KEEP_OLD_VERSIONS files behind the newest of each role just re-signed; one directory listing. */
+function pruneOldVersions(dir: string, roles: readonly string[], newest: Record<string, number>): void {
+  const wanted = new Set(roles);
+  const byRole = new Map<string, number[]>();
+  for (const name of readdirSync(dir)) {
+    const match = /^(\d+)\.(.+)\.json$/.exec(name);
+    if (!match || !wanted.has(match[2]!)) continue;
+    const version = Number(match[1]);
+    if (version >= newest[match[2]!]!) continue;
+    byRole.set(match[2]!, [...(byRole.get(match[2]!) ?? []), version]);
+  }
+  for (const [role, versions] of byRole) {
+    for (const version of versions.sort((x, y) => y - x).slice(KEEP_OLD_VERSIONS)) {
+      rmSync(join(dir, `${version}.${role}.json`), { force: true });
+    }
+  }
 }
 
 export type SignatureStatus =

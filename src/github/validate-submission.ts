@@ -4,6 +4,7 @@
  * cap, runs every check and returns the report artifact. It executes nothing from the pull request
  * or the ZIP and needs only a read token.
  */
+import { catalogWithSubmissionVersions } from "../catalog/validation-catalog.ts";
 import type { CatalogDocument } from "../contracts/catalog.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
@@ -23,6 +24,11 @@ export interface ValidateSubmissionInput {
   head?: { ref: string; repository: string | null };
   policy: ValidationContract;
   catalog: CatalogDocument | null;
+  /**
+   * The checked-out site: catalog.json lists each mod's newest version only, so the submission's mod
+   * and its dependencies get every version from their versions.json (version_exists, ranges).
+   */
+  siteDir?: string;
   gameBuilds: GameBuildsDocument | null;
   scanner: AntivirusScanner | null;
   fetch?: FetchLike;
@@ -117,7 +123,9 @@ export async function validateSubmission(
     package: { bytes: download.bytes },
     sidecar,
     policy: input.policy,
-    catalog: input.catalog,
+    catalog: input.siteDir
+      ? catalogWithSubmissionVersions(input.catalog, input.siteDir, sidecar)
+      : input.catalog,
     gameBuilds: input.gameBuilds,
     scanner: input.scanner,
     ...(input.clock ? { clock: input.clock } : {}),

@@ -32,7 +32,9 @@ import type {
   GameBuildsDocument,
   InspectedEntry,
   PackageAnalysis,
+  PackageFile,
   ScanVerdict,
+  ValidationOutcome,
   ValidationReport,
 } from "./types.ts";
 import { policyShapeProblems } from "./policy-shape.ts";
@@ -74,8 +76,11 @@ export interface ValidationProgress {
 }
 
 export interface ValidationInput {
-  /** The package: a path (read once into memory after a size check) or the bytes themselves. */
-  package: { path: string } | { bytes: Uint8Array };
+  /**
+   * The package: a path (opened once and read with positional reads), the bytes themselves, or
+   * any random-access source (what a test uses to watch every read).
+   */
+  package: { path: string } | { bytes: Uint8Array } | { source: ByteSource };
   /** The untrusted sidecar as parsed JSON; undefined when none was supplied. */
   sidecar: unknown;
   /** Set when the caller could not parse the sidecar (invalid JSON, duplicate keys, ...). */
@@ -135,6 +140,10 @@ async function openPackage(source: ValidationInput["package"], maxBytes: number)
     },
     sizeBytes: size,
   });
+  if ("source" in source) {
+    if (source.source.size > maxBytes) return tooLarge(source.source.size);
+    return { source: source.source, close: async () => {}, unchanged: async () => true };
+  }
   if ("bytes" in source) {
     if (source.bytes.length > maxBytes) return tooLarge(source.bytes.length);
     const bytes = Buffer.from(source.bytes.buffer, source.bytes.byteOffset, source.bytes.byteLength);
@@ -360,6 +369,7 @@ export async function analyzePackage(input: ValidationInput): Promise<PackageAna
       contentInspected: false,
       inflateFindings: [],
       files: new Map(),
+      installFiles: [],
       scan: { state: input.antivirusDisabled ? "disabled" : input.scanner ? "not_run" : "not_configured" },
     };
   }
@@ -428,6 +438,7 @@ async function analyzeSource(input: ValidationInput, source: ByteSource): Promis
   const entries: InspectedEntry[] = structure.entries.map((entry) => ({ entry, kind: null }));
   const inflateFindings: ZipFinding[] = [];
   const files = new Map<string, Buffer>();
+  const installFiles: PackageFile[] = [];
 
   // That scan stands for the entries only when the scanner sees the same entries we do (a sound
   // layout) and would report, not skip, what lies beyond its limits. Otherwise every entry is also
@@ -458,6 +469,13 @@ async function analyzeSource(input: ValidationInput, source: ByteSource): Promis
         continue;
       }
       const data = result.data;
+      // Hashed from the buffer just inflated for the CRC and the scanner: the per-file hashes a
+      // manager verifies an installation with cost no second read of the package.
+      installFiles.push({
+        path: entry.name,
+        sizeBytes: data.length,
+        sha256: createHash("sha256").update(data).digest("hex"),
+      });
       item.kind = sniffFileType(
         tailAware(data.subarray(0, 4096), data.subarray(Math.max(0, data.length - 4096)), data.length),
       );
@@ -499,6 +517,7 @@ async function analyzeSource(input: ValidationInput, source: ByteSource): Promis
     contentInspected,
     inflateFindings,
     files,
+    installFiles,
     scan,
   };
 }
@@ -512,6 +531,14 @@ function tailAware(head: Buffer, tail: Buffer, length: number): Buffer {
 }
 
 export async function runValidation(input: ValidationInput): Promise<ValidationReport> {
+  return (await validatePackage(input)).report;
+}
+
+/**
+ * The report and, when every entry inflated and verified, the files the package installs with
+ * their sizes and sha256 from the same pass (what the publisher stores in the release record).
+ */
+export async function validatePackage(input: ValidationInput): Promise<ValidationOutcome> {
   const clock = input.clock ?? (() => new Date());
   const startedAt = clock().toISOString();
   const schemaBaseUrl =
@@ -535,7 +562,7 @@ export async function runValidation(input: ValidationInput): Promise<ValidationR
 
   if (problems.length > 0) {
     const checks = order.map((c) => ({ ...failed(c.id, "policy_invalid", problems), required: true }));
-    return {
+    const report: ValidationReport = {
       schema: "svc.validation-report.v1",
       ...identity,
       packageSha256: null,
@@ -545,6 +572,7 @@ export async function runValidation(input: ValidationInput): Promise<ValidationR
       startedAt,
       finishedAt: clock().toISOString(),
     };
+    return { report, files: null };
   }
 
   const pkg = await analyzePackage(input);
@@ -589,7 +617,7 @@ export async function runValidation(input: ValidationInput): Promise<ValidationR
     results.set(id, outcome);
     checks.push({ ...outcome, required });
   }
-  return {
+  const report: ValidationReport = {
     schema: "svc.validation-report.v1",
     ...identity,
     packageSha256: pkg.sha256,
@@ -599,4 +627,5 @@ export async function runValidation(input: ValidationInput): Promise<ValidationR
     startedAt,
     finishedAt: clock().toISOString(),
   };
+  return { report, files: pkg.contentInspected ? (pkg.installFiles ?? null) : null };
 }

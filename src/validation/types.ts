@@ -96,6 +96,24 @@ export interface ScanVerdict {
   result: ScanResult;
 }
 
+/**
+ * One file a package installs: its path below the mod's folder (the entry name, which is where
+ * the manager writes it), and the size and sha256 of its inflated bytes, hashed while the runner
+ * inflated the entry for its checks (no second read of the package).
+ */
+export interface PackageFile {
+  path: string;
+  sizeBytes: number;
+  sha256: string;
+}
+
+/** A report plus the package's files, for callers that publish (the publisher stores the list). */
+export interface ValidationOutcome {
+  report: ValidationReport;
+  /** Every file entry, in archive order; null unless every entry inflated and verified. */
+  files: PackageFile[] | null;
+}
+
 /** Everything the runner learned from the package bytes; the checks only read it. */
 export interface PackageAnalysis {
   sizeBytes: number | null;
@@ -111,6 +129,11 @@ export interface PackageAnalysis {
   inflateFindings: ZipFinding[];
   /** Bytes of files the checks read: the manifest and modConfig files. */
   files: Map<string, Buffer>;
+  /**
+   * Each file entry that inflated, with its size and sha256; complete when contentInspected.
+   * Optional: analyses made outside the runner (svc pack, svc new) have no use for it.
+   */
+  installFiles?: PackageFile[];
   /** The package's own signature (zip, 7z, pe, ...); null when unreadable. */
   packageKind: FileKind | null;
   /** What the antivirus did: ran (with verdicts), or why it did not. */

@@ -41,6 +41,9 @@ async function expectCode(promise: Promise<unknown>, code: string) {
   return error as SvcError;
 }
 
+/** The changes feed: records/changes and its published copy list every change, so they grow with each. */
+const CHANGES_FEED = /^(records\/changes|site\/api\/v1\/changes)\//;
+
 /** svc check, in-process: the committed site equals what svc build writes and the rules hold. */
 function expectNoDrift(p: CatalogProject) {
   const expected = renderSite(loadSiteInputs(p.config, p.recordsDir), p.siteDir);
@@ -91,8 +94,13 @@ describe("publisher", () => {
       artifactStatus: "published",
       downloadEnabled: true,
       status: "published",
-      releaseNotes: "Release 1.0.0.",
     });
+    // The catalog lists the newest version without its release notes; versions.json has them.
+    expect(catalog.mods[0]!.versions[0]).not.toHaveProperty("releaseNotes");
+    const versions = json<{ versions: Array<Record<string, unknown>> }>(
+      project.read("site/api/v1/mods/better-hud/versions.json"),
+    );
+    expect(versions.versions[0]).toMatchObject({ version: "1.0.0", releaseNotes: "Release 1.0.0." });
     expectNoDrift(project);
     expect(project.exists(".svc-tmp/staging")).toBe(false);
   });
@@ -117,10 +125,16 @@ describe("publisher", () => {
     await hideRelease(publisherOptions(project), "better-hud", "1.0.0");
     await expectCode(publish(project), "version_exists");
     await unhideRelease(publisherOptions(project), "better-hud", "1.0.0");
+    // Only the record and the changes feed (which lists the hide and the unhide) differ.
     for (const [path, hash] of before) {
-      if (path !== "records/mods/better-hud/1.0.0.json")
+      if (path !== "records/mods/better-hud/1.0.0.json" && !CHANGES_FEED.test(path))
         expect(project.snapshot().get(path), path).toBe(hash);
     }
+    expect(
+      json<{ entries: Array<{ kind: string }> }>(project.read("records/changes/0.json")).entries.map(
+        (e) => e.kind,
+      ),
+    ).toEqual(["publish", "hide", "unhide"]);
 
     // A stray artifact at a version's URL (no record): never replaced.
     const { packageBytes, sidecar } = modRelease({ version: "2.0.0" });
@@ -189,10 +203,11 @@ describe("publisher", () => {
     const restored = await unhideRelease(publisherOptions(project), "better-hud", "1.0.0");
     expect(restored.record.status).toBe("published");
     expect(restored.record.statusBeforeHidden).toBeUndefined();
-    // Byte for byte the published state again, except the record's updatedAt.
+    // Byte for byte the published state again, except the record's updatedAt and the changes feed.
     const after = project.snapshot();
     for (const [path, hash] of published) {
-      if (path !== "records/mods/better-hud/1.0.0.json") expect(after.get(path), path).toBe(hash);
+      if (path !== "records/mods/better-hud/1.0.0.json" && !CHANGES_FEED.test(path))
+        expect(after.get(path), path).toBe(hash);
     }
     expect(json<ReleaseRecord>(project.read("records/mods/better-hud/1.0.0.json")).status).toBe("published");
 

@@ -94,6 +94,15 @@ const VALID: Record<SchemaName, unknown> = {
   common: {},
   artifact: { artifactStatus: "planned", downloadEnabled: false },
   catalog: generated.get("catalog"),
+  "changes-head": generated.get("changes-head"),
+  "changes-page": {
+    schema: "svc.changes-page.v1",
+    page: 0,
+    entries: [
+      { sequence: 1, modId: "better-hud", version: "1.2.0", kind: "publish", latestVersion: "1.2.0", at: AT },
+      { sequence: 2, modId: "better-hud", version: "1.2.0", kind: "hide", latestVersion: null, at: AT },
+    ],
+  },
   "mods-index": generated.get("mods-index"),
   "mod-detail": generated.get("mod-detail"),
   "mod-versions": generated.get("mod-versions"),
@@ -151,9 +160,33 @@ const INVALID: Array<[SchemaName, string, Mutation, { path: string; keyword: str
   ],
   [
     "catalog",
+    "more than the newest version (all versions live in versions.json)",
+    (d) => d.mods[0].versions.push({ ...d.mods[0].versions[0], version: "0.1.0" }),
+    { path: "/mods/0/versions", keyword: "maxItems" },
+  ],
+  [
+    "catalog",
+    "a mod without the hash of its versions.json",
+    (d) => delete d.mods[0].versionsSha256,
+    { path: "/mods/0", keyword: "required" },
+  ],
+  [
+    "mod-versions",
     "a version without release notes",
-    (d) => delete d.mods[0].versions[0].releaseNotes,
-    { path: "/mods/0/versions/0", keyword: "required" },
+    (d) => delete d.versions[0].releaseNotes,
+    { path: "/versions/0", keyword: "required" },
+  ],
+  [
+    "changes-page",
+    "an entry of an unknown kind",
+    (d) => (d.entries[0].kind = "delete"),
+    { path: "/entries/0/kind", keyword: "enum" },
+  ],
+  [
+    "changes-head",
+    "a negative sequence",
+    (d) => (d.sequence = -1),
+    { path: "/sequence", keyword: "minimum" },
   ],
   [
     "readiness",
@@ -231,6 +264,24 @@ const INVALID: Array<[SchemaName, string, Mutation, { path: string; keyword: str
     "blank release notes",
     (d) => (d.versions[0].releaseNotes = "   "),
     { path: "/versions/0/releaseNotes", keyword: "pattern" },
+  ],
+  [
+    "mod-versions",
+    "a per-file hash whose path leaves the mod folder",
+    (d) => (d.versions[0].files = [{ path: "/etc/passwd", sizeBytes: 1, sha256: "e".repeat(64) }]),
+    { path: "/versions/0/files/0/path", keyword: "pattern" },
+  ],
+  [
+    "catalog",
+    "per-file hashes (they live in versions.json and the mod detail)",
+    (d) => (d.mods[0].versions[0].files = [{ path: "svc-mod.json", sizeBytes: 1, sha256: "e".repeat(64) }]),
+    { path: "/mods/0/versions/0", keyword: "additionalProperties" },
+  ],
+  [
+    "release-record",
+    "a per-file entry without its sha256",
+    (d) => (d.files = [{ path: "svc-mod.json", sizeBytes: 1 }]),
+    { path: "/files/0", keyword: "required" },
   ],
   ["workflow", "a missing state", (d) => d.states.pop(), { path: "/states", keyword: "minItems" }],
   [

@@ -103,13 +103,18 @@ describe("svc build", () => {
     expect(catalog.mods.map((m) => m.id)).toEqual(["better-hud"]);
     const mod = catalog.mods[0]!;
     expect(mod.latestVersion).toBe("1.1.0");
+    // The catalog lists the newest version; detail and versions.json list every visible one.
     expect(mod.versions.map((v) => [v.version, v.status, v.downloadEnabled])).toEqual([
       ["1.1.0", "published", true],
-      ["1.0.0", "superseded", true],
     ]);
     expect(catalog.supportedGameBuilds).toEqual(["17000000"]);
     const detail = json<ModDetailDocument>("site/api/v1/mods/better-hud/index.json");
-    expect(detail.versions).toEqual(mod.versions);
+    expect(detail.versions.map((v) => [v.version, v.status, v.downloadEnabled])).toEqual([
+      ["1.1.0", "published", true],
+      ["1.0.0", "superseded", true],
+    ]);
+    const { releaseNotes: _, ...newest } = detail.versions[0]!;
+    expect(mod.versions[0]).toEqual(newest);
     expect(detail.description).toBe("Rearranges the HUD.");
     expect(
       json<ModsIndexDocument>("site/api/v1/mods/index.json").mods.map((m) => [m.id, m.versionCount]),
@@ -229,7 +234,9 @@ describe("contract rules", () => {
     edit(map, "api/v1/mods/better-hud/versions.json", (d) => (d.versions[0].packageSizeBytes = 1));
     expect(checkContractRules(map).map((f) => f.message)).toEqual([
       "mods/better-hud/index.json field name differs from catalog.json",
+      "mods/better-hud/index.json versions differ from versions.json",
       "mods/better-hud/versions.json differs from catalog.json",
+      "catalog.json versionsSha256 of better-hud is not the hash of its versions.json",
     ]);
   });
 
@@ -250,7 +257,8 @@ describe("reference manager reader", () => {
     project.addRecord(releaseRecord({ version: "1.1.0" }));
     const map = renderSite(loadSiteInputs(project.config, `${project.root}/records`), project.site(""));
     const parse = parseManagerCatalog(map.get("api/v1/catalog.json")!);
-    expect(parse).toMatchObject({ ok: true, errors: [], mods: 1, versions: 2 });
+    // The catalog lists each mod's newest version only (versions.json has both).
+    expect(parse).toMatchObject({ ok: true, errors: [], mods: 1, versions: 1 });
   });
 
   it("refuses what a manager could not act on", () => {

@@ -13,7 +13,16 @@ import { renderStoredStatus } from "../../src/bot/comments.ts";
 import { CHECKS } from "../../src/contracts/checks.ts";
 import type { SubmissionState } from "../../src/workflow/machine.ts";
 import { intakeSubmissionReport } from "../../src/github/submission-report.ts";
-import { type CatalogProject, catalogProject, modRelease, runCli } from "../support/catalog-project.ts";
+import { Octokit } from "@octokit/rest";
+import { publishRelease } from "../../src/catalog/publisher.ts";
+import { validateSubmission } from "../../src/github/validate-submission.ts";
+import {
+  type CatalogProject,
+  catalogProject,
+  modRelease,
+  publisherOptions,
+  runCli,
+} from "../support/catalog-project.ts";
 import { githubRelease, releaseAsset } from "../support/github-openapi-server.ts";
 import { writeZip } from "../support/zip.ts";
 import { ROOT, runAction } from "./support/action-runner.ts";
@@ -139,6 +148,74 @@ describe("actions/validate from its bundle", () => {
       "report-path": join(dir, "submission-report.json"),
     });
     expect(result.summary).toContain("| `antivirus_scan` | yes | :x: failed |");
+  });
+
+  it("judges version_exists against every published version, not only the catalog's newest", async () => {
+    project = catalogProject();
+    for (const version of ["1.0.0", "1.1.0"]) {
+      const release = modRelease({ version });
+      await publishRelease(publisherOptions(project), {
+        packageBytes: release.packageBytes,
+        sidecar: release.sidecar,
+        source: { kind: "import" },
+      });
+    }
+    // catalog.json names only 1.1.0; 1.0.0 is in versions.json.
+    const catalog = readJson(join(project.siteDir, "api/v1/catalog.json"));
+    expect(catalog.mods[0].versions.map((v: { version: string }) => v.version)).toEqual(["1.1.0"]);
+    // A pull request resubmits 1.0.0 with other bytes.
+    const again = modRelease({ version: "1.0.0", extraFiles: { "notes.txt": "changed\n" } });
+    const url = "https://github.com/ada/better-hud/releases/download/v1.0.0/better-hud-1.0.0.zip";
+    const side = { ...again.sidecar, package: { ...again.sidecar.package, url } };
+    const path = "submissions/better-hud/1.0.0.json";
+    github.expect("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", {
+      body: [
+        {
+          sha: "0".repeat(40),
+          filename: path,
+          status: "added",
+          additions: 1,
+          deletions: 0,
+          changes: 1,
+          blob_url: "",
+          raw_url: "",
+          contents_url: "",
+        },
+      ],
+    });
+    github.expect("GET /repos/{owner}/{repo}/contents/{path}", {
+      body: {
+        type: "file",
+        encoding: "base64",
+        content: Buffer.from(JSON.stringify(side)).toString("base64"),
+        path,
+        name: "1.0.0.json",
+        sha: "f".repeat(40),
+        size: 1,
+      },
+    });
+    const result = await validateSubmission(new Octokit({ auth: "ghs_read", baseUrl: github.url }), {
+      repo: { owner: "Codertocat", repo: "Hello-World" },
+      pullRequest: 1,
+      headSha: "e".repeat(40),
+      policy: readJson(join(project.siteDir, "api/v1/publishing/game-publishing-validation.v1.json")),
+      catalog,
+      siteDir: project.siteDir,
+      gameBuilds: readJson(join(project.siteDir, "api/v1/game-builds/latest.json")),
+      scanner: null,
+      fetch: async (input) => {
+        expect(String(input)).toBe(url);
+        return new Response(again.packageBytes, { headers: { "content-type": "application/zip" } });
+      },
+    });
+    github.assertDone();
+    expect("report" in result && result.report).toBeTruthy();
+    const checks = "report" in result ? (result.report?.checks ?? []) : [];
+    expect(checks.find((c) => c.id === "sidecar_schema")?.status).toBe("passed");
+    expect(checks.find((c) => c.id === "semantic_version")).toMatchObject({
+      status: "failed",
+      reasonCode: "version_exists",
+    });
   });
 
   it("fails the step with one message when the event is not a pull request", async () => {

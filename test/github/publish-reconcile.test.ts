@@ -1,3 +1,4 @@
+import JSZip from "jszip";
 /**
  * The publish job as a first real deployment runs it (issue 12, items 1, 2 and 5a): the committed
  * actions/publish bundle, run as a runner runs it, in a workspace made as actions/checkout makes it,
@@ -107,6 +108,20 @@ describe.skipIf(skip)(
         packageSizeBytes: sub.packageBytes.length,
         source: { kind: "pull_request", pullRequestUrl: `https://github.com/${REPOSITORY}/pull/7` },
       });
+      // Every installed file with the size and sha256 of the validator's pass, as on the local paths.
+      const zip = await JSZip.loadAsync(sub.packageBytes);
+      const expectedFiles = await Promise.all(
+        Object.values(zip.files)
+          .filter((entry) => !entry.dir)
+          .map(async (entry) => {
+            const bytes = await entry.async("uint8array");
+            return { path: entry.name, sizeBytes: bytes.length, sha256: sha256(bytes) };
+          }),
+      );
+      expect(expectedFiles.length).toBeGreaterThan(0);
+      expect(
+        [...record!.files].sort((a: { path: string }, b: { path: string }) => a.path.localeCompare(b.path)),
+      ).toEqual(expectedFiles.sort((a, b) => a.path.localeCompare(b.path)));
       const catalog = JSON.parse(s.remote.show("site/api/v1/catalog.json")!.toString("utf8"));
       expect(JSON.stringify(catalog)).toContain(releaseUrl("better-hud", "1.0.0"));
       // site/ in git holds JSON and pages only.

@@ -22,6 +22,7 @@ import { loadSiteInputs, renderSite, writeSite } from "../../src/catalog/site.ts
 import { loadPortalConfig, type PortalConfig } from "../../src/config/portal-config.ts";
 import { parseSettings } from "../../src/config/settings.ts";
 import { createPortalServer, listen } from "../../src/http/server.ts";
+import { inflateEntry, readZipStructure } from "../../src/validation/zip/reader.ts";
 import { writeZip } from "./zip.ts";
 
 export const REPO_ROOT = join(import.meta.dirname, "..", "..");
@@ -133,10 +134,32 @@ export function modRelease(fixture: ModFixture = {}) {
 /**
  * A stand-in for the validation runner, named as one: it reports the checks passed (or failed).
  * The real runner's own tests cover the checks; these tests cover what the publisher does with a report.
+ * Like the runner, it lists every file entry with its size and sha256 (read with the ZIP reader).
  */
 export function stubValidator(passed = true): PackageValidator & { calls: number } {
-  const fn = (async () => {
+  const fn = (async (request: Parameters<PackageValidator>[0]) => {
     fn.calls++;
+    const bytes = Buffer.from(request.packageBytes);
+    const caps = {
+      maxEntries: 10_000,
+      maxNameBytes: 512,
+      maxPathDepth: 32,
+      maxEntryUncompressedBytes: 1 << 30,
+      maxTotalUncompressedBytes: 2 ** 32,
+      maxCompressionRatio: 1000,
+      compressionRatioMinBytes: 1 << 20,
+    };
+    const files = readZipStructure(bytes, caps)
+      .entries.filter((e) => !e.isDirectory)
+      .map((entry) => {
+        const inflated = inflateEntry(bytes, entry);
+        if (!inflated.ok) throw new Error(inflated.message);
+        return {
+          path: entry.name,
+          sizeBytes: inflated.data.length,
+          sha256: createHash("sha256").update(inflated.data).digest("hex"),
+        };
+      });
     const report: ValidationReport = {
       passed,
       checks: [
@@ -149,6 +172,7 @@ export function stubValidator(passed = true): PackageValidator & { calls: number
           log: ["stub"],
         },
       ],
+      files,
     };
     return report;
   }) as unknown as PackageValidator & { calls: number };

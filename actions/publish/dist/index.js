@@ -53586,8 +53586,8 @@ var require_dist3 = __commonJS({
 
 // actions/publish/main.ts
 var core = __toESM(require_core(), 1);
-import { readFileSync as readFileSync14, writeFileSync as writeFileSync3 } from "node:fs";
-import { join as join15 } from "node:path";
+import { readFileSync as readFileSync17, writeFileSync as writeFileSync4 } from "node:fs";
+import { join as join18 } from "node:path";
 
 // node_modules/@actions/github/lib/context.js
 import { readFileSync, existsSync } from "fs";
@@ -59743,8 +59743,8 @@ async function handlePublishReceipt(api, repo, number, receipt, options) {
 }
 
 // src/catalog/validator.ts
-import { existsSync as existsSync2, readFileSync as readFileSync3 } from "node:fs";
-import { join as join2 } from "node:path";
+import { existsSync as existsSync5, readFileSync as readFileSync6 } from "node:fs";
+import { join as join5 } from "node:path";
 
 // src/contracts/urls.ts
 function portalUrls(baseUrl2) {
@@ -59766,12 +59766,20 @@ function portalUrls(baseUrl2) {
     uploadSubmissionSchema: `${api}/publishing/upload-submission.schema.json`,
     sidecarSchema: `${api}/publishing/mod-release-submission.schema.json`,
     manifestSchema: `${api}/schemas/mod-manifest.schema.json`,
+    changesHead: `${api}/changes/head.json`,
+    changesPageTemplate: `${api}/changes/{page}.json`,
+    changesPage: (page) => `${api}/changes/${page}.json`,
     modDetail: (modId) => `${api}/mods/${modId}/index.json`,
     modVersions: (modId) => `${api}/mods/${modId}/versions.json`,
     modPage: (modId) => `${baseUrl2}/mods/${modId}/`,
     artifact: (modId, version, fileName) => `${baseUrl2}/downloads/mods/${modId}/${version}/${fileName}`
   };
 }
+var CHANGES_PATHS = {
+  head: "api/v1/changes/head.json",
+  dir: "api/v1/changes",
+  page: (page) => `api/v1/changes/${page}.json`
+};
 var SITE_PATHS = {
   catalog: "api/v1/catalog.json",
   readiness: "api/v1/readiness.json",
@@ -59858,7 +59866,7 @@ function isSvcError(error) {
 }
 
 // src/validation/runner.ts
-import { createHash } from "node:crypto";
+import { createHash as createHash2 } from "node:crypto";
 import { readSync } from "node:fs";
 import { open } from "node:fs/promises";
 
@@ -61093,10 +61101,163 @@ function checkFileSignature(ctx) {
 }
 
 // src/validation/checks/manager_catalog_parse.ts
-var import_semver3 = __toESM(require_semver2(), 1);
+var import_semver4 = __toESM(require_semver2(), 1);
 
 // src/catalog/manager-reader.ts
 var import_semver2 = __toESM(require_semver2(), 1);
+
+// src/catalog/changes.ts
+import { existsSync as existsSync3, readdirSync as readdirSync3, readFileSync as readFileSync4 } from "node:fs";
+import { join as join3 } from "node:path";
+
+// src/catalog/records.ts
+import { existsSync as existsSync2, readdirSync as readdirSync2, readFileSync as readFileSync3 } from "node:fs";
+import { join as join2 } from "node:path";
+var RECORD_PATHS = {
+  modsDir: "mods",
+  release: (modId, version) => `mods/${modId}/${version}.json`,
+  manager: "manager.json",
+  framework: "framework.json",
+  gameBuilds: "game-builds.json",
+  postPublishSmoke: "smoke/post-publish.json",
+  changesDir: "changes",
+  changesPage: (page) => `changes/${page}.json`
+};
+function readJson(path) {
+  try {
+    return JSON.parse(readFileSync3(path, "utf8"));
+  } catch (error) {
+    throw new SvcError("invalid_payload", `${path} is not valid JSON: ${error.message}`);
+  }
+}
+function loadReleaseRecords(recordsDir, registry) {
+  const modsDir = join2(recordsDir, RECORD_PATHS.modsDir);
+  if (!existsSync2(modsDir)) return [];
+  const records = [];
+  for (const modId of readdirSync2(modsDir).sort())
+    records.push(...loadModRecords(recordsDir, modId, registry));
+  return records;
+}
+function loadModRecords(recordsDir, modId, registry) {
+  const modDir = join2(recordsDir, RECORD_PATHS.modsDir, modId);
+  if (!existsSync2(modDir)) return [];
+  const records = [];
+  for (const file of readdirSync2(modDir).sort()) {
+    if (!file.endsWith(".json")) continue;
+    const path = join2(modDir, file);
+    const result = registry.validate("release-record", readJson(path));
+    if (!result.ok) {
+      throw new SvcError(
+        "invalid_payload",
+        `${path} is not a valid release record:
+${formatIssues(result.issues)}`,
+        {
+          details: result.issues
+        }
+      );
+    }
+    const record = result.value;
+    if (record.modId !== modId || `${record.version}.json` !== file) {
+      throw new SvcError(
+        "invalid_payload",
+        `${path} holds ${record.modId}@${record.version}; its path must match`
+      );
+    }
+    records.push(record);
+  }
+  return records;
+}
+function loadOptionalJson(recordsDir, relativePath) {
+  const path = join2(recordsDir, relativePath);
+  return existsSync2(path) ? readJson(path) : null;
+}
+
+// src/catalog/changes.ts
+var CHANGES_PAGE_SIZE = 24;
+function pageOf(sequence) {
+  return Math.floor((sequence - 1) / CHANGES_PAGE_SIZE);
+}
+function lastSequenceOf(page) {
+  return page?.entries.at(-1)?.sequence ?? 0;
+}
+function serializeChangesPage(page) {
+  const entries = page.entries.map((e) => JSON.stringify(e)).join(",\n");
+  return `{"schema":${JSON.stringify(page.schema)},"page":${page.page},"entries":[${entries ? `
+${entries}
+` : ""}]}
+`;
+}
+function changesPageNumbers(recordsDir) {
+  const dir = join3(recordsDir, RECORD_PATHS.changesDir);
+  if (!existsSync3(dir)) return [];
+  return readdirSync3(dir).map((name) => /^(0|[1-9]\d*)\.json$/.exec(name)).filter((m) => m !== null).map((m) => Number(m[1])).sort((a, b) => a - b);
+}
+function readPage(recordsDir, page, registry) {
+  const path = join3(recordsDir, RECORD_PATHS.changesPage(page));
+  let value;
+  try {
+    value = JSON.parse(readFileSync4(path, "utf8"));
+  } catch (error) {
+    throw new SvcError("invalid_payload", `${path} is not valid JSON: ${error.message}`);
+  }
+  const result = registry.validate("changes-page", value);
+  if (!result.ok)
+    throw new SvcError(
+      "invalid_payload",
+      `${path} is not a valid changes page:
+${formatIssues(result.issues)}`
+    );
+  const doc = result.value;
+  const broken = doc.entries.findIndex((e, i) => e.sequence !== page * CHANGES_PAGE_SIZE + i + 1);
+  if (doc.page !== page || doc.entries.length > CHANGES_PAGE_SIZE || broken !== -1) {
+    throw new SvcError(
+      "invalid_payload",
+      `${path} must hold page ${page}: sequences ${page * CHANGES_PAGE_SIZE + 1}.. in order, at most ${CHANGES_PAGE_SIZE} entries`
+    );
+  }
+  return doc;
+}
+function loadChangesPages(recordsDir, registry) {
+  const numbers = changesPageNumbers(recordsDir);
+  const pages = numbers.map((n) => readPage(recordsDir, n, registry));
+  pages.forEach((page, i) => {
+    const full = page.entries.length === CHANGES_PAGE_SIZE;
+    if (i < pages.length - 1 && !full)
+      throw new SvcError(
+        "invalid_payload",
+        `records/changes/${page.page}.json is not full but is not the last page`
+      );
+    if (i > 0 && pages[i - 1].page !== page.page - 1)
+      throw new SvcError("invalid_payload", `records/changes has a gap before page ${page.page}`);
+  });
+  return pages;
+}
+function loadOpenChangesPage(recordsDir, registry) {
+  const last = changesPageNumbers(recordsDir).at(-1);
+  return last === void 0 ? null : readPage(recordsDir, last, registry);
+}
+function appendChange(open2, change) {
+  const sequence = lastSequenceOf(open2) + 1;
+  const page = pageOf(sequence);
+  const entries = open2 && open2.page === page ? open2.entries : [];
+  return { schema: "svc.changes-page.v1", page, entries: [...entries, { sequence, ...change }] };
+}
+function buildChangesHead(baseUrl2, firstPage, lastPage, generatedAt) {
+  const urls = portalUrls(baseUrl2);
+  const sequence = lastSequenceOf(lastPage);
+  return {
+    schema: "svc.changes-head.v1",
+    generatedAt,
+    sequence,
+    pageSize: CHANGES_PAGE_SIZE,
+    firstSequence: firstPage * CHANGES_PAGE_SIZE + 1,
+    lastPage: lastPage ? lastPage.page : -1,
+    pageUrlTemplate: urls.changesPageTemplate,
+    catalogUrl: urls.catalog
+  };
+}
+
+// src/catalog/manager-reader.ts
 function parseManagerCatalog(text) {
   let value;
   try {
@@ -61158,6 +61319,121 @@ function parseManagerCatalog(text) {
   return { ok: errors.length === 0, errors, mods: catalog.mods.length, versions, catalog };
 }
 
+// src/contracts/catalog.ts
+var import_semver3 = __toESM(require_semver2(), 1);
+import { createHash } from "node:crypto";
+function visibleMods(records) {
+  const byMod = /* @__PURE__ */ new Map();
+  for (const record of records) {
+    if (record.status === "hidden") continue;
+    const list = byMod.get(record.modId) ?? [];
+    list.push(record);
+    byMod.set(record.modId, list);
+  }
+  return [...byMod.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0).map(([modId, list]) => {
+    const visible = list.sort((a, b) => import_semver3.default.rcompare(a.version, b.version));
+    return { modId, newest: visible[0], visible };
+  });
+}
+function toVersionRecord(record) {
+  const version = {
+    version: record.version,
+    targetGameBuild: record.targetGameBuild,
+    packageUrl: record.packageUrl,
+    fileName: record.fileName,
+    packageSizeBytes: record.packageSizeBytes,
+    sha256: record.sha256,
+    artifactStatus: "published",
+    downloadEnabled: record.status === "published" || record.status === "superseded",
+    dependencies: record.dependencies,
+    entrypoints: record.entrypoints,
+    publishedAt: record.publishedAt,
+    status: record.status === "superseded" ? "superseded" : "published",
+    releaseNotes: record.releaseNotes
+  };
+  if (record.modConfig !== void 0) version.modConfig = record.modConfig;
+  if (record.files !== void 0) version.files = record.files;
+  return version;
+}
+function toCatalogVersionRecord(version) {
+  const { releaseNotes: _, files: _files, ...rest } = version;
+  return rest;
+}
+function buildCatalogMod(baseUrl2, view, versionsSha256) {
+  return {
+    ...modSummary(view, baseUrl2),
+    versionsSha256,
+    versions: [toCatalogVersionRecord(toVersionRecord(view.newest))]
+  };
+}
+function buildModsIndexEntry(baseUrl2, view) {
+  return {
+    ...modSummary(view, baseUrl2),
+    targetGameBuild: view.newest.targetGameBuild,
+    versionCount: view.visible.length
+  };
+}
+function modSummary(view, baseUrl2) {
+  const urls = portalUrls(baseUrl2);
+  const updatedAt = view.visible.map((r) => r.publishedAt).sort().at(-1);
+  return {
+    id: view.modId,
+    name: view.newest.name,
+    summary: view.newest.summary,
+    authors: view.newest.authors,
+    tags: view.newest.tags,
+    latestVersion: view.newest.version,
+    detailUrl: urls.modDetail(view.modId),
+    versionsUrl: urls.modVersions(view.modId),
+    pageUrl: urls.modPage(view.modId),
+    updatedAt
+  };
+}
+function buildCatalog(config, mods, supportedGameBuilds, generatedAt, versionsSha256 = (view) => createHash("sha256").update(`${JSON.stringify(buildModVersions(view, generatedAt), null, 2)}
+`).digest("hex")) {
+  const urls = portalUrls(config.baseUrl);
+  return {
+    schema: "svc.catalog.v1",
+    generatedAt,
+    baseUrl: config.baseUrl,
+    game: { name: config.game.name, storeAppId: config.game.storeAppId },
+    runtimeUrl: urls.runtime,
+    frameworkUrl: urls.framework,
+    managerUrl: urls.manager,
+    gameBuildCompatibilityUrl: urls.gameBuilds,
+    supportedGameBuilds,
+    modsIndexUrl: urls.modsIndex,
+    mods: mods.map((view) => buildCatalogMod(config.baseUrl, view, versionsSha256(view)))
+  };
+}
+function buildModsIndex(config, mods, generatedAt) {
+  return {
+    schema: "svc.mods-index.v1",
+    generatedAt,
+    count: mods.length,
+    mods: mods.map((view) => buildModsIndexEntry(config.baseUrl, view))
+  };
+}
+function buildModDetail(config, view, generatedAt) {
+  return {
+    schema: "svc.mod-detail.v1",
+    generatedAt,
+    ...modSummary(view, config.baseUrl),
+    description: view.newest.description,
+    links: view.newest.links,
+    versions: view.visible.map(toVersionRecord)
+  };
+}
+function buildModVersions(view, generatedAt) {
+  return {
+    schema: "svc.mod-versions.v1",
+    generatedAt,
+    modId: view.modId,
+    latestVersion: view.newest.version,
+    versions: view.visible.map(toVersionRecord)
+  };
+}
+
 // src/validation/checks/manager_catalog_parse.ts
 var ID8 = "manager_catalog_parse";
 function prospectiveCatalog(catalog, sidecar, now) {
@@ -61192,13 +61468,15 @@ function prospectiveCatalog(catalog, sidecar, now) {
       versionsUrl: urls.modVersions(sidecar.modId),
       pageUrl: urls.modPage(sidecar.modId),
       updatedAt: now,
+      // Not known before the build writes versions.json; any well-formed hash parses the same.
+      versionsSha256: sidecar.package.sha256,
       versions: []
     };
     doc.mods.push(mod);
     doc.mods.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
   }
   mod.versions.push(record);
-  mod.versions.sort((a, b) => import_semver3.default.rcompare(a.version, b.version));
+  mod.versions.sort((a, b) => import_semver4.default.rcompare(a.version, b.version));
   if (mod.versions[0] === record) {
     for (const v of mod.versions.slice(1)) if (v.status === "published") v.status = "superseded";
     Object.assign(mod, {
@@ -61210,6 +61488,7 @@ function prospectiveCatalog(catalog, sidecar, now) {
     });
   }
   mod.updatedAt = now;
+  mod.versions = [toCatalogVersionRecord(mod.versions[0])];
   return doc;
 }
 function checkManagerCatalogParse(ctx) {
@@ -61369,13 +61648,13 @@ function checkModConfigContract(ctx) {
 }
 
 // src/validation/checks/semantic_version.ts
-var import_semver4 = __toESM(require_semver2(), 1);
+var import_semver5 = __toESM(require_semver2(), 1);
 var ID12 = "semantic_version";
 function checkSemanticVersion(ctx) {
   const sidecar = ctx.sidecar.valid;
   if (!sidecar) return blocked(ID12, "sidecar_schema", "the version is read from a valid sidecar");
   const { modId, version } = sidecar;
-  if (import_semver4.default.valid(version) !== version || version.includes("+")) {
+  if (import_semver5.default.valid(version) !== version || version.includes("+")) {
     return failed(ID12, "version_not_semver", [
       `${JSON.stringify(version)} is not a semantic version without build metadata`
     ]);
@@ -61398,7 +61677,7 @@ function checkSemanticVersion(ctx) {
   }
   const log2 = [`${version} is a new semantic version of ${modId}; artifact URL ${url} is unused`];
   const latest = mod?.latestVersion;
-  if (latest && import_semver4.default.lt(version, latest))
+  if (latest && import_semver5.default.lt(version, latest))
     log2.push(`note: ${version} is older than the latest ${latest}; it will not become the latest`);
   return passed(ID12, log2);
 }
@@ -61737,6 +62016,11 @@ async function openPackage(source, maxBytes) {
     },
     sizeBytes: size2
   });
+  if ("source" in source) {
+    if (source.source.size > maxBytes) return tooLarge(source.source.size);
+    return { source: source.source, close: async () => {
+    }, unchanged: async () => true };
+  }
   if ("bytes" in source) {
     if (source.bytes.length > maxBytes) return tooLarge(source.bytes.length);
     const bytes = Buffer.from(source.bytes.buffer, source.bytes.byteOffset, source.bytes.byteLength);
@@ -61936,6 +62220,7 @@ async function analyzePackage(input) {
       contentInspected: false,
       inflateFindings: [],
       files: /* @__PURE__ */ new Map(),
+      installFiles: [],
       scan: { state: input.antivirusDisabled ? "disabled" : input.scanner ? "not_run" : "not_configured" }
     };
   }
@@ -61978,7 +62263,7 @@ async function analyzeSource(input, source) {
       await Promise.race([uploaded, packageScan]);
     } else await queue.add(-1, "package", source.read(0, total));
   }
-  const hash = createHash("sha256");
+  const hash = createHash2("sha256");
   let hashed = 0;
   for (const chunk of chunksOf(source, HASH_CHUNK)) {
     hash.update(chunk);
@@ -61998,6 +62283,7 @@ async function analyzeSource(input, source) {
   const entries = structure.entries.map((entry) => ({ entry, kind: null }));
   const inflateFindings = [];
   const files = /* @__PURE__ */ new Map();
+  const installFiles = [];
   const soundLayout = !structure.unsafeToInflate && structure.findings.length === 0;
   const entriesInsidePackage = packageScan !== null && soundLayout && await alertsOnLimits;
   if (queue && !entriesInsidePackage) scanTotal += structure.totalUncompressedBytes;
@@ -62023,6 +62309,11 @@ async function analyzeSource(input, source) {
         continue;
       }
       const data = result.data;
+      installFiles.push({
+        path: entry.name,
+        sizeBytes: data.length,
+        sha256: createHash2("sha256").update(data).digest("hex")
+      });
       item.kind = sniffFileType(
         tailAware(data.subarray(0, 4096), data.subarray(Math.max(0, data.length - 4096)), data.length)
       );
@@ -62061,6 +62352,7 @@ async function analyzeSource(input, source) {
     contentInspected,
     inflateFindings,
     files,
+    installFiles,
     scan
   };
 }
@@ -62070,7 +62362,7 @@ function tailAware(head, tail2, length) {
     return Buffer.concat([head, tail2.subarray(Math.max(0, head.length - (length - tail2.length)))]);
   return Buffer.concat([head, tail2]);
 }
-async function runValidation(input) {
+async function validatePackage(input) {
   const clock = input.clock ?? (() => /* @__PURE__ */ new Date());
   const startedAt = clock().toISOString();
   const schemaBaseUrl = typeof input.catalog?.baseUrl === "string" ? input.catalog.baseUrl : SOURCE_SCHEMA_BASE;
@@ -62086,7 +62378,7 @@ async function runValidation(input) {
   };
   if (problems.length > 0) {
     const checks2 = order.map((c) => ({ ...failed(c.id, "policy_invalid", problems), required: true }));
-    return {
+    const report2 = {
       schema: "svc.validation-report.v1",
       ...identity,
       packageSha256: null,
@@ -62096,6 +62388,7 @@ async function runValidation(input) {
       startedAt,
       finishedAt: clock().toISOString()
     };
+    return { report: report2, files: null };
   }
   const pkg = await analyzePackage(input);
   const manifestRead = pkg.structure ? readManifest(pkg, input.policy.manifestFileName, schemaBaseUrl) : null;
@@ -62138,7 +62431,7 @@ async function runValidation(input) {
     results.set(id, outcome);
     checks.push({ ...outcome, required });
   }
-  return {
+  const report = {
     schema: "svc.validation-report.v1",
     ...identity,
     packageSha256: pkg.sha256,
@@ -62148,14 +62441,48 @@ async function runValidation(input) {
     startedAt,
     finishedAt: clock().toISOString()
   };
+  return { report, files: pkg.contentInspected ? pkg.installFiles ?? null : null };
+}
+
+// src/catalog/validation-catalog.ts
+import { existsSync as existsSync4, readFileSync as readFileSync5 } from "node:fs";
+import { join as join4 } from "node:path";
+var MOD_ID2 = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+function submissionModIds(sidecar) {
+  if (!sidecar || typeof sidecar !== "object") return [];
+  const { modId, dependencies } = sidecar;
+  const ids = [
+    modId,
+    ...Array.isArray(dependencies) ? dependencies.map((d) => d?.modId) : []
+  ];
+  return [...new Set(ids.filter((id) => typeof id === "string" && MOD_ID2.test(id)))];
+}
+function catalogWithSubmissionVersions(catalog, siteDir, sidecar) {
+  if (!catalog) return null;
+  const wanted = new Set(submissionModIds(sidecar));
+  if (wanted.size === 0) return catalog;
+  return {
+    ...catalog,
+    mods: catalog.mods.map((mod) => {
+      if (!wanted.has(mod.id)) return mod;
+      const path = join4(siteDir, SITE_PATHS.modVersions(mod.id));
+      if (!existsSync4(path)) return mod;
+      try {
+        const versions = JSON.parse(readFileSync5(path, "utf8")).versions;
+        return Array.isArray(versions) && versions.length > 0 ? { ...mod, versions } : mod;
+      } catch {
+        return mod;
+      }
+    })
+  };
 }
 
 // src/catalog/validator.ts
 function readSiteJson(siteDir, path) {
-  const full = join2(siteDir, path);
-  if (!existsSync2(full)) return null;
+  const full = join5(siteDir, path);
+  if (!existsSync5(full)) return null;
   try {
-    return JSON.parse(readFileSync3(full, "utf8"));
+    return JSON.parse(readFileSync6(full, "utf8"));
   } catch {
     return null;
   }
@@ -62173,18 +62500,21 @@ function readValidationDocuments(siteDir) {
 }
 function runnerValidator(options) {
   return async (request2) => {
-    return runValidation({
+    const documents = readValidationDocuments(options.siteDir);
+    const { report, files } = await validatePackage({
       package: { bytes: request2.packageBytes },
       sidecar: request2.sidecar,
-      ...readValidationDocuments(options.siteDir),
+      ...documents,
+      catalog: catalogWithSubmissionVersions(documents.catalog, options.siteDir, request2.sidecar),
       scanner: options.scanner,
       ...options.clock ? { clock: options.clock } : {}
     });
+    return { ...report, files };
   };
 }
 
 // src/config/portal-config.ts
-import { readFileSync as readFileSync4 } from "node:fs";
+import { readFileSync as readFileSync7 } from "node:fs";
 function parsePortalConfig(value, source = "portal.config.json") {
   const result = schemaRegistry(SOURCE_SCHEMA_BASE).validate("portal-config", value);
   if (!result.ok) {
@@ -62201,7 +62531,7 @@ function parsePortalConfig(value, source = "portal.config.json") {
 function loadPortalConfig(path) {
   let text;
   try {
-    text = readFileSync4(path, "utf8");
+    text = readFileSync7(path, "utf8");
   } catch (error) {
     throw new SvcError("config_invalid", `cannot read ${path}: ${error.message}`);
   }
@@ -62225,23 +62555,23 @@ function isLoopbackBaseUrl(baseUrl2) {
 
 // src/github/catalog-push.ts
 import { execFile } from "node:child_process";
-import { existsSync as existsSync9 } from "node:fs";
-import { join as join10 } from "node:path";
+import { existsSync as existsSync11 } from "node:fs";
+import { join as join12 } from "node:path";
 
 // src/cli/check.ts
-import { existsSync as existsSync8, readFileSync as readFileSync10 } from "node:fs";
-import { join as join9 } from "node:path";
+import { existsSync as existsSync10, readFileSync as readFileSync12 } from "node:fs";
+import { join as join11 } from "node:path";
 
 // src/catalog/artifact-check.ts
-import { existsSync as existsSync5, lstatSync as lstatSync2 } from "node:fs";
-import { join as join5 } from "node:path";
+import { existsSync as existsSync8, lstatSync as lstatSync2 } from "node:fs";
+import { join as join8 } from "node:path";
 
 // src/catalog/artifact-store.ts
-import { createHash as createHash2, randomBytes as randomBytes3 } from "node:crypto";
+import { createHash as createHash3, randomBytes as randomBytes3 } from "node:crypto";
 import {
   closeSync as closeSync2,
   createReadStream,
-  existsSync as existsSync4,
+  existsSync as existsSync7,
   fsyncSync as fsyncSync2,
   mkdirSync as mkdirSync2,
   openSync as openSync2,
@@ -62253,14 +62583,14 @@ import {
 import { randomBytes as randomBytes2 } from "node:crypto";
 import {
   closeSync,
-  existsSync as existsSync3,
+  existsSync as existsSync6,
   fsyncSync,
   linkSync as linkSync2,
   lstatSync,
   mkdirSync,
   openSync,
-  readdirSync as readdirSync3,
-  readFileSync as readFileSync6,
+  readdirSync as readdirSync5,
+  readFileSync as readFileSync9,
   renameSync as renameSync2,
   rmdirSync,
   rmSync as rmSync2,
@@ -62268,21 +62598,21 @@ import {
   unlinkSync as unlinkSync2,
   writeFileSync as writeFileSync2
 } from "node:fs";
-import { dirname as dirname2, join as join4, relative as relative2, sep as sep2 } from "node:path";
+import { dirname as dirname2, join as join7, relative as relative2, sep as sep2 } from "node:path";
 
 // src/store/lock-file.ts
 import { randomBytes } from "node:crypto";
 import {
   linkSync,
-  readdirSync as readdirSync2,
-  readFileSync as readFileSync5,
+  readdirSync as readdirSync4,
+  readFileSync as readFileSync8,
   renameSync,
   rmSync,
   statSync,
   unlinkSync,
   writeFileSync
 } from "node:fs";
-import { basename, dirname, join as join3 } from "node:path";
+import { basename, dirname, join as join6 } from "node:path";
 import { hostname } from "node:os";
 var held = /* @__PURE__ */ new Set();
 function describeHolder(holder) {
@@ -62298,7 +62628,9 @@ function parseHolder(text) {
         host: String(value.host ?? ""),
         startedAt: String(value.startedAt ?? ""),
         purpose: String(value.purpose ?? ""),
-        token: value.token
+        token: value.token,
+        ...typeof value.startTicks === "number" ? { startTicks: value.startTicks } : {},
+        ...typeof value.bootId === "string" ? { bootId: value.bootId } : {}
       };
     }
   } catch {
@@ -62314,16 +62646,33 @@ function parseHolder(text) {
   }
   return null;
 }
-function processStartMs(pid) {
+function processStartTicks(pid) {
   try {
-    const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync5("/proc/stat", "utf8"))?.[1]);
-    const stat = readFileSync5(`/proc/${pid}/stat`, "utf8");
+    const stat = readFileSync8(`/proc/${pid}/stat`, "utf8");
     const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
-    return Number.isFinite(bootSeconds) && Number.isFinite(ticks) ? bootSeconds * 1e3 + ticks * 10 : null;
+    return Number.isFinite(ticks) ? ticks : null;
   } catch {
     return null;
   }
 }
+function bootId() {
+  try {
+    return readFileSync8("/proc/sys/kernel/random/boot_id", "utf8").trim() || null;
+  } catch {
+    return null;
+  }
+}
+function processStartMs(pid) {
+  try {
+    const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync8("/proc/stat", "utf8"))?.[1]);
+    const ticks = processStartTicks(pid);
+    return Number.isFinite(bootSeconds) && ticks !== null ? bootSeconds * 1e3 + ticks * 10 : null;
+  } catch {
+    return null;
+  }
+}
+var SELF_START_TICKS = processStartTicks("self");
+var BOOT_ID = bootId();
 function holderAlive(holder) {
   if (holder.host && holder.host !== hostname()) return true;
   if (holder.pid === process.pid) return held.has(holder.token);
@@ -62331,6 +62680,11 @@ function holderAlive(holder) {
     process.kill(holder.pid, 0);
   } catch (error) {
     if (error.code !== "EPERM") return false;
+  }
+  if (holder.startTicks !== void 0 && holder.bootId !== void 0) {
+    const ticks = processStartTicks(holder.pid);
+    if (ticks === null || BOOT_ID === null) return true;
+    return holder.bootId === BOOT_ID && ticks === holder.startTicks;
   }
   const started = processStartMs(holder.pid);
   const taken = Date.parse(holder.startedAt);
@@ -62343,7 +62697,8 @@ function tryLock(path, purpose) {
     host: hostname(),
     startedAt: (/* @__PURE__ */ new Date()).toISOString(),
     purpose,
-    token: randomBytes(12).toString("hex")
+    token: randomBytes(12).toString("hex"),
+    ...SELF_START_TICKS !== null && BOOT_ID !== null ? { startTicks: SELF_START_TICKS, bootId: BOOT_ID } : {}
   };
   const text = `${JSON.stringify(holder)}
 `;
@@ -62363,7 +62718,7 @@ function tryLock(path, purpose) {
     }
     let current;
     try {
-      current = readFileSync5(path, "utf8");
+      current = readFileSync8(path, "utf8");
     } catch {
       continue;
     }
@@ -62389,7 +62744,7 @@ function takeOver(path, staleText) {
   }
   let moved = "";
   try {
-    moved = readFileSync5(aside, "utf8");
+    moved = readFileSync8(aside, "utf8");
   } catch {
   }
   if (moved !== staleText) {
@@ -62403,17 +62758,17 @@ function takeOver(path, staleText) {
 function release(path, token) {
   held.delete(token);
   try {
-    if (parseHolder(readFileSync5(path, "utf8"))?.token === token) unlinkSync(path);
+    if (parseHolder(readFileSync8(path, "utf8"))?.token === token) unlinkSync(path);
   } catch {
   }
 }
 function removeLeftovers(path) {
   const dir = dirname(path);
   const prefix = `${basename(path)}.`;
-  for (const name of readdirSync2(dir)) {
+  for (const name of readdirSync4(dir)) {
     if (!name.startsWith(prefix)) continue;
     try {
-      if (Date.now() - statSync(join3(dir, name)).mtimeMs > 6e4) rmSync(join3(dir, name), { force: true });
+      if (Date.now() - statSync(join6(dir, name)).mtimeMs > 6e4) rmSync(join6(dir, name), { force: true });
     } catch {
     }
   }
@@ -62459,7 +62814,7 @@ function fsyncPath(path) {
   }
 }
 function safeJoin(root, path) {
-  const full = join4(root, path);
+  const full = join7(root, path);
   const rel2 = relative2(root, full);
   if (rel2.startsWith("..") || rel2 === "" || rel2.split(sep2).includes("..") || path.includes("\0")) {
     throw new Error(`refusing to write outside the tree: ${path}`);
@@ -62467,16 +62822,16 @@ function safeJoin(root, path) {
   return full;
 }
 function sameBytes(path, content) {
-  if (!existsSync3(path)) return false;
-  const current = readFileSync6(path);
+  if (!existsSync6(path)) return false;
+  const current = readFileSync9(path);
   const next = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content);
   return current.equals(next);
 }
 function ensureDir(dir, touched) {
-  if (existsSync3(dir)) return;
+  if (existsSync6(dir)) return;
   let existing = dirname2(dir);
   const created = [dir];
-  while (!existsSync3(existing)) {
+  while (!existsSync6(existing)) {
     created.push(existing);
     existing = dirname2(existing);
   }
@@ -62517,29 +62872,29 @@ function commitFiles(root, changes, options = {}) {
     if (exists(safeJoin(root, path))) entries.push({ op: "delete", path });
   }
   if (entries.length === 0) return { written: [], deleted: [], unchanged };
-  const dir = join4(root, TXN_DIR);
+  const dir = join7(root, TXN_DIR);
   const id = `${Date.now()}-${randomBytes2(4).toString("hex")}`;
-  const txn = join4(dir, `${PREPARING}${id}`);
+  const txn = join7(dir, `${PREPARING}${id}`);
   const touched = /* @__PURE__ */ new Set();
   ensureDir(dir, touched);
   mkdirSync(txn);
   const sources = /* @__PURE__ */ new Map();
   try {
     for (const [i, content] of contents.entries())
-      writeFileSync2(join4(txn, `w${i}`), content, { flush: true });
+      writeFileSync2(join7(txn, `w${i}`), content, { flush: true });
     creates.forEach(({ index, content }, i) => {
       let source;
       if (typeof content === "object" && "stagedFile" in content) {
         source = content.stagedFile;
       } else {
-        source = join4(txn, `c${i}`);
+        source = join7(txn, `c${i}`);
         writeFileSync2(source, content, { flush: true });
       }
       const { ino, dev } = statSync2(source);
       sources.set(index, source);
       entries[index] = { op: "create", path: entries[index].path, ino, dev };
     });
-    writeFileSync2(join4(txn, JOURNAL), JSON.stringify({ version: 2, entries }), {
+    writeFileSync2(join7(txn, JOURNAL), JSON.stringify({ version: 2, entries }), {
       flush: true
     });
     fsyncPath(txn);
@@ -62565,7 +62920,7 @@ function commitFiles(root, changes, options = {}) {
     rollBack(root, txn);
     throw error;
   }
-  const committed = join4(dir, `${COMMITTED}${id}`);
+  const committed = join7(dir, `${COMMITTED}${id}`);
   renameSync2(txn, committed);
   fsyncPath(dir);
   rollForward(root, committed);
@@ -62579,7 +62934,7 @@ function removeEmptyParents(root, dir, touched) {
   let current = dir;
   while (relative2(root, current) !== "" && !relative2(root, current).startsWith("..")) {
     try {
-      if (readdirSync3(current).length > 0) return;
+      if (readdirSync5(current).length > 0) return;
       rmdirSync(current);
     } catch {
       return;
@@ -62590,7 +62945,7 @@ function removeEmptyParents(root, dir, touched) {
 }
 function readJournal(txn) {
   try {
-    return JSON.parse(readFileSync6(join4(txn, JOURNAL), "utf8"));
+    return JSON.parse(readFileSync9(join7(txn, JOURNAL), "utf8"));
   } catch {
     return null;
   }
@@ -62602,7 +62957,7 @@ function rollForward(root, txn) {
     for (const entry of journal.entries) {
       const full = safeJoin(root, entry.path);
       if (entry.op === "write") {
-        const source = join4(txn, entry.source);
+        const source = join7(txn, entry.source);
         if (!exists(source)) continue;
         ensureDir(dirname2(full), touched);
         renameSync2(source, full);
@@ -62645,14 +63000,14 @@ function rollBackLegacy(root, txn, entries) {
   for (const entry of entries) {
     const full = safeJoin(root, entry.path);
     if (entry.create) {
-      if (entry.next && sameInode(full, join4(txn, entry.next))) {
+      if (entry.next && sameInode(full, join7(txn, entry.next))) {
         unlinkSync2(full);
         removeEmptyParents(root, dirname2(full), touched);
       }
-    } else if (entry.backup && existsSync3(join4(txn, entry.backup))) {
+    } else if (entry.backup && existsSync6(join7(txn, entry.backup))) {
       mkdirSync(dirname2(full), { recursive: true });
-      renameSync2(join4(txn, entry.backup), full);
-    } else if (!entry.backup && existsSync3(full)) {
+      renameSync2(join7(txn, entry.backup), full);
+    } else if (!entry.backup && existsSync6(full)) {
       unlinkSync2(full);
       removeEmptyParents(root, dirname2(full), touched);
     }
@@ -62669,12 +63024,12 @@ function sameInode(a, b) {
   }
 }
 function recoverTransactions(root) {
-  const dir = join4(root, TXN_DIR);
+  const dir = join7(root, TXN_DIR);
   const result = { rolledBack: 0, completed: 0 };
-  if (!existsSync3(dir)) return result;
-  for (const name of readdirSync3(dir).sort()) {
+  if (!existsSync6(dir)) return result;
+  for (const name of readdirSync5(dir).sort()) {
     if (name.includes(".lock") || name === STAGING_DIR) continue;
-    const path = join4(dir, name);
+    const path = join7(dir, name);
     if (name.startsWith(COMMITTED)) {
       rollForward(root, path);
       result.completed++;
@@ -62689,21 +63044,21 @@ function recoverTransactions(root) {
 }
 function hasPendingTransactions(tree) {
   return [tree.root, tree.siteDir].some((root) => {
-    const dir = join4(root, TXN_DIR);
-    return existsSync3(dir) && readdirSync3(dir).some((name) => name.startsWith(PREPARING) || name.startsWith(COMMITTED));
+    const dir = join7(root, TXN_DIR);
+    return existsSync6(dir) && readdirSync5(dir).some((name) => name.startsWith(PREPARING) || name.startsWith(COMMITTED));
   });
 }
 async function recoverPending(tree, options = {}) {
   if (hasPendingTransactions(tree)) await withPublishLock(tree, () => void 0, options);
 }
 function stagingDir(root) {
-  return join4(root, TXN_DIR, STAGING_DIR);
+  return join7(root, TXN_DIR, STAGING_DIR);
 }
 async function withTreeLock(root, fn, options = {}) {
-  const dir = join4(root, TXN_DIR);
+  const dir = join7(root, TXN_DIR);
   mkdirSync(dir, { recursive: true });
   const name = options.name ?? "publish";
-  const path = join4(dir, `${name}.lock`);
+  const path = join7(dir, `${name}.lock`);
   const lock = await waitForLock(path, `${name} lock`, {
     timeoutMs: options.timeoutMs ?? 6e4,
     ...options.pollMs ? { pollMs: options.pollMs } : {}
@@ -62735,11 +63090,11 @@ async function withPublishLock(tree, fn, options = {}) {
         };
         if (recovered.rolledBack + recovered.completed > 0) options.onRecovered?.(recovered);
         const staging = stagingDir(tree.root);
-        if (existsSync3(staging)) rmSync2(staging, { recursive: true, force: true });
+        if (existsSync6(staging)) rmSync2(staging, { recursive: true, force: true });
         try {
           return await fn(recovered);
         } finally {
-          if (existsSync3(staging)) rmSync2(staging, { recursive: true, force: true });
+          if (existsSync6(staging)) rmSync2(staging, { recursive: true, force: true });
         }
       },
       { timeoutMs: options.timeoutMs ?? 6e4 }
@@ -62752,13 +63107,13 @@ async function withPublishLock(tree, fn, options = {}) {
 function listFilesUnder(root, folders) {
   const out = [];
   const walk2 = (rel2) => {
-    const full = join4(root, rel2);
-    if (!existsSync3(full)) return;
+    const full = join7(root, rel2);
+    if (!existsSync6(full)) return;
     if (!statSync2(full).isDirectory()) {
       out.push(rel2);
       return;
     }
-    for (const name of readdirSync3(full).sort()) walk2(`${rel2}/${name}`);
+    for (const name of readdirSync5(full).sort()) walk2(`${rel2}/${name}`);
   };
   for (const folder of folders) walk2(folder);
   return out;
@@ -62773,7 +63128,7 @@ function artifactExistsError(key, url, where) {
   );
 }
 async function hashFile(path) {
-  const hash = createHash2("sha256");
+  const hash = createHash3("sha256");
   let sizeBytes = 0;
   for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) {
     hash.update(chunk);
@@ -62782,7 +63137,7 @@ async function hashFile(path) {
   return { sha256: hash.digest("hex"), sizeBytes };
 }
 function sha256Hex(bytes) {
-  return createHash2("sha256").update(bytes).digest("hex");
+  return createHash3("sha256").update(bytes).digest("hex");
 }
 
 // src/catalog/artifact-check.ts
@@ -62818,8 +63173,8 @@ async function checkLocalArtifacts(inputs, siteDir, options) {
   }
   const problems = [];
   for (const artifact of expected) {
-    const full = join5(siteDir, artifact.path);
-    const stat = existsSync5(full) ? lstatSync2(full) : null;
+    const full = join8(siteDir, artifact.path);
+    const stat = existsSync8(full) ? lstatSync2(full) : null;
     if (!stat?.isFile()) {
       problems.push(`artifact missing: site/${artifact.path} (${artifact.what})`);
       continue;
@@ -62846,6 +63201,7 @@ async function checkLocalArtifacts(inputs, siteDir, options) {
 }
 
 // src/catalog/contract-rules.ts
+import { createHash as createHash4 } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 var ZERO_HASH = /\b0{64}\b/;
 var PLACEHOLDER_URL = /https?:\/\/[^"\s]*(example\.(com|org|net)|placeholder|changeme|todo\b)/i;
@@ -62912,8 +63268,9 @@ function checkContractRules(files) {
       }
     }
     for (const mod of catalog.mods) {
-      const { versions, ...summary2 } = mod;
+      const { versions, versionsSha256, ...summary2 } = mod;
       const detail = json(SITE_PATHS.modDetail(mod.id));
+      const listText = files.get(SITE_PATHS.modVersions(mod.id));
       const list = json(SITE_PATHS.modVersions(mod.id));
       if (detail) {
         for (const [key, value] of Object.entries(summary2)) {
@@ -62921,14 +63278,20 @@ function checkContractRules(files) {
             fail("rule_5_no_drift", `mods/${mod.id}/index.json field ${key} differs from catalog.json`);
           }
         }
-        if (!isDeepStrictEqual(detail.versions, versions))
-          fail("rule_5_no_drift", `mods/${mod.id}/index.json versions differ from catalog.json`);
+        if (list && !isDeepStrictEqual(detail.versions, list.versions))
+          fail("rule_5_no_drift", `mods/${mod.id}/index.json versions differ from versions.json`);
       }
-      if (list) {
-        if (!isDeepStrictEqual(list.versions, versions))
+      if (list && listText !== void 0) {
+        const newest = list.versions.find((v) => v.version === versions[0]?.version);
+        if (versions.length !== 1 || !newest || !isDeepStrictEqual(toCatalogVersionRecord(newest), versions[0]))
           fail("rule_5_no_drift", `mods/${mod.id}/versions.json differs from catalog.json`);
         if (list.latestVersion !== mod.latestVersion)
           fail("rule_5_no_drift", `mods/${mod.id}/versions.json latestVersion differs`);
+        if (createHash4("sha256").update(listText).digest("hex") !== versionsSha256)
+          fail(
+            "rule_5_no_drift",
+            `catalog.json versionsSha256 of ${mod.id} is not the hash of its versions.json`
+          );
       }
     }
     const listed = new Set(catalog.mods.map((m) => m.id));
@@ -62942,8 +63305,9 @@ function checkContractRules(files) {
 }
 
 // src/catalog/site.ts
-import { existsSync as existsSync7, readFileSync as readFileSync9 } from "node:fs";
-import { join as join8 } from "node:path";
+import { createHash as createHash5 } from "node:crypto";
+import { existsSync as existsSync9, readFileSync as readFileSync11 } from "node:fs";
+import { join as join10 } from "node:path";
 
 // src/contracts/checks.ts
 var CHECKS = [
@@ -63060,7 +63424,9 @@ var PUBLICATION_OUTPUTS = [
   "/api/v1/catalog.json",
   "/api/v1/mods/index.json",
   "/api/v1/mods/{modId}/index.json",
-  "/api/v1/mods/{modId}/versions.json"
+  "/api/v1/mods/{modId}/versions.json",
+  "/api/v1/changes/head.json",
+  "/api/v1/changes/{page}.json"
 ];
 var MANUAL_FALLBACK = {
   tool: "svc import",
@@ -63235,107 +63601,6 @@ function buildBackendContract(config, endpoints, readiness, generatedAt) {
 function describe(config, bucket) {
   const { limit, windowSeconds } = config.limits.rateLimits[bucket];
   return `${limit} per ${windowSeconds} s`;
-}
-
-// src/contracts/catalog.ts
-var import_semver5 = __toESM(require_semver2(), 1);
-function visibleMods(records) {
-  const byMod = /* @__PURE__ */ new Map();
-  for (const record of records) {
-    if (record.status === "hidden") continue;
-    const list = byMod.get(record.modId) ?? [];
-    list.push(record);
-    byMod.set(record.modId, list);
-  }
-  return [...byMod.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0).map(([modId, list]) => {
-    const visible = list.sort((a, b) => import_semver5.default.rcompare(a.version, b.version));
-    return { modId, newest: visible[0], visible };
-  });
-}
-function toVersionRecord(record) {
-  const version = {
-    version: record.version,
-    targetGameBuild: record.targetGameBuild,
-    packageUrl: record.packageUrl,
-    fileName: record.fileName,
-    packageSizeBytes: record.packageSizeBytes,
-    sha256: record.sha256,
-    artifactStatus: "published",
-    downloadEnabled: record.status === "published" || record.status === "superseded",
-    dependencies: record.dependencies,
-    entrypoints: record.entrypoints,
-    publishedAt: record.publishedAt,
-    status: record.status === "superseded" ? "superseded" : "published",
-    releaseNotes: record.releaseNotes
-  };
-  if (record.modConfig !== void 0) version.modConfig = record.modConfig;
-  return version;
-}
-function modSummary(view, baseUrl2) {
-  const urls = portalUrls(baseUrl2);
-  const updatedAt = view.visible.map((r) => r.publishedAt).sort().at(-1);
-  return {
-    id: view.modId,
-    name: view.newest.name,
-    summary: view.newest.summary,
-    authors: view.newest.authors,
-    tags: view.newest.tags,
-    latestVersion: view.newest.version,
-    detailUrl: urls.modDetail(view.modId),
-    versionsUrl: urls.modVersions(view.modId),
-    pageUrl: urls.modPage(view.modId),
-    updatedAt
-  };
-}
-function buildCatalog(config, mods, supportedGameBuilds, generatedAt) {
-  const urls = portalUrls(config.baseUrl);
-  return {
-    schema: "svc.catalog.v1",
-    generatedAt,
-    baseUrl: config.baseUrl,
-    game: { name: config.game.name, storeAppId: config.game.storeAppId },
-    runtimeUrl: urls.runtime,
-    frameworkUrl: urls.framework,
-    managerUrl: urls.manager,
-    gameBuildCompatibilityUrl: urls.gameBuilds,
-    supportedGameBuilds,
-    modsIndexUrl: urls.modsIndex,
-    mods: mods.map((view) => ({
-      ...modSummary(view, config.baseUrl),
-      versions: view.visible.map(toVersionRecord)
-    }))
-  };
-}
-function buildModsIndex(config, mods, generatedAt) {
-  return {
-    schema: "svc.mods-index.v1",
-    generatedAt,
-    count: mods.length,
-    mods: mods.map((view) => ({
-      ...modSummary(view, config.baseUrl),
-      targetGameBuild: view.newest.targetGameBuild,
-      versionCount: view.visible.length
-    }))
-  };
-}
-function buildModDetail(config, view, generatedAt) {
-  return {
-    schema: "svc.mod-detail.v1",
-    generatedAt,
-    ...modSummary(view, config.baseUrl),
-    description: view.newest.description,
-    links: view.newest.links,
-    versions: view.visible.map(toVersionRecord)
-  };
-}
-function buildModVersions(view, generatedAt) {
-  return {
-    schema: "svc.mod-versions.v1",
-    generatedAt,
-    modId: view.modId,
-    latestVersion: view.newest.version,
-    versions: view.visible.map(toVersionRecord)
-  };
 }
 
 // src/contracts/distribution.ts
@@ -64190,8 +64455,8 @@ function buildValidationContract(config, supportedGameBuilds, frameworkVersion, 
 }
 
 // src/pages/render-pages.ts
-import { readFileSync as readFileSync7 } from "node:fs";
-import { join as join6 } from "node:path";
+import { readFileSync as readFileSync10 } from "node:fs";
+import { join as join9 } from "node:path";
 
 // src/pages/html.ts
 var SafeHtml = class {
@@ -64626,29 +64891,40 @@ function modItem(mod, matrix) {
   return html`<li data-tags="${mod.tags.join(" ")}" data-builds="${builds.join(" ")}"><h2><a href="mods/${mod.id}/">${mod.name}</a></h2><p>${mod.summary}</p><p class="meta">${mod.latestVersion} · ${authors}${mod.tags.length > 0 ? html` · ${mod.tags.join(", ")}` : ""}${compat ? html` · <span class="compat-${compat.kind}">${compat.label}: build ${latest.targetGameBuild}</span>` : ""}</p></li>
 `;
 }
+function catalogPageItem(mod, matrix) {
+  return {
+    id: mod.id,
+    name: mod.name,
+    tags: mod.tags,
+    builds: [...new Set(mod.versions.map((v) => v.targetGameBuild))],
+    markup: modItem(mod, matrix)
+  };
+}
+function compareCatalogPageItems(a, b) {
+  return byName(a, b);
+}
 function renderCatalogPage(ctx, catalog, matrix) {
-  const mods = [...catalog.mods].sort(byName);
+  const items = [...catalog.mods].sort(byName).map((mod) => catalogPageItem(mod, matrix));
+  return renderCatalogPageItems(ctx, catalog, items, matrix);
+}
+function renderCatalogPageItems(ctx, catalog, items, matrix) {
   const tagCounts = /* @__PURE__ */ new Map();
-  for (const mod of mods) for (const tag of mod.tags) tagCounts.set(tag, (tagCounts.get(tag) ?? 0) + 1);
+  for (const item of items) for (const tag of item.tags) tagCounts.set(tag, (tagCounts.get(tag) ?? 0) + 1);
   const tags = [...tagCounts.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
-  const builds = [
-    .../* @__PURE__ */ new Set([
-      ...catalog.supportedGameBuilds,
-      ...mods.flatMap((m) => m.versions.map((v) => v.targetGameBuild))
-    ])
-  ];
+  const builds = [.../* @__PURE__ */ new Set([...catalog.supportedGameBuilds, ...items.flatMap((item) => item.builds)])];
   const supported = catalog.supportedGameBuilds;
+  const count = items.length;
   const main = html`<h1>Mods for ${catalog.game.name}</h1>
-<p>${plural(mods.length, "mod")} you can install with the mod manager. ${supported.length > 0 ? html`Supported game ${supported.length === 1 ? "build" : "builds"}: ${supported.map((b, i) => html`${i > 0 ? ", " : ""}<strong>${buildLabel(matrix, b)}</strong>`)}.` : "No game build is currently validated."}</p>
+<p>${plural(count, "mod")} you can install with the mod manager. ${supported.length > 0 ? html`Supported game ${supported.length === 1 ? "build" : "builds"}: ${supported.map((b, i) => html`${i > 0 ? ", " : ""}<strong>${buildLabel(matrix, b)}</strong>`)}.` : "No game build is currently validated."}</p>
 <search><form id="filters" class="filters" aria-label="Filter mods" hidden>
 <div><label for="q">Search by name</label><input id="q" name="q" type="search" autocomplete="off" spellcheck="false"></div>
-<div><label for="tag">Tag</label><select id="tag" name="tag"><option value="">Any tag</option>${tags.map(([tag, count]) => html`<option value="${tag}">${tag} (${groupDigits(count)})</option>`)}</select></div>
+<div><label for="tag">Tag</label><select id="tag" name="tag"><option value="">Any tag</option>${tags.map(([tag, n]) => html`<option value="${tag}">${tag} (${groupDigits(n)})</option>`)}</select></div>
 <div><label for="build">Game build</label><select id="build" name="build"><option value="">Any game build</option>${builds.map((b) => html`<option value="${b}">${buildLabel(matrix, b)}${supported.includes(b) ? " \u2014 supported" : ""}</option>`)}</select></div>
 <div><button type="reset">Clear filters</button></div>
 </form></search>
-<p id="count" class="count" role="status">${mods.length === 0 ? "No mods have been published yet." : `Showing all ${plural(mods.length, "mod")}.`}</p>
+<p id="count" class="count" role="status">${count === 0 ? "No mods have been published yet." : `Showing all ${plural(count, "mod")}.`}</p>
 <ol id="mods" class="mods">
-${mods.map((mod) => modItem(mod, matrix))}</ol>`;
+${items.map((item) => item.markup)}</ol>`;
   return renderPage(ctx, {
     title: "Mods",
     root: "",
@@ -64657,6 +64933,41 @@ ${mods.map((mod) => modItem(mod, matrix))}</ol>`;
     scripts: ["catalog.js"],
     main
   });
+}
+var UNESCAPES = {
+  "&amp;": "&",
+  "&lt;": "<",
+  "&gt;": ">",
+  "&quot;": '"',
+  "&#39;": "'"
+};
+var unescapeHtml = (text) => text.replace(/&(amp|lt|gt|quot|#39);/g, (e) => UNESCAPES[e]);
+var ITEM = /^<li data-tags="([^"]*)" data-builds="([^"]*)"><h2><a href="mods\/([a-z0-9-]+)\/">([^<]*)<\/a><\/h2>/;
+function readCatalogPageItems(page) {
+  const open2 = '<ol id="mods" class="mods">\n';
+  const start = page.indexOf(open2);
+  const end = page.indexOf("</ol>", start);
+  if (start === -1 || end === -1) return null;
+  const list = page.slice(start + open2.length, end);
+  if (list === "") return [];
+  if (!list.endsWith("</li>\n")) return null;
+  const items = [];
+  const parts = list.split("</li>\n");
+  parts.pop();
+  for (const part of parts) {
+    const markup = `${part}</li>
+`;
+    const match = ITEM.exec(markup);
+    if (!match) return null;
+    items.push({
+      id: match[3],
+      name: unescapeHtml(match[4]),
+      tags: match[1] === "" ? [] : unescapeHtml(match[1]).split(" "),
+      builds: match[2] === "" ? [] : unescapeHtml(match[2]).split(" "),
+      markup: new SafeHtml(markup)
+    });
+  }
+  return items;
 }
 function renderModsRedirectPage(ctx) {
   return renderPage(ctx, {
@@ -65055,7 +65366,7 @@ var ASSET_FILES = [
   "releases.js",
   "admin.js"
 ];
-var ASSET_DIR = join6(__svcSourcePath("src/pages"), "assets");
+var ASSET_DIR = join9(__svcSourcePath("src/pages"), "assets");
 function pageContext(config) {
   return {
     portalName: config.portal.name,
@@ -65111,65 +65422,11 @@ function renderPages(files, config) {
   pages.set(PAGE_PATHS.adminRoles, renderAdminRolesPage(ctx));
   pages.set(PAGE_PATHS.adminAudit, renderAdminAuditPage(ctx));
   for (const name of ASSET_FILES)
-    pages.set(PAGE_PATHS.asset(name), readFileSync7(join6(ASSET_DIR, name), "utf8"));
+    pages.set(PAGE_PATHS.asset(name), readFileSync10(join9(ASSET_DIR, name), "utf8"));
   return pages;
 }
 function listPageFiles(siteDir) {
   return listFilesUnder(siteDir, PAGE_ROOTS);
-}
-
-// src/catalog/records.ts
-import { existsSync as existsSync6, readdirSync as readdirSync4, readFileSync as readFileSync8 } from "node:fs";
-import { join as join7 } from "node:path";
-var RECORD_PATHS = {
-  modsDir: "mods",
-  release: (modId, version) => `mods/${modId}/${version}.json`,
-  manager: "manager.json",
-  framework: "framework.json",
-  gameBuilds: "game-builds.json",
-  postPublishSmoke: "smoke/post-publish.json"
-};
-function readJson(path) {
-  try {
-    return JSON.parse(readFileSync8(path, "utf8"));
-  } catch (error) {
-    throw new SvcError("invalid_payload", `${path} is not valid JSON: ${error.message}`);
-  }
-}
-function loadReleaseRecords(recordsDir, registry) {
-  const modsDir = join7(recordsDir, RECORD_PATHS.modsDir);
-  if (!existsSync6(modsDir)) return [];
-  const records = [];
-  for (const modId of readdirSync4(modsDir).sort()) {
-    for (const file of readdirSync4(join7(modsDir, modId)).sort()) {
-      if (!file.endsWith(".json")) continue;
-      const path = join7(modsDir, modId, file);
-      const result = registry.validate("release-record", readJson(path));
-      if (!result.ok) {
-        throw new SvcError(
-          "invalid_payload",
-          `${path} is not a valid release record:
-${formatIssues(result.issues)}`,
-          {
-            details: result.issues
-          }
-        );
-      }
-      const record = result.value;
-      if (record.modId !== modId || `${record.version}.json` !== file) {
-        throw new SvcError(
-          "invalid_payload",
-          `${path} holds ${record.modId}@${record.version}; its path must match`
-        );
-      }
-      records.push(record);
-    }
-  }
-  return records;
-}
-function loadOptionalJson(recordsDir, relativePath) {
-  const path = join7(recordsDir, relativePath);
-  return existsSync6(path) ? readJson(path) : null;
 }
 
 // src/catalog/portal-base.ts
@@ -65206,9 +65463,9 @@ function recordsAtBase(records, baseUrl2) {
 function projectPaths(root, overrides = {}) {
   return {
     root,
-    configPath: overrides.configPath ?? join8(root, "portal.config.json"),
-    recordsDir: overrides.recordsDir ?? join8(root, "records"),
-    siteDir: overrides.siteDir ?? join8(root, "site")
+    configPath: overrides.configPath ?? join10(root, "portal.config.json"),
+    recordsDir: overrides.recordsDir ?? join10(root, "records"),
+    siteDir: overrides.siteDir ?? join10(root, "site")
   };
 }
 function loadSiteInputs(config, recordsDir) {
@@ -65232,7 +65489,8 @@ function loadSiteInputs(config, recordsDir) {
     gameBuilds: synced?.builds ?? config.gameBuilds,
     postPublishSmoke: smoke,
     backendSmoke: null,
-    endpoints: ENDPOINTS
+    endpoints: ENDPOINTS,
+    changes: loadChangesPages(recordsDir, registry)
   };
 }
 var PENDING_TIMESTAMP = "1970-01-01T00:00:00.000Z";
@@ -65254,6 +65512,7 @@ function generateDocuments(inputs, options = {}) {
     {
       path: SITE_PATHS.catalog,
       schema: "catalog",
+      // versionsSha256 is replaced by the hash of the final versions.json bytes in renderSite.
       document: { ...buildCatalog(config, mods, supported, at) }
     },
     {
@@ -65290,6 +65549,12 @@ function generateDocuments(inputs, options = {}) {
       document: { ...buildValidationContract(config, supported, frameworkVersion, at) }
     }
   ];
+  const changes = inputs.changes ?? [];
+  docs.push({
+    path: CHANGES_PATHS.head,
+    schema: "changes-head",
+    document: { ...buildChangesHead(config.baseUrl, changes[0]?.page ?? 0, changes.at(-1) ?? null, at) }
+  });
   for (const view of mods) {
     if (options.onlyMods && !options.onlyMods.has(view.modId)) continue;
     docs.push({
@@ -65314,25 +65579,25 @@ function renderSite(inputs, siteDir, now = () => /* @__PURE__ */ new Date(), opt
   const files = /* @__PURE__ */ new Map();
   const stamp = now().toISOString();
   const failures = [];
-  for (const { path, schema, document } of generateDocuments(inputs, options)) {
-    const pending = serializeDocument(document);
-    const existingPath = join8(siteDir, path);
-    let text;
-    if (existsSync7(existingPath)) {
-      const existing = readFileSync9(existingPath, "utf8");
-      try {
-        const parsed = JSON.parse(existing);
-        if (typeof parsed.generatedAt === "string" && serializeDocument({ ...parsed, generatedAt: PENDING_TIMESTAMP }) === pending) {
-          text = serializeDocument({ ...document, generatedAt: parsed.generatedAt });
-        }
-      } catch {
+  const generated = generateDocuments(inputs, options);
+  const catalog = generated.find((d) => d.path === SITE_PATHS.catalog);
+  for (const { path, schema, document } of [...generated.filter((d) => d !== catalog), catalog]) {
+    if (document === catalog.document) {
+      for (const mod of document.mods) {
+        const versionsText = files.get(SITE_PATHS.modVersions(mod.id)) ?? readIfExists(join10(siteDir, SITE_PATHS.modVersions(mod.id)));
+        if (versionsText !== void 0) mod.versionsSha256 = sha256Text(versionsText);
       }
     }
-    text ??= serializeDocument({ ...document, generatedAt: stamp });
-    const result = registry.validate(schema, JSON.parse(text));
-    if (!result.ok) failures.push(`${path} (${schema}):
+    const rendered = stampDocument(registry, siteDir, path, schema, document, stamp);
+    if (!rendered.ok) failures.push(rendered.failure);
+    files.set(path, rendered.text);
+  }
+  for (const page of inputs.changes ?? []) {
+    const result = registry.validate("changes-page", page);
+    if (!result.ok)
+      failures.push(`${CHANGES_PATHS.page(page.page)} (changes-page):
 ${formatIssues(result.issues)}`);
-    files.set(path, text);
+    files.set(CHANGES_PATHS.page(page.page), serializeChangesPage(page));
   }
   if (failures.length > 0) {
     throw new SvcError(
@@ -65348,6 +65613,31 @@ ${failures.join("\n")}`,
     files.set(file.publicPath, publishedSchemaText(file, inputs.config.baseUrl));
   for (const [path, text] of renderPages(files, inputs.config)) files.set(path, text);
   return files;
+}
+function sha256Text(text) {
+  return createHash5("sha256").update(text).digest("hex");
+}
+function readIfExists(path) {
+  return existsSync9(path) ? readFileSync11(path, "utf8") : void 0;
+}
+function stampDocument(registry, siteDir, path, schema, document, stamp) {
+  const pending = serializeDocument({ ...document, generatedAt: PENDING_TIMESTAMP });
+  const existing = readIfExists(join10(siteDir, path));
+  let text;
+  if (existing !== void 0) {
+    try {
+      const parsed = JSON.parse(existing);
+      if (typeof parsed.generatedAt === "string" && serializeDocument({ ...parsed, generatedAt: PENDING_TIMESTAMP }) === pending) {
+        text = serializeDocument({ ...document, generatedAt: parsed.generatedAt });
+      }
+    } catch {
+    }
+  }
+  text ??= serializeDocument({ ...document, generatedAt: stamp });
+  const result = registry.validate(schema, JSON.parse(text));
+  if (!result.ok) return { ok: false, text, failure: `${path} (${schema}):
+${formatIssues(result.issues)}` };
+  return { ok: true, text };
 }
 function listGeneratedFiles(siteDir) {
   return [...listFilesUnder(siteDir, ["api/v1"]), ...listPageFiles(siteDir)];
@@ -65416,12 +65706,12 @@ async function run(args, io) {
       const problems2 = [];
       const committed = /* @__PURE__ */ new Map();
       for (const [path, text] of expected) {
-        const full = join9(paths.siteDir, path);
-        if (!existsSync8(full)) {
+        const full = join11(paths.siteDir, path);
+        if (!existsSync10(full)) {
           problems2.push(`missing: site/${path} (run svc build)`);
           continue;
         }
-        const actual = readFileSync10(full, "utf8");
+        const actual = readFileSync12(full, "utf8");
         committed.set(path, actual);
         if (actual !== text)
           problems2.push(`drift: site/${path} differs from what svc build writes (hand edit or stale build)`);
@@ -65510,7 +65800,7 @@ async function authEnv(cwd, remote, token) {
   };
 }
 async function stageCatalog(cwd) {
-  const roots = CATALOG_PATHS.filter((p) => existsSync9(join10(cwd, p)));
+  const roots = CATALOG_PATHS.filter((p) => existsSync11(join12(cwd, p)));
   if (roots.length > 0) await gitOk(cwd, ["add", "--all", "--", ...roots]);
   const staged = (await gitOk(cwd, ["diff", "--cached", "--name-only", "-z"])).split("\0").filter(Boolean);
   const refused = staged.map((path) => ({ path, code: refusedCatalogPath(path) })).filter((r) => r.code !== null);
@@ -67012,32 +67302,34 @@ async function mintInstallationToken(request2) {
 }
 
 // src/github/publish-reconcile.ts
-import { createHash as createHash6 } from "node:crypto";
-import { existsSync as existsSync12, readdirSync as readdirSync6, readFileSync as readFileSync13 } from "node:fs";
-import { join as join13 } from "node:path";
+import { createHash as createHash9 } from "node:crypto";
+import { existsSync as existsSync15, readdirSync as readdirSync7, readFileSync as readFileSync16 } from "node:fs";
+import { join as join16 } from "node:path";
 
 // src/catalog/publisher.ts
 var import_semver6 = __toESM(require_semver2(), 1);
-import { existsSync as existsSync11, readFileSync as readFileSync12, statSync as statSync4 } from "node:fs";
-import { join as join12, relative as relative4 } from "node:path";
+import { existsSync as existsSync14, readFileSync as readFileSync15, statSync as statSync4 } from "node:fs";
+import { join as join15, relative as relative4 } from "node:path";
 
 // src/distribution/tuf-repository.ts
 var import_models2 = __toESM(require_dist3(), 1);
-import { createHash as createHash4 } from "node:crypto";
+import { createHash as createHash7 } from "node:crypto";
 import {
   closeSync as closeSync3,
-  existsSync as existsSync10,
+  existsSync as existsSync12,
   fsyncSync as fsyncSync3,
+  linkSync as linkSync3,
   mkdirSync as mkdirSync3,
   openSync as openSync3,
-  readdirSync as readdirSync5,
-  readFileSync as readFileSync11,
+  readdirSync as readdirSync6,
+  readFileSync as readFileSync13,
   renameSync as renameSync3,
   rmSync as rmSync4,
   statSync as statSync3,
+  writeFileSync as writeFileSync3,
   writeSync as writeSync2
 } from "node:fs";
-import { join as join11, relative as relative3, sep as sep3 } from "node:path";
+import { join as join13, relative as relative3, sep as sep3 } from "node:path";
 
 // src/distribution/errors.ts
 var DistributionError = class extends Error {
@@ -67053,7 +67345,7 @@ var DistributionError = class extends Error {
 
 // src/distribution/tuf-keys.ts
 var import_models = __toESM(require_dist3(), 1);
-import { createHash as createHash3, createPrivateKey as createPrivateKey2, createPublicKey, generateKeyPairSync, sign } from "node:crypto";
+import { createHash as createHash6, createPrivateKey as createPrivateKey2, createPublicKey, generateKeyPairSync, sign } from "node:crypto";
 var ONLINE_ROLES = ["targets", "snapshot", "timestamp"];
 var TUF_SPEC_VERSION = "1.0.31";
 var EXPIRY_DAYS = { root: 365, targets: 90, snapshot: 7, timestamp: 1 };
@@ -67063,6 +67355,14 @@ function addDays(date, days) {
 function tufTime(date) {
   return `${date.toISOString().slice(0, 19)}Z`;
 }
+function tufKey(file) {
+  return new import_models.Key({
+    keyID: file.keyid,
+    keyType: "ed25519",
+    scheme: "ed25519",
+    keyVal: { public: file.publicKey }
+  });
+}
 function signerFor(file) {
   const privateKey = createPrivateKey2(file.privateKey);
   return (data) => new import_models.Signature({ keyID: file.keyid, sig: sign(null, data, privateKey).toString("hex") });
@@ -67071,25 +67371,25 @@ function signerFor(file) {
 // src/distribution/tuf-repository.ts
 var TUF_DIR = "tuf";
 var KEEP_OLD_VERSIONS = 3;
-function artifactTargetPath(baseUrl2, modId, version) {
-  const local = `${baseUrl2.replace(/\/+$/, "")}/downloads/mods/`;
-  if (version.packageUrl.startsWith(local)) return new URL(version.packageUrl).pathname.replace(/^\/+/, "");
+function artifactTargetPath(_baseUrl, modId, version) {
+  const sitePath2 = `downloads/mods/${modId}/${version.version}/${version.fileName}`;
+  if (version.packageUrl.endsWith(`/${sitePath2}`)) return sitePath2;
   return `external/mods/${modId}/${version.version}/${version.fileName}`;
 }
 function sha256Of(bytes) {
-  return createHash4("sha256").update(bytes).digest("hex");
+  return createHash7("sha256").update(bytes).digest("hex");
 }
 function hashFile2(path) {
-  const bytes = readFileSync11(path);
+  const bytes = readFileSync13(path);
   return { length: bytes.length, sha256: sha256Of(bytes) };
 }
 function listFiles(dir) {
-  if (!existsSync10(dir)) return [];
+  if (!existsSync12(dir)) return [];
   const out = [];
   const walk2 = (d) => {
-    for (const name of readdirSync5(d).sort()) {
+    for (const name of readdirSync6(d).sort()) {
       if (name.startsWith(".")) continue;
-      const full = join11(d, name);
+      const full = join13(d, name);
       if (statSync3(full).isDirectory()) walk2(full);
       else out.push(full);
     }
@@ -67102,54 +67402,40 @@ function sitePath(siteDir, full) {
 }
 function collectSiteTargets(siteDir) {
   const targets = /* @__PURE__ */ new Map();
-  for (const full of [...listFiles(join11(siteDir, "api", "v1")), ...listFiles(join11(siteDir, "downloads"))]) {
+  for (const full of [...listFiles(join13(siteDir, "api", "v1")), ...listFiles(join13(siteDir, "downloads"))]) {
     const path = sitePath(siteDir, full);
     targets.set(path, { path, ...hashFile2(full) });
   }
-  const catalogFile = join11(siteDir, "api", "v1", "catalog.json");
-  if (!existsSync10(catalogFile)) return [...targets.values()];
-  const catalog = JSON.parse(readFileSync11(catalogFile, "utf8"));
-  for (const mod of catalog.mods) {
-    for (const version of mod.versions) {
-      const path = artifactTargetPath(catalog.baseUrl, mod.id, version);
-      const served = targets.get(path);
-      if (served) {
-        if (served.sha256 !== version.sha256 || served.length !== version.packageSizeBytes) {
-          throw new DistributionError(
-            "artifact_mismatch",
-            `site/${path} does not match the sha256/size its catalog entry records; refusing to sign it`,
-            { path, served, recorded: { sha256: version.sha256, length: version.packageSizeBytes } }
-          );
-        }
-        continue;
-      }
-      if (path.startsWith("downloads/")) {
-        throw new DistributionError(
-          "artifact_mismatch",
-          `the catalog lists ${path} but site/${path} is missing`
-        );
-      }
-      targets.set(path, {
-        path,
-        length: version.packageSizeBytes,
-        sha256: version.sha256,
-        url: version.packageUrl
-      });
-    }
+  const listed = [];
+  const catalogFile = join13(siteDir, "api", "v1", "catalog.json");
+  if (existsSync12(catalogFile)) {
+    const catalog = JSON.parse(readFileSync13(catalogFile, "utf8"));
+    for (const mod of catalog.mods ?? [])
+      for (const version of mod.versions ?? []) listed.push({ modId: mod.id, version });
+  }
+  for (const path of targets.keys()) {
+    const modId = /^api\/v1\/mods\/([^/]+)\/versions\.json$/.exec(path)?.[1];
+    if (!modId) continue;
+    const document = JSON.parse(readFileSync13(join13(siteDir, path), "utf8"));
+    for (const version of document.versions ?? []) listed.push({ modId, version });
+  }
+  for (const { modId, version } of listed) {
+    const target = checkedArtifactTarget(siteDir, modId, version, (path) => targets.get(path));
+    if (target) targets.set(target.path, target);
   }
   return [...targets.values()].sort((a, b) => a.path < b.path ? -1 : 1);
 }
 function readMetadata(file) {
-  if (!existsSync10(file)) return null;
-  return JSON.parse(readFileSync11(file, "utf8"));
+  if (!existsSync12(file)) return null;
+  return JSON.parse(readFileSync13(file, "utf8"));
 }
 function loadLatestRoot(siteDir) {
-  const dir = join11(siteDir, TUF_DIR);
-  if (!existsSync10(dir)) return null;
-  const versions = readdirSync5(dir).map((name) => /^(\d+)\.root\.json$/.exec(name)?.[1]).filter((v) => v !== void 0).map(Number).sort((a, b) => b - a);
+  const dir = join13(siteDir, TUF_DIR);
+  if (!existsSync12(dir)) return null;
+  const versions = readdirSync6(dir).map((name) => /^(\d+)\.root\.json$/.exec(name)?.[1]).filter((v) => v !== void 0).map(Number).sort((a, b) => b - a);
   const newest = versions[0];
   if (newest === void 0) return null;
-  const json = JSON.parse(readFileSync11(join11(dir, `${newest}.root.json`), "utf8"));
+  const json = JSON.parse(readFileSync13(join13(dir, `${newest}.root.json`), "utf8"));
   return { version: newest, metadata: import_models2.Metadata.fromJSON(import_models2.MetadataKind.Root, json) };
 }
 function serializeMetadata(metadata) {
@@ -67167,16 +67453,123 @@ function writeFileAtomic(file, text) {
   }
   renameSync3(temp, file);
 }
-function sameTargets(current, next) {
+var VersionedFiles = class {
+  constructor(dir) {
+    this.dir = dir;
+  }
+  dir;
+  bySha256 = /* @__PURE__ */ new Map();
+  toSync = [];
+  write(name, text) {
+    const file = join13(this.dir, name);
+    rmSync4(file, { force: true });
+    const digest = sha256Of(Buffer.from(text));
+    const same = this.bySha256.get(digest);
+    if (same) {
+      linkSync3(same, file);
+      return;
+    }
+    writeFileSync3(file, text);
+    this.bySha256.set(digest, file);
+    this.toSync.push(file);
+  }
+  sync() {
+    for (const file of [...this.toSync, this.dir]) {
+      const fd = openSync3(file, "r");
+      try {
+        fsyncSync3(fd);
+      } finally {
+        closeSync3(fd);
+      }
+    }
+  }
+};
+var BIN_BIT_LENGTH = 10;
+var BIN_NAME_PREFIX = "bins";
+var TOP_LEVEL_DOCUMENTS = /* @__PURE__ */ new Set([
+  "api/v1/catalog.json",
+  "api/v1/mods/index.json",
+  "api/v1/changes/head.json"
+]);
+function changesPageNumber(path) {
+  const page = /^api\/v1\/changes\/(\d+)\.json$/.exec(path)?.[1];
+  return page === void 0 ? null : Number(page);
+}
+function isTopLevelTarget(path, newestChangesPage2) {
+  return TOP_LEVEL_DOCUMENTS.has(path) || newestChangesPage2 !== null && changesPageNumber(path) === newestChangesPage2;
+}
+function newestChangesPage(paths) {
+  let newest = null;
+  for (const path of paths) {
+    const page = changesPageNumber(path);
+    if (page !== null && (newest === null || page > newest)) newest = page;
+  }
+  return newest;
+}
+function succinctDelegationJson(keys) {
+  const key = keys.keys.targets;
+  return {
+    keys: { [key.keyid]: tufKey(key).toJSON() },
+    succinct_roles: {
+      keyids: [key.keyid],
+      threshold: 1,
+      bit_length: BIN_BIT_LENGTH,
+      name_prefix: BIN_NAME_PREFIX
+    }
+  };
+}
+var binRoles = (() => {
+  const targets = import_models2.Targets.fromJSON({
+    _type: "targets",
+    spec_version: TUF_SPEC_VERSION,
+    version: 1,
+    expires: "2000-01-01T00:00:00Z",
+    targets: {},
+    delegations: {
+      keys: {},
+      succinct_roles: { keyids: [], threshold: 1, bit_length: BIN_BIT_LENGTH, name_prefix: BIN_NAME_PREFIX }
+    }
+  });
+  const roles = targets.delegations.succinctRoles;
+  return { roleFor: (path) => roles.getRoleForTarget(path), all: [...roles.getRoles()] };
+})();
+function binForTarget(path) {
+  return binRoles.roleFor(path);
+}
+function allBins() {
+  return binRoles.all;
+}
+function toSiteTarget(file) {
+  const url = file.custom.url;
+  return {
+    path: file.path,
+    length: file.length,
+    sha256: file.hashes.sha256 ?? "",
+    ...typeof url === "string" ? { url } : {}
+  };
+}
+function toTargetFile(t) {
+  return new import_models2.TargetFile({
+    path: t.path,
+    length: t.length,
+    hashes: { sha256: t.sha256 },
+    ...t.url ? { unrecognizedFields: { custom: { url: t.url } } } : {}
+  });
+}
+function sameTargetSet(current, next) {
+  if (!current) return false;
   const entries = Object.values(current.targets);
-  if (entries.length !== next.length) return false;
-  return next.every((t) => {
-    const c = current.targets[t.path];
-    return c !== void 0 && c.length === t.length && c.hashes.sha256 === t.sha256 && c.custom.url === t.url;
+  if (entries.length !== next.size) return false;
+  return entries.every((c) => {
+    const t = next.get(c.path);
+    return t !== void 0 && c.length === t.length && c.hashes.sha256 === t.sha256 && c.custom.url === t.url;
   });
 }
 function nextVersion(previous, at, seen = 0) {
   return Math.max(previous + 1, seen + 1, Math.floor(at.getTime() / 1e3));
+}
+function nextBinVersion(previous, at) {
+  return previous > 0 ? previous + 1 : Math.floor(at.getTime() / 1e3);
 }
 function assertOnlineKeysOf(root, keys) {
   for (const role of ONLINE_ROLES) {
@@ -67208,16 +67601,191 @@ function assertCanSign(siteDir, signing) {
     throw error;
   }
 }
-function signAfterCommit(siteDir, signing, change) {
+function targetPathOfCommitted(path) {
+  const parts = path.split("/");
+  for (let i = 0; i < parts.length; i++) {
+    const rest = parts.slice(i).join("/");
+    if (rest.startsWith("api/v1/") || rest.startsWith("downloads/")) return rest;
+    if (i === 0 && parts[0] === "records") return null;
+  }
+  return null;
+}
+function signAfterCommit(siteDir, signing, change, options = {}) {
   if (!signing) return null;
   if (change.written.length === 0 && change.deleted.length === 0) return null;
-  return signSite(siteDir, signing.keys, signing.now ?? (() => /* @__PURE__ */ new Date()));
+  const now = signing.now ?? (() => /* @__PURE__ */ new Date());
+  if (options.full) return signSite(siteDir, signing.keys, now);
+  return signChanges(siteDir, signing.keys, change, now);
 }
 function expiresWithin(signed, now, days) {
   return new Date(signed.expires).getTime() <= addDays(now, days).getTime();
 }
+function loadState(dir) {
+  const timestampJson = readMetadata(join13(dir, "timestamp.json"));
+  const timestamp = timestampJson ? import_models2.Metadata.fromJSON(import_models2.MetadataKind.Timestamp, timestampJson) : null;
+  const snapshotVersion = timestamp?.signed.snapshotMeta.version ?? 0;
+  const snapshot = snapshotVersion ? readSnapshotState(join13(dir, `${snapshotVersion}.snapshot.json`)) : null;
+  const targetsVersion = snapshot?.meta.get("targets.json") ?? 0;
+  const targetsJson = targetsVersion ? readMetadata(join13(dir, `${targetsVersion}.targets.json`)) : null;
+  const targets = targetsJson?.signed?.delegations ? import_models2.Metadata.fromJSON(import_models2.MetadataKind.Targets, targetsJson) : null;
+  return { timestamp, snapshot, targets };
+}
+function readSnapshotState(file) {
+  const json = readMetadata(file);
+  const signed = json?.signed;
+  if (!signed || typeof signed.version !== "number" || typeof signed.expires !== "string") return null;
+  const meta = /* @__PURE__ */ new Map();
+  for (const [name, entry] of Object.entries(signed.meta ?? {})) {
+    if (typeof entry?.version === "number") meta.set(name, entry.version);
+  }
+  return { version: signed.version, expires: signed.expires, meta };
+}
+var LinearSnapshot = class extends import_models2.Snapshot {
+  toJSON() {
+    const meta = {};
+    for (const [name, file] of Object.entries(this.meta)) meta[name] = file.toJSON();
+    return {
+      _type: this.type,
+      meta,
+      spec_version: this.specVersion,
+      version: this.version,
+      expires: this.expires,
+      ...this.unrecognizedFields
+    };
+  }
+};
+var LinearTargets = class extends import_models2.Targets {
+  toJSON() {
+    const targets = {};
+    for (const [path, file] of Object.entries(this.targets)) targets[path] = file.toJSON();
+    return {
+      _type: this.type,
+      spec_version: this.specVersion,
+      version: this.version,
+      expires: this.expires,
+      targets,
+      ...this.unrecognizedFields,
+      ...this.delegations ? { delegations: this.delegations.toJSON() } : {}
+    };
+  }
+};
+var SignedStateIncomplete = class extends Error {
+};
+function delegatesToBins(targets, keys) {
+  const succinct = targets?.delegations?.succinctRoles;
+  return succinct !== void 0 && succinct.bitLength === BIN_BIT_LENGTH && succinct.namePrefix === BIN_NAME_PREFIX && succinct.keyIDs.length === 1 && succinct.keyIDs[0] === keys.keys.targets.keyid;
+}
+function loadBin(dir, snapshot, bin) {
+  const version = snapshot?.meta.get(`${bin}.json`);
+  if (!version) return null;
+  const json = readMetadata(join13(dir, `${version}.${bin}.json`));
+  if (!json?.signed?.expires) return null;
+  const targets = /* @__PURE__ */ new Map();
+  for (const [path, t] of Object.entries(json.signed.targets ?? {})) {
+    const url = t.custom?.url;
+    targets.set(path, {
+      path,
+      length: t.length,
+      sha256: t.hashes?.sha256 ?? "",
+      ...typeof url === "string" ? { url } : {}
+    });
+  }
+  return { expires: json.signed.expires, targets };
+}
+function sameTargetMaps(current, next) {
+  if (current.size !== next.size) return false;
+  for (const [path, c] of current) {
+    const t = next.get(path);
+    if (!t || c.length !== t.length || c.sha256 !== t.sha256 || c.url !== t.url) return false;
+  }
+  return true;
+}
 function signSite(siteDir, keys, now = () => /* @__PURE__ */ new Date(), options = {}) {
-  const at = now();
+  const root = requireRoot(siteDir, keys);
+  const dir = join13(siteDir, TUF_DIR);
+  const state = loadState(dir);
+  const plan = {
+    topLevel: /* @__PURE__ */ new Map(),
+    bins: new Map(allBins().map((bin) => [bin, /* @__PURE__ */ new Map()])),
+    force: options.force === true || !delegatesToBins(state.targets?.signed ?? null, keys),
+    targetCount: 0
+  };
+  const siteTargets = collectSiteTargets(siteDir);
+  plan.targetCount = siteTargets.length;
+  const newestPage = newestChangesPage(siteTargets.map((t) => t.path));
+  for (const t of siteTargets) {
+    if (isTopLevelTarget(t.path, newestPage)) plan.topLevel.set(t.path, t);
+    else plan.bins.get(binForTarget(t.path)).set(t.path, t);
+  }
+  return applyPlan(dir, root, keys, state, plan, now(), options.liveTimestampVersion);
+}
+function signChanges(siteDir, keys, change, now = () => /* @__PURE__ */ new Date()) {
+  const dir = join13(siteDir, TUF_DIR);
+  const state = loadState(dir);
+  if (!state.snapshot || !state.targets || !delegatesToBins(state.targets.signed, keys)) {
+    return signSite(siteDir, keys, now);
+  }
+  const root = requireRoot(siteDir, keys);
+  const snapshot = state.snapshot;
+  const topLevel = new Map(Object.values(state.targets.signed.targets).map((f) => [f.path, toSiteTarget(f)]));
+  const bins = /* @__PURE__ */ new Map();
+  const binTargets = (bin) => {
+    let targets = bins.get(bin);
+    if (!targets) {
+      const current = loadBin(dir, snapshot, bin);
+      if (!current && snapshot.meta.has(`${bin}.json`)) {
+        throw new SignedStateIncomplete(`${TUF_DIR}: the signed ${bin} is missing`);
+      }
+      targets = new Map(current?.targets ?? []);
+      bins.set(bin, targets);
+    }
+    return targets;
+  };
+  const paths = /* @__PURE__ */ new Set();
+  for (const committed of [...change.written, ...change.deleted]) {
+    const path = targetPathOfCommitted(committed);
+    if (path) paths.add(path);
+  }
+  const signedNewestPage = newestChangesPage(topLevel.keys());
+  const newestPage = newestChangesPage([
+    ...topLevel.keys(),
+    ...[...paths].filter((path) => existsSync12(join13(siteDir, path)))
+  ]);
+  const placeOf = (path) => isTopLevelTarget(path, newestPage) ? topLevel : binTargets(binForTarget(path));
+  const setTarget = (path, target) => {
+    const targets = placeOf(path);
+    if (target) targets.set(path, target);
+    else targets.delete(path);
+  };
+  const targetOf = (path) => placeOf(path).get(path);
+  try {
+    if (signedNewestPage !== null && signedNewestPage !== newestPage) {
+      const previous = `api/v1/changes/${signedNewestPage}.json`;
+      const moved = topLevel.get(previous);
+      topLevel.delete(previous);
+      if (moved) binTargets(binForTarget(previous)).set(previous, moved);
+    }
+    for (const path of [...paths].sort()) {
+      const full = join13(siteDir, path);
+      setTarget(path, existsSync12(full) ? { path, ...hashFile2(full) } : null);
+    }
+    for (const path of paths) {
+      const modId = /^api\/v1\/mods\/([^/]+)\/versions\.json$/.exec(path)?.[1];
+      if (!modId || !existsSync12(join13(siteDir, path))) continue;
+      const document = JSON.parse(readFileSync13(join13(siteDir, path), "utf8"));
+      for (const version of document.versions ?? []) {
+        const target = checkedArtifactTarget(siteDir, modId, version, targetOf);
+        if (target) setTarget(target.path, target);
+      }
+    }
+  } catch (error) {
+    if (error instanceof SignedStateIncomplete) return signSite(siteDir, keys, now);
+    throw error;
+  }
+  const plan = { topLevel, bins, force: false, targetCount: paths.size };
+  return applyPlan(dir, root, keys, state, plan, now());
+}
+function requireRoot(siteDir, keys) {
   const latestRoot = loadLatestRoot(siteDir);
   if (!latestRoot) {
     throw new DistributionError(
@@ -67225,67 +67793,111 @@ function signSite(siteDir, keys, now = () => /* @__PURE__ */ new Date(), options
       `no ${TUF_DIR}/N.root.json under ${siteDir}; run \`svc keys init\` first`
     );
   }
-  const root = latestRoot.metadata.signed;
-  assertOnlineKeysOf(root, keys);
-  const dir = join11(siteDir, TUF_DIR);
-  const siteTargets = collectSiteTargets(siteDir);
-  const currentTimestampJson = readMetadata(join11(dir, "timestamp.json"));
-  const currentTimestamp = currentTimestampJson ? import_models2.Metadata.fromJSON(import_models2.MetadataKind.Timestamp, currentTimestampJson) : null;
-  const snapshotVersion = currentTimestamp?.signed.snapshotMeta.version ?? 0;
-  const currentSnapshotJson = snapshotVersion ? readMetadata(join11(dir, `${snapshotVersion}.snapshot.json`)) : null;
-  const currentSnapshot = currentSnapshotJson ? import_models2.Metadata.fromJSON(import_models2.MetadataKind.Snapshot, currentSnapshotJson) : null;
-  const targetsVersion = currentSnapshot?.signed.meta["targets.json"]?.version ?? 0;
-  const currentTargetsJson = targetsVersion ? readMetadata(join11(dir, `${targetsVersion}.targets.json`)) : null;
-  const currentTargets = currentTargetsJson ? import_models2.Metadata.fromJSON(import_models2.MetadataKind.Targets, currentTargetsJson) : null;
-  const written = [];
-  const newTargets = !currentTargets || !sameTargets(currentTargets.signed, siteTargets) || expiresWithin(currentTargets.signed, at, EXPIRY_DAYS.targets / 2);
-  let nextTargetsVersion = targetsVersion;
-  if (newTargets) {
-    nextTargetsVersion = nextVersion(targetsVersion, at);
-    const targets = new import_models2.Targets({
-      version: nextTargetsVersion,
-      specVersion: TUF_SPEC_VERSION,
-      expires: tufTime(addDays(at, EXPIRY_DAYS.targets))
-    });
-    for (const t of siteTargets) {
-      targets.addTarget(
-        new import_models2.TargetFile({
-          path: t.path,
-          length: t.length,
-          hashes: { sha256: t.sha256 },
-          ...t.url ? { unrecognizedFields: { custom: { url: t.url } } } : {}
-        })
+  assertOnlineKeysOf(latestRoot.metadata.signed, keys);
+  return latestRoot.metadata.signed;
+}
+function checkedArtifactTarget(siteDir, modId, version, signedTarget) {
+  const path = artifactTargetPath("", modId, version);
+  if (!path.startsWith("downloads/")) {
+    return { path, length: version.packageSizeBytes, sha256: version.sha256, url: version.packageUrl };
+  }
+  const signed = signedTarget(path);
+  let served = signed;
+  if (!served) {
+    const full = join13(siteDir, path);
+    if (!existsSync12(full)) {
+      throw new DistributionError(
+        "artifact_mismatch",
+        `the catalog lists ${path} but site/${path} is missing`
       );
     }
-    const metadata = new import_models2.Metadata(targets);
-    metadata.sign(signerFor(keys.keys.targets));
-    mkdirSync3(dir, { recursive: true });
-    writeFileAtomic(join11(dir, `${nextTargetsVersion}.targets.json`), serializeMetadata(metadata));
-    written.push(`${TUF_DIR}/${nextTargetsVersion}.targets.json`);
+    served = { path, ...hashFile2(full) };
   }
+  if (served.sha256 !== version.sha256 || served.length !== version.packageSizeBytes) {
+    throw new DistributionError(
+      "artifact_mismatch",
+      `site/${path} does not match the sha256/size its catalog entry records; refusing to sign it`,
+      { path, served, recorded: { sha256: version.sha256, length: version.packageSizeBytes } }
+    );
+  }
+  return signed ? null : served;
+}
+function serializeCompact(metadata) {
+  return `${JSON.stringify(metadata.toJSON())}
+`;
+}
+function applyPlan(dir, root, keys, state, plan, at, liveTimestampVersion) {
+  mkdirSync3(dir, { recursive: true });
+  const files = new VersionedFiles(dir);
+  const written = [];
+  const currentSnapshot = state.snapshot;
+  const snapshotMeta = new Map(currentSnapshot?.meta ?? []);
+  const targetsSigner = signerFor(keys.keys.targets);
+  const binExpires = tufTime(addDays(at, EXPIRY_DAYS.targets));
+  const resignedBins = [];
+  for (const [bin, targets] of plan.bins) {
+    const previousVersion = snapshotMeta.get(`${bin}.json`) ?? 0;
+    const current = plan.force || !previousVersion ? null : loadBin(dir, currentSnapshot, bin);
+    if (current && sameTargetMaps(current.targets, targets) && !expiresWithin(current, at, EXPIRY_DAYS.targets / 2)) {
+      continue;
+    }
+    const version = nextBinVersion(previousVersion, at);
+    const signed = new LinearTargets({ version, specVersion: TUF_SPEC_VERSION, expires: binExpires });
+    for (const t of [...targets.values()].sort((a, b) => a.path < b.path ? -1 : 1))
+      signed.addTarget(toTargetFile(t));
+    const metadata = new import_models2.Metadata(signed);
+    metadata.sign(targetsSigner);
+    files.write(`${version}.${bin}.json`, serializeCompact(metadata));
+    written.push(`${TUF_DIR}/${version}.${bin}.json`);
+    snapshotMeta.set(`${bin}.json`, version);
+    resignedBins.push(bin);
+  }
+  const currentTargets = state.targets?.signed ?? null;
+  const targetsVersion = snapshotMeta.get("targets.json") ?? 0;
+  let nextTargetsVersion = targetsVersion;
+  if (plan.force || !currentTargets || !delegatesToBins(currentTargets, keys) || !sameTargetSet(currentTargets, plan.topLevel) || expiresWithin(currentTargets, at, EXPIRY_DAYS.targets / 2)) {
+    nextTargetsVersion = nextVersion(targetsVersion, at);
+    const targets = import_models2.Targets.fromJSON({
+      _type: "targets",
+      spec_version: TUF_SPEC_VERSION,
+      version: nextTargetsVersion,
+      expires: tufTime(addDays(at, EXPIRY_DAYS.targets)),
+      targets: {},
+      delegations: succinctDelegationJson(keys)
+    });
+    for (const t of [...plan.topLevel.values()].sort((a, b) => a.path < b.path ? -1 : 1))
+      targets.addTarget(toTargetFile(t));
+    const metadata = new import_models2.Metadata(targets);
+    metadata.sign(targetsSigner);
+    files.write(`${nextTargetsVersion}.targets.json`, serializeMetadata(metadata));
+    written.push(`${TUF_DIR}/${nextTargetsVersion}.targets.json`);
+    snapshotMeta.set("targets.json", nextTargetsVersion);
+  }
+  const snapshotVersion = state.timestamp?.signed.snapshotMeta.version ?? 0;
   let nextSnapshotVersion = snapshotVersion;
   let snapshotText;
-  if (newTargets || !currentSnapshot || expiresWithin(currentSnapshot.signed, at, EXPIRY_DAYS.snapshot / 2)) {
+  if (written.length > 0 || !currentSnapshot || expiresWithin(currentSnapshot, at, EXPIRY_DAYS.snapshot / 2)) {
     nextSnapshotVersion = nextVersion(snapshotVersion, at);
-    const snapshot = new import_models2.Snapshot({
+    const names = [...snapshotMeta.keys()].filter((n) => n !== "targets.json").sort();
+    const meta = {
+      "targets.json": new import_models2.MetaFile({ version: snapshotMeta.get("targets.json") })
+    };
+    for (const name of names) meta[name] = new import_models2.MetaFile({ version: snapshotMeta.get(name) });
+    const snapshot = new LinearSnapshot({
       version: nextSnapshotVersion,
       specVersion: TUF_SPEC_VERSION,
       expires: tufTime(addDays(at, EXPIRY_DAYS.snapshot)),
-      meta: { "targets.json": new import_models2.MetaFile({ version: nextTargetsVersion }) }
+      meta
     });
     const metadata = new import_models2.Metadata(snapshot);
     metadata.sign(signerFor(keys.keys.snapshot));
-    snapshotText = serializeMetadata(metadata);
-    writeFileAtomic(join11(dir, `${nextSnapshotVersion}.snapshot.json`), snapshotText);
+    snapshotText = serializeCompact(metadata);
+    files.write(`${nextSnapshotVersion}.snapshot.json`, snapshotText);
     written.push(`${TUF_DIR}/${nextSnapshotVersion}.snapshot.json`);
   } else {
-    snapshotText = readFileSync11(join11(dir, `${snapshotVersion}.snapshot.json`), "utf8");
+    snapshotText = readFileSync13(join13(dir, `${snapshotVersion}.snapshot.json`), "utf8");
   }
-  const timestampVersion = nextVersion(
-    currentTimestamp?.signed.version ?? 0,
-    at,
-    options.liveTimestampVersion
-  );
+  const timestampVersion = nextVersion(state.timestamp?.signed.version ?? 0, at, liveTimestampVersion);
   const snapshotBytes = Buffer.from(snapshotText);
   const timestamp = new import_models2.Timestamp({
     version: timestampVersion,
@@ -67299,23 +67911,250 @@ function signSite(siteDir, keys, now = () => /* @__PURE__ */ new Date(), options
   });
   const timestampMetadata = new import_models2.Metadata(timestamp);
   timestampMetadata.sign(signerFor(keys.keys.timestamp));
-  writeFileAtomic(join11(dir, "timestamp.json"), serializeMetadata(timestampMetadata));
+  files.sync();
+  writeFileAtomic(join13(dir, "timestamp.json"), serializeMetadata(timestampMetadata));
   written.push(`${TUF_DIR}/timestamp.json`);
-  pruneOldVersions(dir, "targets", nextTargetsVersion);
-  pruneOldVersions(dir, "snapshot", nextSnapshotVersion);
+  pruneOldVersions(dir, ["targets", "snapshot", ...resignedBins], {
+    targets: nextTargetsVersion,
+    snapshot: nextSnapshotVersion,
+    ...Object.fromEntries(resignedBins.map((bin) => [bin, snapshotMeta.get(`${bin}.json`)]))
+  });
   return {
     rootVersion: root.version,
     targetsVersion: nextTargetsVersion,
     snapshotVersion: nextSnapshotVersion,
     timestampVersion,
-    targetCount: siteTargets.length,
+    targetCount: plan.targetCount,
+    binsSigned: resignedBins,
     written
   };
 }
-function pruneOldVersions(dir, role, newest) {
-  const pattern = new RegExp(`^(\\d+)\\.${role}\\.json$`);
-  const older = readdirSync5(dir).map((name) => ({ name, version: Number(pattern.exec(name)?.[1] ?? Number.NaN) })).filter((f) => Number.isFinite(f.version) && f.version < newest).sort((x, y) => y.version - x.version);
-  for (const file of older.slice(KEEP_OLD_VERSIONS)) rmSync4(join11(dir, file.name), { force: true });
+function pruneOldVersions(dir, roles, newest) {
+  const wanted = new Set(roles);
+  const byRole = /* @__PURE__ */ new Map();
+  for (const name of readdirSync6(dir)) {
+    const match = /^(\d+)\.(.+)\.json$/.exec(name);
+    if (!match || !wanted.has(match[2])) continue;
+    const version = Number(match[1]);
+    if (version >= newest[match[2]]) continue;
+    byRole.set(match[2], [...byRole.get(match[2]) ?? [], version]);
+  }
+  for (const [role, versions] of byRole) {
+    for (const version of versions.sort((x, y) => y - x).slice(KEEP_OLD_VERSIONS)) {
+      rmSync4(join13(dir, `${version}.${role}.json`), { force: true });
+    }
+  }
+}
+
+// src/catalog/mod-change.ts
+import { existsSync as existsSync13, readFileSync as readFileSync14 } from "node:fs";
+import { join as join14 } from "node:path";
+var MODS_ARRAY = '\n  "mods": [';
+var ENTRY_PREFIX = '\n    {\n      "id": "';
+var ENTRY_END = "\n    }";
+var DOCUMENT_END = "\n  ]\n}\n";
+function readIndexLayout(text) {
+  const at = text.indexOf(MODS_ARRAY);
+  if (at === -1) return null;
+  const head = text.slice(0, at);
+  let header2;
+  try {
+    header2 = JSON.parse(`${head.replace(/,$/, "")}
+}`);
+    if (`${JSON.stringify(header2, null, 2).slice(0, -2)},` !== head) return null;
+  } catch {
+    return null;
+  }
+  const arrayStart = at + MODS_ARRAY.length;
+  if (text.startsWith("]", arrayStart))
+    return text.slice(arrayStart + 1) === "\n}\n" ? { header: header2, arrayStart, arrayClose: arrayStart, empty: true } : null;
+  if (!text.startsWith(ENTRY_PREFIX, arrayStart) || !text.endsWith(DOCUMENT_END)) return null;
+  return { header: header2, arrayStart, arrayClose: text.length - DOCUMENT_END.length, empty: false };
+}
+function idAt(text, entryStart) {
+  const from = entryStart + ENTRY_PREFIX.length;
+  return text.slice(from, text.indexOf('"', from));
+}
+function locateEntry(text, layout, modId) {
+  if (layout.empty) return { start: layout.arrayStart, end: layout.arrayStart, found: false };
+  const nextEntry = (from) => {
+    const at = text.indexOf(ENTRY_PREFIX, from);
+    return at === -1 || at >= layout.arrayClose ? layout.arrayClose : at;
+  };
+  let lo = layout.arrayStart;
+  let hi = layout.arrayClose;
+  while (lo < hi) {
+    const mid = lo + Math.floor((hi - lo) / 2);
+    const at = nextEntry(mid);
+    if (at >= hi) hi = mid;
+    else if (idAt(text, at) < modId) lo = at + 1;
+    else hi = at;
+  }
+  const start = nextEntry(lo);
+  if (start === layout.arrayClose || idAt(text, start) !== modId) return { start, end: start, found: false };
+  return { start, end: text.indexOf(ENTRY_END, start) + ENTRY_END.length, found: true };
+}
+function entryText(entry) {
+  return `
+    ${JSON.stringify(entry, null, 2).replaceAll("\n", "\n    ")}`;
+}
+function patchIndex(text, layout, modId, entry, generatedAt) {
+  const place = locateEntry(text, layout, modId);
+  const next = entry === null ? null : entryText(entry);
+  if (place.found && next === text.slice(place.start, place.end)) return text;
+  if (!place.found && next === null) return text;
+  let body;
+  let countChange = 0;
+  if (place.found && next !== null) {
+    body = text.slice(layout.arrayStart, place.start) + next + text.slice(place.end, layout.arrayClose);
+  } else if (place.found) {
+    countChange = -1;
+    const before = text.slice(layout.arrayStart, place.start);
+    const after = text.slice(place.end, layout.arrayClose);
+    body = after.startsWith(",") ? before + after.slice(1) : before.replace(/,$/, "") + after;
+  } else {
+    countChange = 1;
+    const before = text.slice(layout.arrayStart, place.start);
+    const after = text.slice(place.start, layout.arrayClose);
+    body = layout.empty ? next : after === "" ? `${before},${next}` : `${before}${next},${after}`;
+  }
+  let head = text.slice(0, layout.arrayStart).replace(/\n {2}"generatedAt": "[^"]*"/, `
+  "generatedAt": ${JSON.stringify(generatedAt)}`);
+  if (typeof layout.header.count === "number")
+    head = head.replace(/\n {2}"count": \d+,/, `
+  "count": ${layout.header.count + countChange},`);
+  return head + (body === "" ? "]\n}\n" : `${body}${DOCUMENT_END}`);
+}
+function readSite(siteDir, path) {
+  const full = join14(siteDir, path);
+  return existsSync13(full) ? readFileSync14(full, "utf8") : void 0;
+}
+function renderModChange(input) {
+  const { config, siteDir, modId } = input;
+  const registry = schemaRegistry(config.baseUrl);
+  const stamp = input.now().toISOString();
+  const catalogText = readSite(siteDir, SITE_PATHS.catalog);
+  const indexText = readSite(siteDir, SITE_PATHS.modsIndex);
+  if (catalogText === void 0 || indexText === void 0 || !existsSync13(join14(siteDir, CHANGES_PATHS.head)))
+    return null;
+  const catalogLayout = readIndexLayout(catalogText);
+  const indexLayout = readIndexLayout(indexText);
+  if (!catalogLayout || !indexLayout) return null;
+  const files = /* @__PURE__ */ new Map();
+  const schemaFailures = [];
+  const stampInto = (path, schema, doc) => {
+    const result = stampDocument(registry, siteDir, path, schema, { ...doc }, stamp);
+    if (!result.ok) schemaFailures.push(result.failure);
+    files.set(path, result.text);
+    return result.text;
+  };
+  const view = visibleMods(input.records.filter((r) => r.modId === modId))[0] ?? null;
+  let catalogEntry = null;
+  let detail = null;
+  if (view) {
+    detail = buildModDetail(config, view, stamp);
+    stampInto(SITE_PATHS.modDetail(modId), "mod-detail", detail);
+    const versionsText = stampInto(
+      SITE_PATHS.modVersions(modId),
+      "mod-versions",
+      buildModVersions(view, stamp)
+    );
+    catalogEntry = buildCatalogMod(config.baseUrl, view, sha256Text(versionsText));
+  }
+  const open2 = loadOpenChangesPage(input.recordsDir, registry);
+  const changesPage = appendChange(open2, {
+    modId,
+    version: input.change.version,
+    kind: input.change.kind,
+    latestVersion: view?.newest.version ?? null,
+    at: input.change.at
+  });
+  files.set(CHANGES_PATHS.page(changesPage.page), serializeChangesPage(changesPage));
+  const firstPage = changesPageNumbers(input.recordsDir)[0] ?? changesPage.page;
+  stampInto(
+    CHANGES_PATHS.head,
+    "changes-head",
+    buildChangesHead(config.baseUrl, firstPage, changesPage, stamp)
+  );
+  const indexEntry = view ? buildModsIndexEntry(config.baseUrl, view) : null;
+  const catalogPatched = patchIndex(catalogText, catalogLayout, modId, catalogEntry, stamp);
+  const indexPatched = patchIndex(indexText, indexLayout, modId, indexEntry, stamp);
+  files.set(SITE_PATHS.catalog, catalogPatched);
+  files.set(SITE_PATHS.modsIndex, indexPatched);
+  const catalogPatchedLayout = readIndexLayout(catalogPatched);
+  const listed = (id) => catalogPatchedLayout !== null && locateEntry(catalogPatched, catalogPatchedLayout, id).found;
+  const miniCatalog = {
+    ...catalogLayout.header,
+    generatedAt: stamp,
+    mods: catalogEntry ? [catalogEntry] : []
+  };
+  const miniIndex = {
+    ...indexLayout.header,
+    generatedAt: stamp,
+    count: indexEntry ? 1 : 0,
+    mods: indexEntry ? [indexEntry] : []
+  };
+  for (const [name, doc] of [
+    ["catalog", miniCatalog],
+    ["mods-index", miniIndex]
+  ]) {
+    const result = registry.validate(name, doc);
+    if (!result.ok)
+      schemaFailures.push(`${name}: ${result.issues.map((i) => `${i.path} ${i.message}`).join("; ")}`);
+  }
+  const mini = /* @__PURE__ */ new Map();
+  for (const path of [
+    SITE_PATHS.readiness,
+    SITE_PATHS.workflow,
+    SITE_PATHS.backendContract,
+    SITE_PATHS.gameBuilds
+  ]) {
+    const text = readSite(siteDir, path);
+    if (text !== void 0) mini.set(path, text);
+  }
+  mini.set(SITE_PATHS.catalog, serializeDocument(miniCatalog));
+  mini.set(SITE_PATHS.modsIndex, serializeDocument(miniIndex));
+  for (const [path, text] of files)
+    if (path.startsWith(`api/v1/mods/${modId}/`) || path.startsWith(CHANGES_PATHS.dir)) mini.set(path, text);
+  const failures = checkContractRules(mini).filter((failure) => {
+    const dangling = /: dependency (\S+) is not in the catalog$/.exec(failure.message);
+    return !(dangling && listed(dangling[1]));
+  });
+  if (!view && catalogPatched.includes(`"modId": ${JSON.stringify(modId)}`)) {
+    for (const error of parseManagerCatalog(catalogPatched).errors)
+      failures.push({ rule: "rule_3_installable", message: `catalog: ${error}` });
+  }
+  for (const failure of schemaFailures) failures.push({ rule: "schema", message: failure });
+  const ctx = pageContext(config);
+  const matrix = JSON.parse(
+    readSite(siteDir, SITE_PATHS.gameBuilds) ?? '{"builds":[],"supportedGameBuilds":[]}'
+  );
+  const header2 = catalogLayout.header;
+  let items = readCatalogPageItems(readSite(siteDir, PAGE_PATHS.catalog) ?? "");
+  if (items) {
+    items = items.filter((item) => item.id !== modId);
+    if (catalogEntry) {
+      const item = catalogPageItem(catalogEntry, matrix);
+      let at = items.findIndex((other) => compareCatalogPageItems(item, other) < 0);
+      if (at === -1) at = items.length;
+      items.splice(at, 0, item);
+    }
+  } else {
+    const modsIndex = JSON.parse(indexPatched);
+    items = modsIndex.mods.map((m) => ({ ...m, versionsSha256: "", versions: [{ targetGameBuild: m.targetGameBuild }] })).sort(compareCatalogPageItems).map((m) => catalogPageItem(m, matrix));
+  }
+  files.set(PAGE_PATHS.catalog, renderCatalogPageItems(ctx, header2, items, matrix));
+  if (detail) {
+    const pageCatalog = { ...header2, mods: items.map((item) => ({ id: item.id })) };
+    files.set(
+      PAGE_PATHS.modPage(modId),
+      renderModPage(ctx, JSON.parse(files.get(SITE_PATHS.modDetail(modId))), pageCatalog, matrix)
+    );
+  }
+  const deleted = listFilesUnder(siteDir, [`api/v1/mods/${modId}`, `mods/${modId}`]).filter(
+    (p) => !files.has(p)
+  );
+  return { files, deleted, changesPage, failures };
 }
 
 // src/catalog/publisher.ts
@@ -67380,7 +68219,7 @@ function isSameRelease(existing, sidecar, sha256) {
   return existing.status !== "hidden" && releaseIdentity(existing, existing.sha256, existing.packageSizeBytes) === releaseIdentity(sidecar, sha256, sidecar.package.sizeBytes);
 }
 function readRecord(path) {
-  return existsSync11(path) ? JSON.parse(readFileSync12(path, "utf8")) : null;
+  return existsSync14(path) ? JSON.parse(readFileSync15(path, "utf8")) : null;
 }
 function failedChecks(report) {
   return report.checks.filter((c) => c.status === "failed" || c.required && c.status !== "passed");
@@ -67398,36 +68237,46 @@ function settleStatuses(records, modId, at) {
   });
   return changed;
 }
-var SiteOverlay = class extends Map {
-  constructor(siteDir, deleted) {
-    super();
-    this.siteDir = siteDir;
-    this.deleted = deleted;
-  }
-  siteDir;
-  deleted;
-  get(path) {
-    const own = super.get(path);
-    if (own !== void 0 || this.deleted.has(path)) return own;
-    const full = join12(this.siteDir, path);
-    return existsSync11(full) ? readFileSync12(full, "utf8") : void 0;
-  }
-};
-function commitPlan(options, inputs, plan, artifact) {
+function movesReadiness(options, plan) {
+  const record = plan.touched[0];
+  if (plan.change.kind !== "publish" || !record || record.source.kind === "import") return false;
+  const smoke = loadOptionalJson(options.recordsDir, RECORD_PATHS.postPublishSmoke);
+  if (!smoke?.passed) return false;
+  const readiness = join15(options.siteDir, SITE_PATHS.readiness);
+  return !existsSync14(readiness) || readFileSync15(readiness, "utf8").includes('"manual_fallback_active"');
+}
+function renderFull(options, plan, now) {
+  const inputs = loadSiteInputs(options.config, options.recordsDir);
+  const records = [...inputs.records.filter((r) => r.modId !== plan.modId), ...plan.modRecords];
+  const changes = inputs.changes ?? [];
+  const changesPage = appendChange(changes.at(-1) ?? null, {
+    modId: plan.modId,
+    version: plan.change.version,
+    kind: plan.change.kind,
+    latestVersion: visibleMods(plan.modRecords)[0]?.newest.version ?? null,
+    at: plan.change.at
+  });
+  const nextChanges = [...changes.filter((p) => p.page !== changesPage.page), changesPage];
+  const files = renderSite({ ...inputs, records, changes: nextChanges }, options.siteDir, now);
+  const stale = listGeneratedFiles(options.siteDir).filter((p) => !files.has(p));
+  return { files, stale, changesPage, failures: checkContractRules(files) };
+}
+function commitPlan(options, plan, artifact) {
   const now = options.now ?? (() => /* @__PURE__ */ new Date());
   const root = options.root;
   const siteRel = rel(root, options.siteDir);
   const recordsRel = rel(root, options.recordsDir);
-  const next = { ...inputs, records: plan.records };
-  const full = options.render === "full";
-  const rendered = renderSite(next, options.siteDir, now, full ? {} : { onlyMods: plan.affectedMods });
-  const staleCandidates = full ? listGeneratedFiles(options.siteDir) : [...plan.affectedMods].flatMap(
-    (m) => listFilesUnder(options.siteDir, [`api/v1/mods/${m}`, `mods/${m}`])
-  );
-  const stale = staleCandidates.filter((p) => !rendered.has(p) && existsSync11(join12(options.siteDir, p)));
-  const overlay = new SiteOverlay(options.siteDir, new Set(stale));
-  for (const [path, text] of rendered) overlay.set(path, text);
-  const failures = checkContractRules(overlay);
+  const incremental = options.render === "full" || movesReadiness(options, plan) ? null : renderModChange({
+    config: options.config,
+    siteDir: options.siteDir,
+    recordsDir: options.recordsDir,
+    modId: plan.modId,
+    records: plan.modRecords,
+    change: plan.change,
+    now
+  });
+  const rendered = incremental ? { ...incremental, stale: incremental.deleted } : renderFull(options, plan, now);
+  const failures = rendered.failures;
   if (failures.length > 0) {
     throw new SvcError(
       "invalid_payload",
@@ -67441,16 +68290,21 @@ ${failures.slice(0, 20).map((f) => `  ${f.rule}: ${f.message}`).join("\n")}${fai
   for (const record of plan.touched) {
     write.set(`${recordsRel}/${RECORD_PATHS.release(record.modId, record.version)}`, recordText(record));
   }
-  for (const [path, text] of rendered) write.set(`${siteRel}/${path}`, text);
+  write.set(
+    `${recordsRel}/${RECORD_PATHS.changesPage(rendered.changesPage.page)}`,
+    serializeChangesPage(rendered.changesPage)
+  );
+  for (const [path, text] of rendered.files)
+    write.set(`${siteRel}/${path}`, text.length > 65536 ? Buffer.from(text) : text);
   const create = new Map(artifact?.files ?? []);
   const commit = commitFiles(
     root,
-    { write, delete: stale.map((p) => `${siteRel}/${p}`), create },
+    { write, delete: rendered.stale.map((p) => `${siteRel}/${p}`), create },
     {
       ...options.commit,
       beforeCommit: () => {
         for (const [path, { stagedFile }] of create) {
-          const placed = statSync4(join12(root, path));
+          const placed = statSync4(join15(root, path));
           const staged = statSync4(stagedFile);
           if (placed.ino !== staged.ino || placed.size !== artifact.sizeBytes) {
             throw new SvcError("internal_error", `${path} is not the artifact that was hashed`);
@@ -67464,6 +68318,12 @@ ${failures.slice(0, 20).map((f) => `  ${f.rule}: ${f.message}`).join("\n")}${fai
     written: [...commit.written.filter((p) => !create.has(p)), ...[...create.keys()]],
     deleted: commit.deleted
   };
+}
+function loadMod(options, modId) {
+  return recordsAtBase(
+    loadModRecords(options.recordsDir, modId, schemaRegistry(options.config.baseUrl)),
+    options.config.baseUrl
+  );
 }
 function locked(options, fn) {
   return withPublishLock(
@@ -67495,7 +68355,7 @@ async function publishRelease(options, request2) {
     { root: options.root, siteDir: options.siteDir },
     { timeoutMs: options.lockTimeoutMs ?? 6e4 }
   );
-  const recordPath = join12(options.recordsDir, RECORD_PATHS.release(key.modId, key.version));
+  const recordPath = join15(options.recordsDir, RECORD_PATHS.release(key.modId, key.version));
   const existing = readRecord(recordPath);
   if (existing) {
     if (!isSameRelease(existing, sidecar, sha256)) throw versionExists(existing);
@@ -67519,9 +68379,16 @@ async function publishRelease(options, request2) {
       { details: report }
     );
   }
+  const { files, ...checkedReport } = report;
+  if (!files || files.length === 0) {
+    throw new SvcError(
+      "internal_error",
+      "the validator reported no per-file hashes for a passed package; nothing was published"
+    );
+  }
   return locked(options, async () => {
-    const inputs = loadSiteInputs(options.config, options.recordsDir);
-    const taken = inputs.records.find((r) => r.modId === key.modId && r.version === key.version);
+    const modRecords = loadMod(options, key.modId);
+    const taken = modRecords.find((r) => r.version === key.version);
     if (taken) {
       if (isSameRelease(taken, sidecar, sha256)) return alreadyPublished(options, taken);
       throw versionExists(taken);
@@ -67555,28 +68422,30 @@ async function publishRelease(options, request2) {
         dependencies: sidecar.dependencies,
         entrypoints: sidecar.entrypoints,
         ...sidecar.modConfig !== void 0 ? { modConfig: sidecar.modConfig } : {},
+        files,
         publishedAt: at,
         status: "published",
         source: {
           kind: request2.source.kind,
           ...request2.source.submissionId ? { submissionId: request2.source.submissionId } : {},
           ...request2.source.pullRequestUrl ? { pullRequestUrl: request2.source.pullRequestUrl } : {},
-          validationReportSha256: sha256Hex(Buffer.from(serializeDocument(report)))
+          validationReportSha256: sha256Hex(Buffer.from(serializeDocument(checkedReport)))
         },
         updatedAt: at
       };
       const registry = schemaRegistry(options.config.baseUrl);
       const valid = registry.validate("release-record", record);
       if (!valid.ok) throw new SvcError("invalid_payload", `release record: ${formatIssues(valid.issues)}`);
-      const records = [...inputs.records, record];
+      const records = [...modRecords, record];
       const changed = settleStatuses(records, record.modId, at);
       const final = records.find((r) => r.modId === record.modId && r.version === record.version);
       const plan = {
-        records,
+        modId: record.modId,
+        modRecords: records,
         touched: [final, ...changed.filter((r) => r !== final)],
-        affectedMods: /* @__PURE__ */ new Set([record.modId])
+        change: { version: record.version, kind: "publish", at }
       };
-      const result = commitPlan(options, inputs, plan, artifact);
+      const result = commitPlan(options, plan, artifact);
       committed = true;
       await artifact.finish();
       return {
@@ -67614,8 +68483,8 @@ async function alreadyPublished(options, record) {
 async function changeVisibility(options, modId, version, hide) {
   const now = options.now ?? (() => /* @__PURE__ */ new Date());
   return locked(options, async () => {
-    const inputs = loadSiteInputs(options.config, options.recordsDir);
-    const current = inputs.records.find((r) => r.modId === modId && r.version === version);
+    const modRecords = loadMod(options, modId);
+    const current = modRecords.find((r) => r.version === version);
     if (!current) throw new SvcError("not_found", `no release ${modId}@${version}`);
     if (hide === (current.status === "hidden")) {
       throw new SvcError(
@@ -67625,7 +68494,7 @@ async function changeVisibility(options, modId, version, hide) {
       );
     }
     const at = now().toISOString();
-    const records = [...inputs.records];
+    const records = [...modRecords];
     const index = records.indexOf(current);
     let changed = [];
     if (hide) {
@@ -67643,7 +68512,11 @@ async function changeVisibility(options, modId, version, hide) {
     }
     const record = records.find((r) => r.modId === modId && r.version === version);
     const touched = [record, ...changed.filter((r) => r !== record)];
-    const result = commitPlan(options, inputs, { records, touched, affectedMods: /* @__PURE__ */ new Set([modId]) }, null);
+    const result = commitPlan(
+      options,
+      { modId, modRecords: records, touched, change: { version, kind: hide ? "hide" : "unhide", at } },
+      null
+    );
     return {
       record,
       changed: changed.filter((r) => r !== record),
@@ -67661,7 +68534,7 @@ function unhideRelease(options, modId, version) {
 }
 
 // src/github/download.ts
-import { createHash as createHash5 } from "node:crypto";
+import { createHash as createHash8 } from "node:crypto";
 async function downloadCapped(url, maxBytes, fetchImpl = fetch, options = {}) {
   let parsed;
   try {
@@ -67695,7 +68568,7 @@ async function downloadCapped(url, maxBytes, fetchImpl = fetch, options = {}) {
       message: `${url} is ${declared} bytes; the limit is ${maxBytes}`
     };
   }
-  const hash = createHash5("sha256");
+  const hash = createHash8("sha256");
   const chunks = [];
   let total = 0;
   const reader = response.body.getReader();
@@ -67734,15 +68607,15 @@ async function findStagingRelease(api, portal, submissionId) {
 
 // src/github/publish-reconcile.ts
 function gitBlobSha(bytes) {
-  return createHash6("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
+  return createHash9("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
 }
 function listSidecars(root) {
-  const dir = join13(root, SUBMISSIONS_DIR);
-  if (!existsSync12(dir)) return [];
+  const dir = join16(root, SUBMISSIONS_DIR);
+  if (!existsSync15(dir)) return [];
   const out = [];
-  for (const modId of readdirSync6(dir, { withFileTypes: true })) {
+  for (const modId of readdirSync7(dir, { withFileTypes: true })) {
     if (!modId.isDirectory()) continue;
-    for (const file of readdirSync6(join13(dir, modId.name))) {
+    for (const file of readdirSync7(join16(dir, modId.name))) {
       const parsed = parseSubmissionPath(`${SUBMISSIONS_DIR}/${modId.name}/${file}`);
       if (parsed) out.push(parsed);
     }
@@ -67751,7 +68624,7 @@ function listSidecars(root) {
 }
 function pendingSidecars(root, recordsDir) {
   return listSidecars(root).filter(
-    (s) => !existsSync12(join13(recordsDir, RECORD_PATHS.release(s.modId, s.version)))
+    (s) => !existsSync15(join16(recordsDir, RECORD_PATHS.release(s.modId, s.version)))
   );
 }
 var Refusal = class {
@@ -67831,7 +68704,7 @@ async function reconcileOne(input, sidecarPath) {
   const entry = (outcome, pullRequest, receipt) => ({ path, pullRequest, outcome, receipt: { modId, version, ...receipt } });
   const refuse = (code, message, pullRequest = null, outcome = "refused") => entry(outcome, pullRequest, { ok: false, error: { code, message } });
   try {
-    const bytes = readFileSync13(join13(input.publisher.root, path));
+    const bytes = readFileSync16(join16(input.publisher.root, path));
     const parsed = parseUntrustedJson(bytes, { maxBytes: 256 * 1024, maxDepth: 32 });
     const sidecar = parsed.ok ? parsed.value : null;
     if (!sidecar || typeof sidecar !== "object" || Array.isArray(sidecar))
@@ -67841,9 +68714,9 @@ async function reconcileOne(input, sidecarPath) {
         "sidecar_path_mismatch",
         `${path} names ${String(sidecar.modId)}@${String(sidecar.version)}, not ${modId}@${version}`
       );
-    const recordPath = join13(input.publisher.recordsDir, RECORD_PATHS.release(modId, version));
-    if (existsSync12(recordPath)) {
-      const record = JSON.parse(readFileSync13(recordPath, "utf8"));
+    const recordPath = join16(input.publisher.recordsDir, RECORD_PATHS.release(modId, version));
+    if (existsSync15(recordPath)) {
+      const record = JSON.parse(readFileSync16(recordPath, "utf8"));
       if (record.sha256 === sidecar.package?.sha256)
         return entry("already_published", null, {
           ok: true,
@@ -67942,7 +68815,7 @@ async function downloadStagedPackage(api, repo, submissionId, fileName, maxBytes
   return {
     ok: true,
     bytes,
-    sha256: createHash6("sha256").update(bytes).digest("hex"),
+    sha256: createHash9("sha256").update(bytes).digest("hex"),
     sizeBytes: bytes.length
   };
 }
@@ -68198,7 +69071,7 @@ function publishSummary(run3) {
 }
 
 // src/github/release-artifact-store.ts
-import { createHash as createHash7 } from "node:crypto";
+import { createHash as createHash10 } from "node:crypto";
 var ReleasePublishError = class extends Error {
   constructor(message) {
     super(message);
@@ -68215,7 +69088,7 @@ function status(error) {
   return error.status;
 }
 async function hashStream(stream) {
-  const hash = createHash7("sha256");
+  const hash = createHash10("sha256");
   let sizeBytes = 0;
   const reader = stream.getReader();
   for (; ; ) {
@@ -68291,7 +69164,7 @@ function githubReleaseArtifactStore(options) {
     exists: async (key) => await publishedRelease(tagFor(key)) !== null || await tagExists(tagFor(key)),
     async promote(key, bytes) {
       const tag = tagFor(key);
-      const sha256 = createHash7("sha256").update(bytes).digest("hex");
+      const sha256 = createHash10("sha256").update(bytes).digest("hex");
       const existing = await publishedRelease(tag);
       if (existing) return adopt(key, existing, sha256);
       if (await tagExists(tag)) throw artifactExistsError(key, urlFor(key), `tag ${tag} on ${owner}/${repo}`);
@@ -68373,7 +69246,7 @@ function githubReleaseArtifactStore(options) {
 import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join as join14 } from "node:path";
+import { join as join17 } from "node:path";
 
 // src/validation/antivirus/scanner.ts
 function parseClamResult(line) {
@@ -68484,9 +69357,9 @@ function createClamscanScanner(binary = "clamscan", options = {}) {
     },
     async scanBatch(items) {
       if (items.length === 0) return [];
-      const dir = await mkdtemp(join14(options.tempDir ?? tmpdir(), "svc-scan-"));
+      const dir = await mkdtemp(join17(options.tempDir ?? tmpdir(), "svc-scan-"));
       try {
-        const files = items.map((_, i) => join14(dir, `entry-${String(i).padStart(6, "0")}.bin`));
+        const files = items.map((_, i) => join17(dir, `entry-${String(i).padStart(6, "0")}.bin`));
         await Promise.all(items.map((item, i) => writeFile(files[i], item.bytes, { mode: 384 })));
         const outcome = await runClamscan(binary, [...baseArgs, "--", ...files], null, timeoutMs);
         const failed2 = failure(outcome);
@@ -68510,7 +69383,7 @@ function createClamscanScanner(binary = "clamscan", options = {}) {
 
 // actions/publish/main.ts
 async function postReceipts(reader, receiptsPath, botLogins) {
-  const entries = JSON.parse(readFileSync14(receiptsPath, "utf8"));
+  const entries = JSON.parse(readFileSync17(receiptsPath, "utf8"));
   for (const m of entries)
     if (isVisibilityEntry(m)) await postVisibilityReceipt(reader, context2.repo, m);
     else if (m.pullRequest !== null)
@@ -68526,7 +69399,7 @@ async function run2() {
   if (mode === "receipts") return postReceipts(reader, receiptsPath, botLogins);
   const root = process.env.GITHUB_WORKSPACE ?? process.cwd();
   if (mode === "pending") {
-    const pending = pendingSidecars(root, join15(root, "records"));
+    const pending = pendingSidecars(root, join18(root, "records"));
     core.info(
       `${pending.length} sidecar(s) without a release record: ${pending.map((p) => p.path).join(", ")}`
     );
@@ -68534,10 +69407,10 @@ async function run2() {
   }
   if (mode !== "publish") throw new Error(`mode must be publish, pending or receipts, not ${mode}`);
   const repository = `${context2.repo.owner}/${context2.repo.repo}`;
-  const config = loadPortalConfig(join15(root, "portal.config.json"));
+  const config = loadPortalConfig(join18(root, "portal.config.json"));
   const database = core.getInput("clamscan-db");
   const scanner = core.getInput("scanner") === "none" ? null : createClamscanScanner("clamscan", database ? { database } : {});
-  const siteDir = join15(root, "site");
+  const siteDir = join18(root, "site");
   const result = await runPublish({
     eventName: context2.eventName,
     event: context2.payload,
@@ -68547,7 +69420,7 @@ async function run2() {
     branch: config.portal.defaultBranch ?? "main",
     publisher: (writer) => ({
       root,
-      recordsDir: join15(root, "records"),
+      recordsDir: join18(root, "records"),
       siteDir,
       config,
       store: githubReleaseArtifactStore({ octokit: writer, repository, downloadBaseUrl: context2.serverUrl }),
@@ -68568,7 +69441,7 @@ async function run2() {
     verify: () => verifyCatalog(root),
     log: (line) => core.info(line)
   });
-  writeFileSync3(receiptsPath, `${JSON.stringify(result.receipts, null, 2)}
+  writeFileSync4(receiptsPath, `${JSON.stringify(result.receipts, null, 2)}
 `);
   await core.summary.addRaw(publishSummary(result)).write();
   for (const e of result.entries.filter((e2) => !e2.receipt.ok))

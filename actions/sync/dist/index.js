@@ -57572,8 +57572,9 @@ var Octokit2 = Octokit.plugin(requestLog, legacyRestEndpointMethods, paginateRes
 );
 
 // src/catalog/site.ts
-import { existsSync as existsSync4, readFileSync as readFileSync8 } from "node:fs";
-import { join as join6 } from "node:path";
+import { createHash as createHash2 } from "node:crypto";
+import { existsSync as existsSync5, readFileSync as readFileSync9 } from "node:fs";
+import { join as join7 } from "node:path";
 
 // src/errors.ts
 var ERROR_STATUS = {
@@ -58058,12 +58059,20 @@ function portalUrls(baseUrl2) {
     uploadSubmissionSchema: `${api}/publishing/upload-submission.schema.json`,
     sidecarSchema: `${api}/publishing/mod-release-submission.schema.json`,
     manifestSchema: `${api}/schemas/mod-manifest.schema.json`,
+    changesHead: `${api}/changes/head.json`,
+    changesPageTemplate: `${api}/changes/{page}.json`,
+    changesPage: (page) => `${api}/changes/${page}.json`,
     modDetail: (modId) => `${api}/mods/${modId}/index.json`,
     modVersions: (modId) => `${api}/mods/${modId}/versions.json`,
     modPage: (modId) => `${baseUrl2}/mods/${modId}/`,
     artifact: (modId, version, fileName) => `${baseUrl2}/downloads/mods/${modId}/${version}/${fileName}`
   };
 }
+var CHANGES_PATHS = {
+  head: "api/v1/changes/head.json",
+  dir: "api/v1/changes",
+  page: (page) => `api/v1/changes/${page}.json`
+};
 var SITE_PATHS = {
   catalog: "api/v1/catalog.json",
   readiness: "api/v1/readiness.json",
@@ -58099,7 +58108,9 @@ var PUBLICATION_OUTPUTS = [
   "/api/v1/catalog.json",
   "/api/v1/mods/index.json",
   "/api/v1/mods/{modId}/index.json",
-  "/api/v1/mods/{modId}/versions.json"
+  "/api/v1/mods/{modId}/versions.json",
+  "/api/v1/changes/head.json",
+  "/api/v1/changes/{page}.json"
 ];
 var MANUAL_FALLBACK = {
   tool: "svc import",
@@ -58278,6 +58289,7 @@ function describe(config, bucket) {
 
 // src/contracts/catalog.ts
 var import_semver = __toESM(require_semver2(), 1);
+import { createHash } from "node:crypto";
 function visibleMods(records) {
   const byMod = /* @__PURE__ */ new Map();
   for (const record of records) {
@@ -58308,7 +58320,26 @@ function toVersionRecord(record) {
     releaseNotes: record.releaseNotes
   };
   if (record.modConfig !== void 0) version.modConfig = record.modConfig;
+  if (record.files !== void 0) version.files = record.files;
   return version;
+}
+function toCatalogVersionRecord(version) {
+  const { releaseNotes: _, files: _files, ...rest } = version;
+  return rest;
+}
+function buildCatalogMod(baseUrl2, view, versionsSha256) {
+  return {
+    ...modSummary(view, baseUrl2),
+    versionsSha256,
+    versions: [toCatalogVersionRecord(toVersionRecord(view.newest))]
+  };
+}
+function buildModsIndexEntry(baseUrl2, view) {
+  return {
+    ...modSummary(view, baseUrl2),
+    targetGameBuild: view.newest.targetGameBuild,
+    versionCount: view.visible.length
+  };
 }
 function modSummary(view, baseUrl2) {
   const urls = portalUrls(baseUrl2);
@@ -58326,7 +58357,8 @@ function modSummary(view, baseUrl2) {
     updatedAt
   };
 }
-function buildCatalog(config, mods, supportedGameBuilds, generatedAt) {
+function buildCatalog(config, mods, supportedGameBuilds, generatedAt, versionsSha256 = (view) => createHash("sha256").update(`${JSON.stringify(buildModVersions(view, generatedAt), null, 2)}
+`).digest("hex")) {
   const urls = portalUrls(config.baseUrl);
   return {
     schema: "svc.catalog.v1",
@@ -58339,10 +58371,7 @@ function buildCatalog(config, mods, supportedGameBuilds, generatedAt) {
     gameBuildCompatibilityUrl: urls.gameBuilds,
     supportedGameBuilds,
     modsIndexUrl: urls.modsIndex,
-    mods: mods.map((view) => ({
-      ...modSummary(view, config.baseUrl),
-      versions: view.visible.map(toVersionRecord)
-    }))
+    mods: mods.map((view) => buildCatalogMod(config.baseUrl, view, versionsSha256(view)))
   };
 }
 function buildModsIndex(config, mods, generatedAt) {
@@ -58350,11 +58379,7 @@ function buildModsIndex(config, mods, generatedAt) {
     schema: "svc.mods-index.v1",
     generatedAt,
     count: mods.length,
-    mods: mods.map((view) => ({
-      ...modSummary(view, config.baseUrl),
-      targetGameBuild: view.newest.targetGameBuild,
-      versionCount: view.visible.length
-    }))
+    mods: mods.map((view) => buildModsIndexEntry(config.baseUrl, view))
   };
 }
 function buildModDetail(config, view, generatedAt) {
@@ -59768,29 +59793,37 @@ function modItem(mod, matrix) {
   return html`<li data-tags="${mod.tags.join(" ")}" data-builds="${builds.join(" ")}"><h2><a href="mods/${mod.id}/">${mod.name}</a></h2><p>${mod.summary}</p><p class="meta">${mod.latestVersion} · ${authors}${mod.tags.length > 0 ? html` · ${mod.tags.join(", ")}` : ""}${compat ? html` · <span class="compat-${compat.kind}">${compat.label}: build ${latest.targetGameBuild}</span>` : ""}</p></li>
 `;
 }
+function catalogPageItem(mod, matrix) {
+  return {
+    id: mod.id,
+    name: mod.name,
+    tags: mod.tags,
+    builds: [...new Set(mod.versions.map((v) => v.targetGameBuild))],
+    markup: modItem(mod, matrix)
+  };
+}
 function renderCatalogPage(ctx, catalog, matrix) {
-  const mods = [...catalog.mods].sort(byName);
+  const items = [...catalog.mods].sort(byName).map((mod) => catalogPageItem(mod, matrix));
+  return renderCatalogPageItems(ctx, catalog, items, matrix);
+}
+function renderCatalogPageItems(ctx, catalog, items, matrix) {
   const tagCounts = /* @__PURE__ */ new Map();
-  for (const mod of mods) for (const tag of mod.tags) tagCounts.set(tag, (tagCounts.get(tag) ?? 0) + 1);
+  for (const item of items) for (const tag of item.tags) tagCounts.set(tag, (tagCounts.get(tag) ?? 0) + 1);
   const tags = [...tagCounts.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
-  const builds = [
-    .../* @__PURE__ */ new Set([
-      ...catalog.supportedGameBuilds,
-      ...mods.flatMap((m) => m.versions.map((v) => v.targetGameBuild))
-    ])
-  ];
+  const builds = [.../* @__PURE__ */ new Set([...catalog.supportedGameBuilds, ...items.flatMap((item) => item.builds)])];
   const supported = catalog.supportedGameBuilds;
+  const count = items.length;
   const main = html`<h1>Mods for ${catalog.game.name}</h1>
-<p>${plural(mods.length, "mod")} you can install with the mod manager. ${supported.length > 0 ? html`Supported game ${supported.length === 1 ? "build" : "builds"}: ${supported.map((b, i) => html`${i > 0 ? ", " : ""}<strong>${buildLabel(matrix, b)}</strong>`)}.` : "No game build is currently validated."}</p>
+<p>${plural(count, "mod")} you can install with the mod manager. ${supported.length > 0 ? html`Supported game ${supported.length === 1 ? "build" : "builds"}: ${supported.map((b, i) => html`${i > 0 ? ", " : ""}<strong>${buildLabel(matrix, b)}</strong>`)}.` : "No game build is currently validated."}</p>
 <search><form id="filters" class="filters" aria-label="Filter mods" hidden>
 <div><label for="q">Search by name</label><input id="q" name="q" type="search" autocomplete="off" spellcheck="false"></div>
-<div><label for="tag">Tag</label><select id="tag" name="tag"><option value="">Any tag</option>${tags.map(([tag, count]) => html`<option value="${tag}">${tag} (${groupDigits(count)})</option>`)}</select></div>
+<div><label for="tag">Tag</label><select id="tag" name="tag"><option value="">Any tag</option>${tags.map(([tag, n]) => html`<option value="${tag}">${tag} (${groupDigits(n)})</option>`)}</select></div>
 <div><label for="build">Game build</label><select id="build" name="build"><option value="">Any game build</option>${builds.map((b) => html`<option value="${b}">${buildLabel(matrix, b)}${supported.includes(b) ? " \u2014 supported" : ""}</option>`)}</select></div>
 <div><button type="reset">Clear filters</button></div>
 </form></search>
-<p id="count" class="count" role="status">${mods.length === 0 ? "No mods have been published yet." : `Showing all ${plural(mods.length, "mod")}.`}</p>
+<p id="count" class="count" role="status">${count === 0 ? "No mods have been published yet." : `Showing all ${plural(count, "mod")}.`}</p>
 <ol id="mods" class="mods">
-${mods.map((mod) => modItem(mod, matrix))}</ol>`;
+${items.map((item) => item.markup)}</ol>`;
   return renderPage(ctx, {
     title: "Mods",
     root: "",
@@ -60204,7 +60237,9 @@ function parseHolder(text) {
         host: String(value.host ?? ""),
         startedAt: String(value.startedAt ?? ""),
         purpose: String(value.purpose ?? ""),
-        token: value.token
+        token: value.token,
+        ...typeof value.startTicks === "number" ? { startTicks: value.startTicks } : {},
+        ...typeof value.bootId === "string" ? { bootId: value.bootId } : {}
       };
     }
   } catch {
@@ -60220,16 +60255,33 @@ function parseHolder(text) {
   }
   return null;
 }
-function processStartMs(pid) {
+function processStartTicks(pid) {
   try {
-    const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync3("/proc/stat", "utf8"))?.[1]);
     const stat = readFileSync3(`/proc/${pid}/stat`, "utf8");
     const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
-    return Number.isFinite(bootSeconds) && Number.isFinite(ticks) ? bootSeconds * 1e3 + ticks * 10 : null;
+    return Number.isFinite(ticks) ? ticks : null;
   } catch {
     return null;
   }
 }
+function bootId() {
+  try {
+    return readFileSync3("/proc/sys/kernel/random/boot_id", "utf8").trim() || null;
+  } catch {
+    return null;
+  }
+}
+function processStartMs(pid) {
+  try {
+    const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync3("/proc/stat", "utf8"))?.[1]);
+    const ticks = processStartTicks(pid);
+    return Number.isFinite(bootSeconds) && ticks !== null ? bootSeconds * 1e3 + ticks * 10 : null;
+  } catch {
+    return null;
+  }
+}
+var SELF_START_TICKS = processStartTicks("self");
+var BOOT_ID = bootId();
 function holderAlive(holder) {
   if (holder.host && holder.host !== hostname()) return true;
   if (holder.pid === process.pid) return held.has(holder.token);
@@ -60237,6 +60289,11 @@ function holderAlive(holder) {
     process.kill(holder.pid, 0);
   } catch (error) {
     if (error.code !== "EPERM") return false;
+  }
+  if (holder.startTicks !== void 0 && holder.bootId !== void 0) {
+    const ticks = processStartTicks(holder.pid);
+    if (ticks === null || BOOT_ID === null) return true;
+    return holder.bootId === BOOT_ID && ticks === holder.startTicks;
   }
   const started = processStartMs(holder.pid);
   const taken = Date.parse(holder.startedAt);
@@ -60249,7 +60306,8 @@ function tryLock(path, purpose) {
     host: hostname(),
     startedAt: (/* @__PURE__ */ new Date()).toISOString(),
     purpose,
-    token: randomBytes(12).toString("hex")
+    token: randomBytes(12).toString("hex"),
+    ...SELF_START_TICKS !== null && BOOT_ID !== null ? { startTicks: SELF_START_TICKS, bootId: BOOT_ID } : {}
   };
   const text = `${JSON.stringify(holder)}
 `;
@@ -60824,7 +60882,9 @@ var RECORD_PATHS = {
   manager: "manager.json",
   framework: "framework.json",
   gameBuilds: "game-builds.json",
-  postPublishSmoke: "smoke/post-publish.json"
+  postPublishSmoke: "smoke/post-publish.json",
+  changesDir: "changes",
+  changesPage: (page) => `changes/${page}.json`
 };
 function readJson(path) {
   try {
@@ -60837,30 +60897,36 @@ function loadReleaseRecords(recordsDir, registry) {
   const modsDir = join5(recordsDir, RECORD_PATHS.modsDir);
   if (!existsSync3(modsDir)) return [];
   const records = [];
-  for (const modId of readdirSync4(modsDir).sort()) {
-    for (const file of readdirSync4(join5(modsDir, modId)).sort()) {
-      if (!file.endsWith(".json")) continue;
-      const path = join5(modsDir, modId, file);
-      const result = registry.validate("release-record", readJson(path));
-      if (!result.ok) {
-        throw new SvcError(
-          "invalid_payload",
-          `${path} is not a valid release record:
+  for (const modId of readdirSync4(modsDir).sort())
+    records.push(...loadModRecords(recordsDir, modId, registry));
+  return records;
+}
+function loadModRecords(recordsDir, modId, registry) {
+  const modDir = join5(recordsDir, RECORD_PATHS.modsDir, modId);
+  if (!existsSync3(modDir)) return [];
+  const records = [];
+  for (const file of readdirSync4(modDir).sort()) {
+    if (!file.endsWith(".json")) continue;
+    const path = join5(modDir, file);
+    const result = registry.validate("release-record", readJson(path));
+    if (!result.ok) {
+      throw new SvcError(
+        "invalid_payload",
+        `${path} is not a valid release record:
 ${formatIssues(result.issues)}`,
-          {
-            details: result.issues
-          }
-        );
-      }
-      const record = result.value;
-      if (record.modId !== modId || `${record.version}.json` !== file) {
-        throw new SvcError(
-          "invalid_payload",
-          `${path} holds ${record.modId}@${record.version}; its path must match`
-        );
-      }
-      records.push(record);
+        {
+          details: result.issues
+        }
+      );
     }
+    const record = result.value;
+    if (record.modId !== modId || `${record.version}.json` !== file) {
+      throw new SvcError(
+        "invalid_payload",
+        `${path} holds ${record.modId}@${record.version}; its path must match`
+      );
+    }
+    records.push(record);
   }
   return records;
 }
@@ -60899,13 +60965,87 @@ function recordsAtBase(records, baseUrl2) {
   return shown;
 }
 
+// src/catalog/changes.ts
+import { existsSync as existsSync4, readdirSync as readdirSync5, readFileSync as readFileSync8 } from "node:fs";
+import { join as join6 } from "node:path";
+var CHANGES_PAGE_SIZE = 24;
+function lastSequenceOf(page) {
+  return page?.entries.at(-1)?.sequence ?? 0;
+}
+function serializeChangesPage(page) {
+  const entries = page.entries.map((e) => JSON.stringify(e)).join(",\n");
+  return `{"schema":${JSON.stringify(page.schema)},"page":${page.page},"entries":[${entries ? `
+${entries}
+` : ""}]}
+`;
+}
+function changesPageNumbers(recordsDir) {
+  const dir = join6(recordsDir, RECORD_PATHS.changesDir);
+  if (!existsSync4(dir)) return [];
+  return readdirSync5(dir).map((name) => /^(0|[1-9]\d*)\.json$/.exec(name)).filter((m) => m !== null).map((m) => Number(m[1])).sort((a, b) => a - b);
+}
+function readPage(recordsDir, page, registry) {
+  const path = join6(recordsDir, RECORD_PATHS.changesPage(page));
+  let value;
+  try {
+    value = JSON.parse(readFileSync8(path, "utf8"));
+  } catch (error) {
+    throw new SvcError("invalid_payload", `${path} is not valid JSON: ${error.message}`);
+  }
+  const result = registry.validate("changes-page", value);
+  if (!result.ok)
+    throw new SvcError(
+      "invalid_payload",
+      `${path} is not a valid changes page:
+${formatIssues(result.issues)}`
+    );
+  const doc = result.value;
+  const broken = doc.entries.findIndex((e, i) => e.sequence !== page * CHANGES_PAGE_SIZE + i + 1);
+  if (doc.page !== page || doc.entries.length > CHANGES_PAGE_SIZE || broken !== -1) {
+    throw new SvcError(
+      "invalid_payload",
+      `${path} must hold page ${page}: sequences ${page * CHANGES_PAGE_SIZE + 1}.. in order, at most ${CHANGES_PAGE_SIZE} entries`
+    );
+  }
+  return doc;
+}
+function loadChangesPages(recordsDir, registry) {
+  const numbers = changesPageNumbers(recordsDir);
+  const pages = numbers.map((n) => readPage(recordsDir, n, registry));
+  pages.forEach((page, i) => {
+    const full = page.entries.length === CHANGES_PAGE_SIZE;
+    if (i < pages.length - 1 && !full)
+      throw new SvcError(
+        "invalid_payload",
+        `records/changes/${page.page}.json is not full but is not the last page`
+      );
+    if (i > 0 && pages[i - 1].page !== page.page - 1)
+      throw new SvcError("invalid_payload", `records/changes has a gap before page ${page.page}`);
+  });
+  return pages;
+}
+function buildChangesHead(baseUrl2, firstPage, lastPage, generatedAt) {
+  const urls = portalUrls(baseUrl2);
+  const sequence = lastSequenceOf(lastPage);
+  return {
+    schema: "svc.changes-head.v1",
+    generatedAt,
+    sequence,
+    pageSize: CHANGES_PAGE_SIZE,
+    firstSequence: firstPage * CHANGES_PAGE_SIZE + 1,
+    lastPage: lastPage ? lastPage.page : -1,
+    pageUrlTemplate: urls.changesPageTemplate,
+    catalogUrl: urls.catalog
+  };
+}
+
 // src/catalog/site.ts
 function projectPaths(root, overrides = {}) {
   return {
     root,
-    configPath: overrides.configPath ?? join6(root, "portal.config.json"),
-    recordsDir: overrides.recordsDir ?? join6(root, "records"),
-    siteDir: overrides.siteDir ?? join6(root, "site")
+    configPath: overrides.configPath ?? join7(root, "portal.config.json"),
+    recordsDir: overrides.recordsDir ?? join7(root, "records"),
+    siteDir: overrides.siteDir ?? join7(root, "site")
   };
 }
 function loadSiteInputs(config, recordsDir) {
@@ -60929,7 +61069,8 @@ function loadSiteInputs(config, recordsDir) {
     gameBuilds: synced?.builds ?? config.gameBuilds,
     postPublishSmoke: smoke,
     backendSmoke: null,
-    endpoints: ENDPOINTS
+    endpoints: ENDPOINTS,
+    changes: loadChangesPages(recordsDir, registry)
   };
 }
 var PENDING_TIMESTAMP = "1970-01-01T00:00:00.000Z";
@@ -60951,6 +61092,7 @@ function generateDocuments(inputs, options = {}) {
     {
       path: SITE_PATHS.catalog,
       schema: "catalog",
+      // versionsSha256 is replaced by the hash of the final versions.json bytes in renderSite.
       document: { ...buildCatalog(config, mods, supported, at) }
     },
     {
@@ -60987,6 +61129,12 @@ function generateDocuments(inputs, options = {}) {
       document: { ...buildValidationContract(config, supported, frameworkVersion, at) }
     }
   ];
+  const changes = inputs.changes ?? [];
+  docs.push({
+    path: CHANGES_PATHS.head,
+    schema: "changes-head",
+    document: { ...buildChangesHead(config.baseUrl, changes[0]?.page ?? 0, changes.at(-1) ?? null, at) }
+  });
   for (const view of mods) {
     if (options.onlyMods && !options.onlyMods.has(view.modId)) continue;
     docs.push({
@@ -61011,25 +61159,25 @@ function renderSite(inputs, siteDir, now = () => /* @__PURE__ */ new Date(), opt
   const files = /* @__PURE__ */ new Map();
   const stamp = now().toISOString();
   const failures = [];
-  for (const { path, schema, document } of generateDocuments(inputs, options)) {
-    const pending = serializeDocument(document);
-    const existingPath = join6(siteDir, path);
-    let text;
-    if (existsSync4(existingPath)) {
-      const existing = readFileSync8(existingPath, "utf8");
-      try {
-        const parsed = JSON.parse(existing);
-        if (typeof parsed.generatedAt === "string" && serializeDocument({ ...parsed, generatedAt: PENDING_TIMESTAMP }) === pending) {
-          text = serializeDocument({ ...document, generatedAt: parsed.generatedAt });
-        }
-      } catch {
+  const generated = generateDocuments(inputs, options);
+  const catalog = generated.find((d) => d.path === SITE_PATHS.catalog);
+  for (const { path, schema, document } of [...generated.filter((d) => d !== catalog), catalog]) {
+    if (document === catalog.document) {
+      for (const mod of document.mods) {
+        const versionsText = files.get(SITE_PATHS.modVersions(mod.id)) ?? readIfExists(join7(siteDir, SITE_PATHS.modVersions(mod.id)));
+        if (versionsText !== void 0) mod.versionsSha256 = sha256Text(versionsText);
       }
     }
-    text ??= serializeDocument({ ...document, generatedAt: stamp });
-    const result = registry.validate(schema, JSON.parse(text));
-    if (!result.ok) failures.push(`${path} (${schema}):
+    const rendered = stampDocument(registry, siteDir, path, schema, document, stamp);
+    if (!rendered.ok) failures.push(rendered.failure);
+    files.set(path, rendered.text);
+  }
+  for (const page of inputs.changes ?? []) {
+    const result = registry.validate("changes-page", page);
+    if (!result.ok)
+      failures.push(`${CHANGES_PATHS.page(page.page)} (changes-page):
 ${formatIssues(result.issues)}`);
-    files.set(path, text);
+    files.set(CHANGES_PATHS.page(page.page), serializeChangesPage(page));
   }
   if (failures.length > 0) {
     throw new SvcError(
@@ -61046,38 +61194,65 @@ ${failures.join("\n")}`,
   for (const [path, text] of renderPages(files, inputs.config)) files.set(path, text);
   return files;
 }
+function sha256Text(text) {
+  return createHash2("sha256").update(text).digest("hex");
+}
+function readIfExists(path) {
+  return existsSync5(path) ? readFileSync9(path, "utf8") : void 0;
+}
+function stampDocument(registry, siteDir, path, schema, document, stamp) {
+  const pending = serializeDocument({ ...document, generatedAt: PENDING_TIMESTAMP });
+  const existing = readIfExists(join7(siteDir, path));
+  let text;
+  if (existing !== void 0) {
+    try {
+      const parsed = JSON.parse(existing);
+      if (typeof parsed.generatedAt === "string" && serializeDocument({ ...parsed, generatedAt: PENDING_TIMESTAMP }) === pending) {
+        text = serializeDocument({ ...document, generatedAt: parsed.generatedAt });
+      }
+    } catch {
+    }
+  }
+  text ??= serializeDocument({ ...document, generatedAt: stamp });
+  const result = registry.validate(schema, JSON.parse(text));
+  if (!result.ok) return { ok: false, text, failure: `${path} (${schema}):
+${formatIssues(result.issues)}` };
+  return { ok: true, text };
+}
 function listGeneratedFiles(siteDir) {
   return [...listFilesUnder(siteDir, ["api/v1"]), ...listPageFiles(siteDir)];
 }
 
 // src/catalog/sync.ts
 var import_semver3 = __toESM(require_semver2(), 1);
-import { createHash as createHash4 } from "node:crypto";
-import { existsSync as existsSync6, readFileSync as readFileSync11 } from "node:fs";
-import { join as join9 } from "node:path";
+import { createHash as createHash7 } from "node:crypto";
+import { existsSync as existsSync7, readFileSync as readFileSync12 } from "node:fs";
+import { join as join10 } from "node:path";
 
 // src/catalog/rebuild.ts
-import { createHash as createHash3 } from "node:crypto";
-import { readFileSync as readFileSync10 } from "node:fs";
-import { join as join8, relative as relative4 } from "node:path";
+import { createHash as createHash6 } from "node:crypto";
+import { readFileSync as readFileSync11 } from "node:fs";
+import { join as join9, relative as relative4 } from "node:path";
 
 // src/distribution/tuf-repository.ts
 var import_models2 = __toESM(require_dist3(), 1);
-import { createHash as createHash2 } from "node:crypto";
+import { createHash as createHash4 } from "node:crypto";
 import {
   closeSync as closeSync2,
-  existsSync as existsSync5,
+  existsSync as existsSync6,
   fsyncSync as fsyncSync2,
+  linkSync as linkSync3,
   mkdirSync as mkdirSync2,
   openSync as openSync2,
-  readdirSync as readdirSync5,
-  readFileSync as readFileSync9,
+  readdirSync as readdirSync6,
+  readFileSync as readFileSync10,
   renameSync as renameSync3,
   rmSync as rmSync3,
   statSync as statSync3,
+  writeFileSync as writeFileSync3,
   writeSync
 } from "node:fs";
-import { join as join7, relative as relative3, sep as sep3 } from "node:path";
+import { join as join8, relative as relative3, sep as sep3 } from "node:path";
 
 // src/distribution/errors.ts
 var DistributionError = class extends Error {
@@ -61093,7 +61268,7 @@ var DistributionError = class extends Error {
 
 // src/distribution/tuf-keys.ts
 var import_models = __toESM(require_dist3(), 1);
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign } from "node:crypto";
+import { createHash as createHash3, createPrivateKey, createPublicKey, generateKeyPairSync, sign } from "node:crypto";
 var ONLINE_ROLES = ["targets", "snapshot", "timestamp"];
 var TUF_SPEC_VERSION = "1.0.31";
 var EXPIRY_DAYS = { root: 365, targets: 90, snapshot: 7, timestamp: 1 };
@@ -61103,6 +61278,14 @@ function addDays(date, days) {
 function tufTime(date) {
   return `${date.toISOString().slice(0, 19)}Z`;
 }
+function tufKey(file) {
+  return new import_models.Key({
+    keyID: file.keyid,
+    keyType: "ed25519",
+    scheme: "ed25519",
+    keyVal: { public: file.publicKey }
+  });
+}
 function signerFor(file) {
   const privateKey = createPrivateKey(file.privateKey);
   return (data) => new import_models.Signature({ keyID: file.keyid, sig: sign(null, data, privateKey).toString("hex") });
@@ -61111,25 +61294,25 @@ function signerFor(file) {
 // src/distribution/tuf-repository.ts
 var TUF_DIR = "tuf";
 var KEEP_OLD_VERSIONS = 3;
-function artifactTargetPath(baseUrl2, modId, version) {
-  const local = `${baseUrl2.replace(/\/+$/, "")}/downloads/mods/`;
-  if (version.packageUrl.startsWith(local)) return new URL(version.packageUrl).pathname.replace(/^\/+/, "");
+function artifactTargetPath(_baseUrl, modId, version) {
+  const sitePath2 = `downloads/mods/${modId}/${version.version}/${version.fileName}`;
+  if (version.packageUrl.endsWith(`/${sitePath2}`)) return sitePath2;
   return `external/mods/${modId}/${version.version}/${version.fileName}`;
 }
 function sha256Of(bytes) {
-  return createHash2("sha256").update(bytes).digest("hex");
+  return createHash4("sha256").update(bytes).digest("hex");
 }
 function hashFile(path) {
-  const bytes = readFileSync9(path);
+  const bytes = readFileSync10(path);
   return { length: bytes.length, sha256: sha256Of(bytes) };
 }
 function listFiles(dir) {
-  if (!existsSync5(dir)) return [];
+  if (!existsSync6(dir)) return [];
   const out = [];
   const walk = (d) => {
-    for (const name of readdirSync5(d).sort()) {
+    for (const name of readdirSync6(d).sort()) {
       if (name.startsWith(".")) continue;
-      const full = join7(d, name);
+      const full = join8(d, name);
       if (statSync3(full).isDirectory()) walk(full);
       else out.push(full);
     }
@@ -61142,54 +61325,40 @@ function sitePath(siteDir, full) {
 }
 function collectSiteTargets(siteDir) {
   const targets = /* @__PURE__ */ new Map();
-  for (const full of [...listFiles(join7(siteDir, "api", "v1")), ...listFiles(join7(siteDir, "downloads"))]) {
+  for (const full of [...listFiles(join8(siteDir, "api", "v1")), ...listFiles(join8(siteDir, "downloads"))]) {
     const path = sitePath(siteDir, full);
     targets.set(path, { path, ...hashFile(full) });
   }
-  const catalogFile = join7(siteDir, "api", "v1", "catalog.json");
-  if (!existsSync5(catalogFile)) return [...targets.values()];
-  const catalog = JSON.parse(readFileSync9(catalogFile, "utf8"));
-  for (const mod of catalog.mods) {
-    for (const version of mod.versions) {
-      const path = artifactTargetPath(catalog.baseUrl, mod.id, version);
-      const served = targets.get(path);
-      if (served) {
-        if (served.sha256 !== version.sha256 || served.length !== version.packageSizeBytes) {
-          throw new DistributionError(
-            "artifact_mismatch",
-            `site/${path} does not match the sha256/size its catalog entry records; refusing to sign it`,
-            { path, served, recorded: { sha256: version.sha256, length: version.packageSizeBytes } }
-          );
-        }
-        continue;
-      }
-      if (path.startsWith("downloads/")) {
-        throw new DistributionError(
-          "artifact_mismatch",
-          `the catalog lists ${path} but site/${path} is missing`
-        );
-      }
-      targets.set(path, {
-        path,
-        length: version.packageSizeBytes,
-        sha256: version.sha256,
-        url: version.packageUrl
-      });
-    }
+  const listed = [];
+  const catalogFile = join8(siteDir, "api", "v1", "catalog.json");
+  if (existsSync6(catalogFile)) {
+    const catalog = JSON.parse(readFileSync10(catalogFile, "utf8"));
+    for (const mod of catalog.mods ?? [])
+      for (const version of mod.versions ?? []) listed.push({ modId: mod.id, version });
+  }
+  for (const path of targets.keys()) {
+    const modId = /^api\/v1\/mods\/([^/]+)\/versions\.json$/.exec(path)?.[1];
+    if (!modId) continue;
+    const document = JSON.parse(readFileSync10(join8(siteDir, path), "utf8"));
+    for (const version of document.versions ?? []) listed.push({ modId, version });
+  }
+  for (const { modId, version } of listed) {
+    const target = checkedArtifactTarget(siteDir, modId, version, (path) => targets.get(path));
+    if (target) targets.set(target.path, target);
   }
   return [...targets.values()].sort((a, b) => a.path < b.path ? -1 : 1);
 }
 function readMetadata(file) {
-  if (!existsSync5(file)) return null;
-  return JSON.parse(readFileSync9(file, "utf8"));
+  if (!existsSync6(file)) return null;
+  return JSON.parse(readFileSync10(file, "utf8"));
 }
 function loadLatestRoot(siteDir) {
-  const dir = join7(siteDir, TUF_DIR);
-  if (!existsSync5(dir)) return null;
-  const versions = readdirSync5(dir).map((name) => /^(\d+)\.root\.json$/.exec(name)?.[1]).filter((v) => v !== void 0).map(Number).sort((a, b) => b - a);
+  const dir = join8(siteDir, TUF_DIR);
+  if (!existsSync6(dir)) return null;
+  const versions = readdirSync6(dir).map((name) => /^(\d+)\.root\.json$/.exec(name)?.[1]).filter((v) => v !== void 0).map(Number).sort((a, b) => b - a);
   const newest = versions[0];
   if (newest === void 0) return null;
-  const json = JSON.parse(readFileSync9(join7(dir, `${newest}.root.json`), "utf8"));
+  const json = JSON.parse(readFileSync10(join8(dir, `${newest}.root.json`), "utf8"));
   return { version: newest, metadata: import_models2.Metadata.fromJSON(import_models2.MetadataKind.Root, json) };
 }
 function serializeMetadata(metadata) {
@@ -61207,16 +61376,123 @@ function writeFileAtomic(file, text) {
   }
   renameSync3(temp, file);
 }
-function sameTargets(current, next) {
+var VersionedFiles = class {
+  constructor(dir) {
+    this.dir = dir;
+  }
+  dir;
+  bySha256 = /* @__PURE__ */ new Map();
+  toSync = [];
+  write(name, text) {
+    const file = join8(this.dir, name);
+    rmSync3(file, { force: true });
+    const digest = sha256Of(Buffer.from(text));
+    const same = this.bySha256.get(digest);
+    if (same) {
+      linkSync3(same, file);
+      return;
+    }
+    writeFileSync3(file, text);
+    this.bySha256.set(digest, file);
+    this.toSync.push(file);
+  }
+  sync() {
+    for (const file of [...this.toSync, this.dir]) {
+      const fd = openSync2(file, "r");
+      try {
+        fsyncSync2(fd);
+      } finally {
+        closeSync2(fd);
+      }
+    }
+  }
+};
+var BIN_BIT_LENGTH = 10;
+var BIN_NAME_PREFIX = "bins";
+var TOP_LEVEL_DOCUMENTS = /* @__PURE__ */ new Set([
+  "api/v1/catalog.json",
+  "api/v1/mods/index.json",
+  "api/v1/changes/head.json"
+]);
+function changesPageNumber(path) {
+  const page = /^api\/v1\/changes\/(\d+)\.json$/.exec(path)?.[1];
+  return page === void 0 ? null : Number(page);
+}
+function isTopLevelTarget(path, newestChangesPage2) {
+  return TOP_LEVEL_DOCUMENTS.has(path) || newestChangesPage2 !== null && changesPageNumber(path) === newestChangesPage2;
+}
+function newestChangesPage(paths) {
+  let newest = null;
+  for (const path of paths) {
+    const page = changesPageNumber(path);
+    if (page !== null && (newest === null || page > newest)) newest = page;
+  }
+  return newest;
+}
+function succinctDelegationJson(keys) {
+  const key = keys.keys.targets;
+  return {
+    keys: { [key.keyid]: tufKey(key).toJSON() },
+    succinct_roles: {
+      keyids: [key.keyid],
+      threshold: 1,
+      bit_length: BIN_BIT_LENGTH,
+      name_prefix: BIN_NAME_PREFIX
+    }
+  };
+}
+var binRoles = (() => {
+  const targets = import_models2.Targets.fromJSON({
+    _type: "targets",
+    spec_version: TUF_SPEC_VERSION,
+    version: 1,
+    expires: "2000-01-01T00:00:00Z",
+    targets: {},
+    delegations: {
+      keys: {},
+      succinct_roles: { keyids: [], threshold: 1, bit_length: BIN_BIT_LENGTH, name_prefix: BIN_NAME_PREFIX }
+    }
+  });
+  const roles = targets.delegations.succinctRoles;
+  return { roleFor: (path) => roles.getRoleForTarget(path), all: [...roles.getRoles()] };
+})();
+function binForTarget(path) {
+  return binRoles.roleFor(path);
+}
+function allBins() {
+  return binRoles.all;
+}
+function toSiteTarget(file) {
+  const url = file.custom.url;
+  return {
+    path: file.path,
+    length: file.length,
+    sha256: file.hashes.sha256 ?? "",
+    ...typeof url === "string" ? { url } : {}
+  };
+}
+function toTargetFile(t) {
+  return new import_models2.TargetFile({
+    path: t.path,
+    length: t.length,
+    hashes: { sha256: t.sha256 },
+    ...t.url ? { unrecognizedFields: { custom: { url: t.url } } } : {}
+  });
+}
+function sameTargetSet(current, next) {
+  if (!current) return false;
   const entries = Object.values(current.targets);
-  if (entries.length !== next.length) return false;
-  return next.every((t) => {
-    const c = current.targets[t.path];
-    return c !== void 0 && c.length === t.length && c.hashes.sha256 === t.sha256 && c.custom.url === t.url;
+  if (entries.length !== next.size) return false;
+  return entries.every((c) => {
+    const t = next.get(c.path);
+    return t !== void 0 && c.length === t.length && c.hashes.sha256 === t.sha256 && c.custom.url === t.url;
   });
 }
 function nextVersion(previous, at, seen = 0) {
   return Math.max(previous + 1, seen + 1, Math.floor(at.getTime() / 1e3));
+}
+function nextBinVersion(previous, at) {
+  return previous > 0 ? previous + 1 : Math.floor(at.getTime() / 1e3);
 }
 function assertOnlineKeysOf(root, keys) {
   for (const role of ONLINE_ROLES) {
@@ -61248,16 +61524,191 @@ function assertCanSign(siteDir, signing) {
     throw error;
   }
 }
-function signAfterCommit(siteDir, signing, change) {
+function targetPathOfCommitted(path) {
+  const parts = path.split("/");
+  for (let i = 0; i < parts.length; i++) {
+    const rest = parts.slice(i).join("/");
+    if (rest.startsWith("api/v1/") || rest.startsWith("downloads/")) return rest;
+    if (i === 0 && parts[0] === "records") return null;
+  }
+  return null;
+}
+function signAfterCommit(siteDir, signing, change, options = {}) {
   if (!signing) return null;
   if (change.written.length === 0 && change.deleted.length === 0) return null;
-  return signSite(siteDir, signing.keys, signing.now ?? (() => /* @__PURE__ */ new Date()));
+  const now = signing.now ?? (() => /* @__PURE__ */ new Date());
+  if (options.full) return signSite(siteDir, signing.keys, now);
+  return signChanges(siteDir, signing.keys, change, now);
 }
 function expiresWithin(signed, now, days) {
   return new Date(signed.expires).getTime() <= addDays(now, days).getTime();
 }
+function loadState(dir) {
+  const timestampJson = readMetadata(join8(dir, "timestamp.json"));
+  const timestamp = timestampJson ? import_models2.Metadata.fromJSON(import_models2.MetadataKind.Timestamp, timestampJson) : null;
+  const snapshotVersion = timestamp?.signed.snapshotMeta.version ?? 0;
+  const snapshot = snapshotVersion ? readSnapshotState(join8(dir, `${snapshotVersion}.snapshot.json`)) : null;
+  const targetsVersion = snapshot?.meta.get("targets.json") ?? 0;
+  const targetsJson = targetsVersion ? readMetadata(join8(dir, `${targetsVersion}.targets.json`)) : null;
+  const targets = targetsJson?.signed?.delegations ? import_models2.Metadata.fromJSON(import_models2.MetadataKind.Targets, targetsJson) : null;
+  return { timestamp, snapshot, targets };
+}
+function readSnapshotState(file) {
+  const json = readMetadata(file);
+  const signed = json?.signed;
+  if (!signed || typeof signed.version !== "number" || typeof signed.expires !== "string") return null;
+  const meta = /* @__PURE__ */ new Map();
+  for (const [name, entry] of Object.entries(signed.meta ?? {})) {
+    if (typeof entry?.version === "number") meta.set(name, entry.version);
+  }
+  return { version: signed.version, expires: signed.expires, meta };
+}
+var LinearSnapshot = class extends import_models2.Snapshot {
+  toJSON() {
+    const meta = {};
+    for (const [name, file] of Object.entries(this.meta)) meta[name] = file.toJSON();
+    return {
+      _type: this.type,
+      meta,
+      spec_version: this.specVersion,
+      version: this.version,
+      expires: this.expires,
+      ...this.unrecognizedFields
+    };
+  }
+};
+var LinearTargets = class extends import_models2.Targets {
+  toJSON() {
+    const targets = {};
+    for (const [path, file] of Object.entries(this.targets)) targets[path] = file.toJSON();
+    return {
+      _type: this.type,
+      spec_version: this.specVersion,
+      version: this.version,
+      expires: this.expires,
+      targets,
+      ...this.unrecognizedFields,
+      ...this.delegations ? { delegations: this.delegations.toJSON() } : {}
+    };
+  }
+};
+var SignedStateIncomplete = class extends Error {
+};
+function delegatesToBins(targets, keys) {
+  const succinct = targets?.delegations?.succinctRoles;
+  return succinct !== void 0 && succinct.bitLength === BIN_BIT_LENGTH && succinct.namePrefix === BIN_NAME_PREFIX && succinct.keyIDs.length === 1 && succinct.keyIDs[0] === keys.keys.targets.keyid;
+}
+function loadBin(dir, snapshot, bin) {
+  const version = snapshot?.meta.get(`${bin}.json`);
+  if (!version) return null;
+  const json = readMetadata(join8(dir, `${version}.${bin}.json`));
+  if (!json?.signed?.expires) return null;
+  const targets = /* @__PURE__ */ new Map();
+  for (const [path, t] of Object.entries(json.signed.targets ?? {})) {
+    const url = t.custom?.url;
+    targets.set(path, {
+      path,
+      length: t.length,
+      sha256: t.hashes?.sha256 ?? "",
+      ...typeof url === "string" ? { url } : {}
+    });
+  }
+  return { expires: json.signed.expires, targets };
+}
+function sameTargetMaps(current, next) {
+  if (current.size !== next.size) return false;
+  for (const [path, c] of current) {
+    const t = next.get(path);
+    if (!t || c.length !== t.length || c.sha256 !== t.sha256 || c.url !== t.url) return false;
+  }
+  return true;
+}
 function signSite(siteDir, keys, now = () => /* @__PURE__ */ new Date(), options = {}) {
-  const at = now();
+  const root = requireRoot(siteDir, keys);
+  const dir = join8(siteDir, TUF_DIR);
+  const state = loadState(dir);
+  const plan = {
+    topLevel: /* @__PURE__ */ new Map(),
+    bins: new Map(allBins().map((bin) => [bin, /* @__PURE__ */ new Map()])),
+    force: options.force === true || !delegatesToBins(state.targets?.signed ?? null, keys),
+    targetCount: 0
+  };
+  const siteTargets = collectSiteTargets(siteDir);
+  plan.targetCount = siteTargets.length;
+  const newestPage = newestChangesPage(siteTargets.map((t) => t.path));
+  for (const t of siteTargets) {
+    if (isTopLevelTarget(t.path, newestPage)) plan.topLevel.set(t.path, t);
+    else plan.bins.get(binForTarget(t.path)).set(t.path, t);
+  }
+  return applyPlan(dir, root, keys, state, plan, now(), options.liveTimestampVersion);
+}
+function signChanges(siteDir, keys, change, now = () => /* @__PURE__ */ new Date()) {
+  const dir = join8(siteDir, TUF_DIR);
+  const state = loadState(dir);
+  if (!state.snapshot || !state.targets || !delegatesToBins(state.targets.signed, keys)) {
+    return signSite(siteDir, keys, now);
+  }
+  const root = requireRoot(siteDir, keys);
+  const snapshot = state.snapshot;
+  const topLevel = new Map(Object.values(state.targets.signed.targets).map((f) => [f.path, toSiteTarget(f)]));
+  const bins = /* @__PURE__ */ new Map();
+  const binTargets = (bin) => {
+    let targets = bins.get(bin);
+    if (!targets) {
+      const current = loadBin(dir, snapshot, bin);
+      if (!current && snapshot.meta.has(`${bin}.json`)) {
+        throw new SignedStateIncomplete(`${TUF_DIR}: the signed ${bin} is missing`);
+      }
+      targets = new Map(current?.targets ?? []);
+      bins.set(bin, targets);
+    }
+    return targets;
+  };
+  const paths = /* @__PURE__ */ new Set();
+  for (const committed of [...change.written, ...change.deleted]) {
+    const path = targetPathOfCommitted(committed);
+    if (path) paths.add(path);
+  }
+  const signedNewestPage = newestChangesPage(topLevel.keys());
+  const newestPage = newestChangesPage([
+    ...topLevel.keys(),
+    ...[...paths].filter((path) => existsSync6(join8(siteDir, path)))
+  ]);
+  const placeOf = (path) => isTopLevelTarget(path, newestPage) ? topLevel : binTargets(binForTarget(path));
+  const setTarget = (path, target) => {
+    const targets = placeOf(path);
+    if (target) targets.set(path, target);
+    else targets.delete(path);
+  };
+  const targetOf = (path) => placeOf(path).get(path);
+  try {
+    if (signedNewestPage !== null && signedNewestPage !== newestPage) {
+      const previous = `api/v1/changes/${signedNewestPage}.json`;
+      const moved = topLevel.get(previous);
+      topLevel.delete(previous);
+      if (moved) binTargets(binForTarget(previous)).set(previous, moved);
+    }
+    for (const path of [...paths].sort()) {
+      const full = join8(siteDir, path);
+      setTarget(path, existsSync6(full) ? { path, ...hashFile(full) } : null);
+    }
+    for (const path of paths) {
+      const modId = /^api\/v1\/mods\/([^/]+)\/versions\.json$/.exec(path)?.[1];
+      if (!modId || !existsSync6(join8(siteDir, path))) continue;
+      const document = JSON.parse(readFileSync10(join8(siteDir, path), "utf8"));
+      for (const version of document.versions ?? []) {
+        const target = checkedArtifactTarget(siteDir, modId, version, targetOf);
+        if (target) setTarget(target.path, target);
+      }
+    }
+  } catch (error) {
+    if (error instanceof SignedStateIncomplete) return signSite(siteDir, keys, now);
+    throw error;
+  }
+  const plan = { topLevel, bins, force: false, targetCount: paths.size };
+  return applyPlan(dir, root, keys, state, plan, now());
+}
+function requireRoot(siteDir, keys) {
   const latestRoot = loadLatestRoot(siteDir);
   if (!latestRoot) {
     throw new DistributionError(
@@ -61265,67 +61716,111 @@ function signSite(siteDir, keys, now = () => /* @__PURE__ */ new Date(), options
       `no ${TUF_DIR}/N.root.json under ${siteDir}; run \`svc keys init\` first`
     );
   }
-  const root = latestRoot.metadata.signed;
-  assertOnlineKeysOf(root, keys);
-  const dir = join7(siteDir, TUF_DIR);
-  const siteTargets = collectSiteTargets(siteDir);
-  const currentTimestampJson = readMetadata(join7(dir, "timestamp.json"));
-  const currentTimestamp = currentTimestampJson ? import_models2.Metadata.fromJSON(import_models2.MetadataKind.Timestamp, currentTimestampJson) : null;
-  const snapshotVersion = currentTimestamp?.signed.snapshotMeta.version ?? 0;
-  const currentSnapshotJson = snapshotVersion ? readMetadata(join7(dir, `${snapshotVersion}.snapshot.json`)) : null;
-  const currentSnapshot = currentSnapshotJson ? import_models2.Metadata.fromJSON(import_models2.MetadataKind.Snapshot, currentSnapshotJson) : null;
-  const targetsVersion = currentSnapshot?.signed.meta["targets.json"]?.version ?? 0;
-  const currentTargetsJson = targetsVersion ? readMetadata(join7(dir, `${targetsVersion}.targets.json`)) : null;
-  const currentTargets = currentTargetsJson ? import_models2.Metadata.fromJSON(import_models2.MetadataKind.Targets, currentTargetsJson) : null;
-  const written = [];
-  const newTargets = !currentTargets || !sameTargets(currentTargets.signed, siteTargets) || expiresWithin(currentTargets.signed, at, EXPIRY_DAYS.targets / 2);
-  let nextTargetsVersion = targetsVersion;
-  if (newTargets) {
-    nextTargetsVersion = nextVersion(targetsVersion, at);
-    const targets = new import_models2.Targets({
-      version: nextTargetsVersion,
-      specVersion: TUF_SPEC_VERSION,
-      expires: tufTime(addDays(at, EXPIRY_DAYS.targets))
-    });
-    for (const t of siteTargets) {
-      targets.addTarget(
-        new import_models2.TargetFile({
-          path: t.path,
-          length: t.length,
-          hashes: { sha256: t.sha256 },
-          ...t.url ? { unrecognizedFields: { custom: { url: t.url } } } : {}
-        })
+  assertOnlineKeysOf(latestRoot.metadata.signed, keys);
+  return latestRoot.metadata.signed;
+}
+function checkedArtifactTarget(siteDir, modId, version, signedTarget) {
+  const path = artifactTargetPath("", modId, version);
+  if (!path.startsWith("downloads/")) {
+    return { path, length: version.packageSizeBytes, sha256: version.sha256, url: version.packageUrl };
+  }
+  const signed = signedTarget(path);
+  let served = signed;
+  if (!served) {
+    const full = join8(siteDir, path);
+    if (!existsSync6(full)) {
+      throw new DistributionError(
+        "artifact_mismatch",
+        `the catalog lists ${path} but site/${path} is missing`
       );
     }
-    const metadata = new import_models2.Metadata(targets);
-    metadata.sign(signerFor(keys.keys.targets));
-    mkdirSync2(dir, { recursive: true });
-    writeFileAtomic(join7(dir, `${nextTargetsVersion}.targets.json`), serializeMetadata(metadata));
-    written.push(`${TUF_DIR}/${nextTargetsVersion}.targets.json`);
+    served = { path, ...hashFile(full) };
   }
+  if (served.sha256 !== version.sha256 || served.length !== version.packageSizeBytes) {
+    throw new DistributionError(
+      "artifact_mismatch",
+      `site/${path} does not match the sha256/size its catalog entry records; refusing to sign it`,
+      { path, served, recorded: { sha256: version.sha256, length: version.packageSizeBytes } }
+    );
+  }
+  return signed ? null : served;
+}
+function serializeCompact(metadata) {
+  return `${JSON.stringify(metadata.toJSON())}
+`;
+}
+function applyPlan(dir, root, keys, state, plan, at, liveTimestampVersion) {
+  mkdirSync2(dir, { recursive: true });
+  const files = new VersionedFiles(dir);
+  const written = [];
+  const currentSnapshot = state.snapshot;
+  const snapshotMeta = new Map(currentSnapshot?.meta ?? []);
+  const targetsSigner = signerFor(keys.keys.targets);
+  const binExpires = tufTime(addDays(at, EXPIRY_DAYS.targets));
+  const resignedBins = [];
+  for (const [bin, targets] of plan.bins) {
+    const previousVersion = snapshotMeta.get(`${bin}.json`) ?? 0;
+    const current = plan.force || !previousVersion ? null : loadBin(dir, currentSnapshot, bin);
+    if (current && sameTargetMaps(current.targets, targets) && !expiresWithin(current, at, EXPIRY_DAYS.targets / 2)) {
+      continue;
+    }
+    const version = nextBinVersion(previousVersion, at);
+    const signed = new LinearTargets({ version, specVersion: TUF_SPEC_VERSION, expires: binExpires });
+    for (const t of [...targets.values()].sort((a, b) => a.path < b.path ? -1 : 1))
+      signed.addTarget(toTargetFile(t));
+    const metadata = new import_models2.Metadata(signed);
+    metadata.sign(targetsSigner);
+    files.write(`${version}.${bin}.json`, serializeCompact(metadata));
+    written.push(`${TUF_DIR}/${version}.${bin}.json`);
+    snapshotMeta.set(`${bin}.json`, version);
+    resignedBins.push(bin);
+  }
+  const currentTargets = state.targets?.signed ?? null;
+  const targetsVersion = snapshotMeta.get("targets.json") ?? 0;
+  let nextTargetsVersion = targetsVersion;
+  if (plan.force || !currentTargets || !delegatesToBins(currentTargets, keys) || !sameTargetSet(currentTargets, plan.topLevel) || expiresWithin(currentTargets, at, EXPIRY_DAYS.targets / 2)) {
+    nextTargetsVersion = nextVersion(targetsVersion, at);
+    const targets = import_models2.Targets.fromJSON({
+      _type: "targets",
+      spec_version: TUF_SPEC_VERSION,
+      version: nextTargetsVersion,
+      expires: tufTime(addDays(at, EXPIRY_DAYS.targets)),
+      targets: {},
+      delegations: succinctDelegationJson(keys)
+    });
+    for (const t of [...plan.topLevel.values()].sort((a, b) => a.path < b.path ? -1 : 1))
+      targets.addTarget(toTargetFile(t));
+    const metadata = new import_models2.Metadata(targets);
+    metadata.sign(targetsSigner);
+    files.write(`${nextTargetsVersion}.targets.json`, serializeMetadata(metadata));
+    written.push(`${TUF_DIR}/${nextTargetsVersion}.targets.json`);
+    snapshotMeta.set("targets.json", nextTargetsVersion);
+  }
+  const snapshotVersion = state.timestamp?.signed.snapshotMeta.version ?? 0;
   let nextSnapshotVersion = snapshotVersion;
   let snapshotText;
-  if (newTargets || !currentSnapshot || expiresWithin(currentSnapshot.signed, at, EXPIRY_DAYS.snapshot / 2)) {
+  if (written.length > 0 || !currentSnapshot || expiresWithin(currentSnapshot, at, EXPIRY_DAYS.snapshot / 2)) {
     nextSnapshotVersion = nextVersion(snapshotVersion, at);
-    const snapshot = new import_models2.Snapshot({
+    const names = [...snapshotMeta.keys()].filter((n) => n !== "targets.json").sort();
+    const meta = {
+      "targets.json": new import_models2.MetaFile({ version: snapshotMeta.get("targets.json") })
+    };
+    for (const name of names) meta[name] = new import_models2.MetaFile({ version: snapshotMeta.get(name) });
+    const snapshot = new LinearSnapshot({
       version: nextSnapshotVersion,
       specVersion: TUF_SPEC_VERSION,
       expires: tufTime(addDays(at, EXPIRY_DAYS.snapshot)),
-      meta: { "targets.json": new import_models2.MetaFile({ version: nextTargetsVersion }) }
+      meta
     });
     const metadata = new import_models2.Metadata(snapshot);
     metadata.sign(signerFor(keys.keys.snapshot));
-    snapshotText = serializeMetadata(metadata);
-    writeFileAtomic(join7(dir, `${nextSnapshotVersion}.snapshot.json`), snapshotText);
+    snapshotText = serializeCompact(metadata);
+    files.write(`${nextSnapshotVersion}.snapshot.json`, snapshotText);
     written.push(`${TUF_DIR}/${nextSnapshotVersion}.snapshot.json`);
   } else {
-    snapshotText = readFileSync9(join7(dir, `${snapshotVersion}.snapshot.json`), "utf8");
+    snapshotText = readFileSync10(join8(dir, `${snapshotVersion}.snapshot.json`), "utf8");
   }
-  const timestampVersion = nextVersion(
-    currentTimestamp?.signed.version ?? 0,
-    at,
-    options.liveTimestampVersion
-  );
+  const timestampVersion = nextVersion(state.timestamp?.signed.version ?? 0, at, liveTimestampVersion);
   const snapshotBytes = Buffer.from(snapshotText);
   const timestamp = new import_models2.Timestamp({
     version: timestampVersion,
@@ -61339,26 +61834,43 @@ function signSite(siteDir, keys, now = () => /* @__PURE__ */ new Date(), options
   });
   const timestampMetadata = new import_models2.Metadata(timestamp);
   timestampMetadata.sign(signerFor(keys.keys.timestamp));
-  writeFileAtomic(join7(dir, "timestamp.json"), serializeMetadata(timestampMetadata));
+  files.sync();
+  writeFileAtomic(join8(dir, "timestamp.json"), serializeMetadata(timestampMetadata));
   written.push(`${TUF_DIR}/timestamp.json`);
-  pruneOldVersions(dir, "targets", nextTargetsVersion);
-  pruneOldVersions(dir, "snapshot", nextSnapshotVersion);
+  pruneOldVersions(dir, ["targets", "snapshot", ...resignedBins], {
+    targets: nextTargetsVersion,
+    snapshot: nextSnapshotVersion,
+    ...Object.fromEntries(resignedBins.map((bin) => [bin, snapshotMeta.get(`${bin}.json`)]))
+  });
   return {
     rootVersion: root.version,
     targetsVersion: nextTargetsVersion,
     snapshotVersion: nextSnapshotVersion,
     timestampVersion,
-    targetCount: siteTargets.length,
+    targetCount: plan.targetCount,
+    binsSigned: resignedBins,
     written
   };
 }
-function pruneOldVersions(dir, role, newest) {
-  const pattern = new RegExp(`^(\\d+)\\.${role}\\.json$`);
-  const older = readdirSync5(dir).map((name) => ({ name, version: Number(pattern.exec(name)?.[1] ?? Number.NaN) })).filter((f) => Number.isFinite(f.version) && f.version < newest).sort((x, y) => y.version - x.version);
-  for (const file of older.slice(KEEP_OLD_VERSIONS)) rmSync3(join7(dir, file.name), { force: true });
+function pruneOldVersions(dir, roles, newest) {
+  const wanted = new Set(roles);
+  const byRole = /* @__PURE__ */ new Map();
+  for (const name of readdirSync6(dir)) {
+    const match = /^(\d+)\.(.+)\.json$/.exec(name);
+    if (!match || !wanted.has(match[2])) continue;
+    const version = Number(match[1]);
+    if (version >= newest[match[2]]) continue;
+    byRole.set(match[2], [...byRole.get(match[2]) ?? [], version]);
+  }
+  for (const [role, versions] of byRole) {
+    for (const version of versions.sort((x, y) => y - x).slice(KEEP_OLD_VERSIONS)) {
+      rmSync3(join8(dir, `${version}.${role}.json`), { force: true });
+    }
+  }
 }
 
 // src/catalog/contract-rules.ts
+import { createHash as createHash5 } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 
 // src/catalog/manager-reader.ts
@@ -61490,8 +62002,9 @@ function checkContractRules(files) {
       }
     }
     for (const mod of catalog.mods) {
-      const { versions, ...summary2 } = mod;
+      const { versions, versionsSha256, ...summary2 } = mod;
       const detail = json(SITE_PATHS.modDetail(mod.id));
+      const listText = files.get(SITE_PATHS.modVersions(mod.id));
       const list = json(SITE_PATHS.modVersions(mod.id));
       if (detail) {
         for (const [key, value] of Object.entries(summary2)) {
@@ -61499,14 +62012,20 @@ function checkContractRules(files) {
             fail("rule_5_no_drift", `mods/${mod.id}/index.json field ${key} differs from catalog.json`);
           }
         }
-        if (!isDeepStrictEqual(detail.versions, versions))
-          fail("rule_5_no_drift", `mods/${mod.id}/index.json versions differ from catalog.json`);
+        if (list && !isDeepStrictEqual(detail.versions, list.versions))
+          fail("rule_5_no_drift", `mods/${mod.id}/index.json versions differ from versions.json`);
       }
-      if (list) {
-        if (!isDeepStrictEqual(list.versions, versions))
+      if (list && listText !== void 0) {
+        const newest = list.versions.find((v) => v.version === versions[0]?.version);
+        if (versions.length !== 1 || !newest || !isDeepStrictEqual(toCatalogVersionRecord(newest), versions[0]))
           fail("rule_5_no_drift", `mods/${mod.id}/versions.json differs from catalog.json`);
         if (list.latestVersion !== mod.latestVersion)
           fail("rule_5_no_drift", `mods/${mod.id}/versions.json latestVersion differs`);
+        if (createHash5("sha256").update(listText).digest("hex") !== versionsSha256)
+          fail(
+            "rule_5_no_drift",
+            `catalog.json versionsSha256 of ${mod.id} is not the hash of its versions.json`
+          );
       }
     }
     const listed = new Set(catalog.mods.map((m) => m.id));
@@ -61559,7 +62078,7 @@ ${failures.slice(0, 20).map((f) => `  ${f.rule}: ${f.message}`).join("\n")}${fai
             // The recorded hash must be the hash of the file as stored; anything else rolls back.
             beforeCommit: () => {
               for (const a of siteArtifacts) {
-                const stored = createHash3("sha256").update(readFileSync10(join8(options.root, a.path))).digest("hex");
+                const stored = createHash6("sha256").update(readFileSync11(join9(options.root, a.path))).digest("hex");
                 if (stored !== a.sha256)
                   throw new SvcError("internal_error", `${a.path} does not hash to ${a.sha256}`);
               }
@@ -61643,7 +62162,7 @@ function versionOf(tag) {
   return version;
 }
 function verify(bytes, asset, sha256, where) {
-  const actual = createHash4("sha256").update(bytes).digest("hex");
+  const actual = createHash7("sha256").update(bytes).digest("hex");
   if (actual !== sha256)
     throw new SvcError(
       "invalid_payload",
@@ -61691,12 +62210,12 @@ async function syncReleases(options) {
     sizeBytes: frameworkAsset.size
   };
   const artifacts = [];
-  const stored = join9(options.siteDir, sitePath2);
+  const stored = join10(options.siteDir, sitePath2);
   let promoted = null;
   if (options.frameworkStore) {
     promoted = await promoteFramework(options, options.frameworkStore, framework, frameworkAsset, maxBytes);
-  } else if (existsSync6(stored)) {
-    const actual = createHash4("sha256").update(readFileSync11(stored)).digest("hex");
+  } else if (existsSync7(stored)) {
+    const actual = createHash7("sha256").update(readFileSync12(stored)).digest("hex");
     if (actual !== frameworkDigest) {
       throw new SvcError(
         "artifact_exists",
@@ -61784,9 +62303,9 @@ function frameworkTag(key) {
   return `framework_v${key.version}`;
 }
 async function promoteFramework(options, store, framework, asset, maxBytes) {
-  const recordPath = join9(options.recordsDir, RECORD_PATHS.framework);
-  if (existsSync6(recordPath)) {
-    const current = JSON.parse(readFileSync11(recordPath, "utf8"));
+  const recordPath = join10(options.recordsDir, RECORD_PATHS.framework);
+  if (existsSync7(recordPath)) {
+    const current = JSON.parse(readFileSync12(recordPath, "utf8"));
     if (current.url === framework.url && current.sha256 === framework.sha256) return null;
   }
   const bytes = await download(options, asset.browserDownloadUrl, maxBytes);
@@ -61804,23 +62323,23 @@ async function promoteFramework(options, store, framework, asset, maxBytes) {
 
 // src/github/catalog-push.ts
 import { execFile } from "node:child_process";
-import { existsSync as existsSync10 } from "node:fs";
-import { join as join12 } from "node:path";
+import { existsSync as existsSync11 } from "node:fs";
+import { join as join13 } from "node:path";
 
 // src/cli/check.ts
-import { existsSync as existsSync9, readFileSync as readFileSync12 } from "node:fs";
-import { join as join11 } from "node:path";
+import { existsSync as existsSync10, readFileSync as readFileSync13 } from "node:fs";
+import { join as join12 } from "node:path";
 
 // src/catalog/artifact-check.ts
-import { existsSync as existsSync8, lstatSync as lstatSync2 } from "node:fs";
-import { join as join10 } from "node:path";
+import { existsSync as existsSync9, lstatSync as lstatSync2 } from "node:fs";
+import { join as join11 } from "node:path";
 
 // src/catalog/artifact-store.ts
-import { createHash as createHash5, randomBytes as randomBytes3 } from "node:crypto";
+import { createHash as createHash8, randomBytes as randomBytes3 } from "node:crypto";
 import {
   closeSync as closeSync3,
   createReadStream,
-  existsSync as existsSync7,
+  existsSync as existsSync8,
   fsyncSync as fsyncSync3,
   mkdirSync as mkdirSync3,
   openSync as openSync3,
@@ -61835,7 +62354,7 @@ function artifactExistsError(key, url, where) {
   );
 }
 async function hashFile2(path) {
-  const hash = createHash5("sha256");
+  const hash = createHash8("sha256");
   let sizeBytes = 0;
   for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) {
     hash.update(chunk);
@@ -61877,8 +62396,8 @@ async function checkLocalArtifacts(inputs, siteDir, options) {
   }
   const problems = [];
   for (const artifact of expected) {
-    const full = join10(siteDir, artifact.path);
-    const stat = existsSync8(full) ? lstatSync2(full) : null;
+    const full = join11(siteDir, artifact.path);
+    const stat = existsSync9(full) ? lstatSync2(full) : null;
     if (!stat?.isFile()) {
       problems.push(`artifact missing: site/${artifact.path} (${artifact.what})`);
       continue;
@@ -61967,12 +62486,12 @@ async function run(args, io) {
       const problems2 = [];
       const committed = /* @__PURE__ */ new Map();
       for (const [path, text] of expected) {
-        const full = join11(paths.siteDir, path);
-        if (!existsSync9(full)) {
+        const full = join12(paths.siteDir, path);
+        if (!existsSync10(full)) {
           problems2.push(`missing: site/${path} (run svc build)`);
           continue;
         }
-        const actual = readFileSync12(full, "utf8");
+        const actual = readFileSync13(full, "utf8");
         committed.set(path, actual);
         if (actual !== text)
           problems2.push(`drift: site/${path} differs from what svc build writes (hand edit or stale build)`);
@@ -62061,7 +62580,7 @@ async function authEnv(cwd, remote, token) {
   };
 }
 async function stageCatalog(cwd) {
-  const roots = CATALOG_PATHS.filter((p) => existsSync10(join12(cwd, p)));
+  const roots = CATALOG_PATHS.filter((p) => existsSync11(join13(cwd, p)));
   if (roots.length > 0) await gitOk(cwd, ["add", "--all", "--", ...roots]);
   const staged = (await gitOk(cwd, ["diff", "--cached", "--name-only", "-z"])).split("\0").filter(Boolean);
   const refused = staged.map((path) => ({ path, code: refusedCatalogPath(path) })).filter((r) => r.code !== null);
@@ -63570,7 +64089,7 @@ async function mintInstallationToken(request2) {
 }
 
 // src/github/release-artifact-store.ts
-import { createHash as createHash6 } from "node:crypto";
+import { createHash as createHash9 } from "node:crypto";
 var ReleasePublishError = class extends Error {
   constructor(message) {
     super(message);
@@ -63587,7 +64106,7 @@ function status(error) {
   return error.status;
 }
 async function hashStream(stream) {
-  const hash = createHash6("sha256");
+  const hash = createHash9("sha256");
   let sizeBytes = 0;
   const reader = stream.getReader();
   for (; ; ) {
@@ -63663,7 +64182,7 @@ function githubReleaseArtifactStore(options) {
     exists: async (key) => await publishedRelease(tagFor(key)) !== null || await tagExists(tagFor(key)),
     async promote(key, bytes) {
       const tag = tagFor(key);
-      const sha256 = createHash6("sha256").update(bytes).digest("hex");
+      const sha256 = createHash9("sha256").update(bytes).digest("hex");
       const existing = await publishedRelease(tag);
       if (existing) return adopt(key, existing, sha256);
       if (await tagExists(tag)) throw artifactExistsError(key, urlFor(key), `tag ${tag} on ${owner}/${repo}`);

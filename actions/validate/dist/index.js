@@ -49871,8 +49871,8 @@ var require_semver2 = __commonJS({
 
 // actions/validate/main.ts
 var core = __toESM(require_core(), 1);
-import { readFileSync as readFileSync3, writeFileSync } from "node:fs";
-import { join as join3 } from "node:path";
+import { readFileSync as readFileSync4, writeFileSync } from "node:fs";
+import { join as join4 } from "node:path";
 
 // node_modules/@actions/github/lib/context.js
 import { readFileSync, existsSync } from "fs";
@@ -53885,6 +53885,99 @@ function validationSummary(report) {
 `;
 }
 
+// src/catalog/validation-catalog.ts
+import { existsSync as existsSync2, readFileSync as readFileSync2 } from "node:fs";
+import { join } from "node:path";
+
+// src/contracts/urls.ts
+function portalUrls(baseUrl2) {
+  const api = `${baseUrl2}/api/v1`;
+  return {
+    base: baseUrl2,
+    catalog: `${api}/catalog.json`,
+    readiness: `${api}/readiness.json`,
+    runtime: `${api}/runtime/latest.json`,
+    framework: `${api}/framework/latest.json`,
+    gameBuilds: `${api}/game-builds/latest.json`,
+    modsIndex: `${api}/mods/index.json`,
+    manager: `${api}/manager/latest.json`,
+    workflow: `${api}/publishing/workflow.json`,
+    backendContract: `${api}/publishing/backend-contract.json`,
+    backendContractSchema: `${api}/publishing/backend-contract.schema.json`,
+    validationContract: `${api}/publishing/game-publishing-validation.v1.json`,
+    validationContractSchema: `${api}/publishing/game-publishing-validation.schema.json`,
+    uploadSubmissionSchema: `${api}/publishing/upload-submission.schema.json`,
+    sidecarSchema: `${api}/publishing/mod-release-submission.schema.json`,
+    manifestSchema: `${api}/schemas/mod-manifest.schema.json`,
+    changesHead: `${api}/changes/head.json`,
+    changesPageTemplate: `${api}/changes/{page}.json`,
+    changesPage: (page) => `${api}/changes/${page}.json`,
+    modDetail: (modId) => `${api}/mods/${modId}/index.json`,
+    modVersions: (modId) => `${api}/mods/${modId}/versions.json`,
+    modPage: (modId) => `${baseUrl2}/mods/${modId}/`,
+    artifact: (modId, version, fileName) => `${baseUrl2}/downloads/mods/${modId}/${version}/${fileName}`
+  };
+}
+var SITE_PATHS = {
+  catalog: "api/v1/catalog.json",
+  readiness: "api/v1/readiness.json",
+  runtime: "api/v1/runtime/latest.json",
+  framework: "api/v1/framework/latest.json",
+  gameBuilds: "api/v1/game-builds/latest.json",
+  modsIndex: "api/v1/mods/index.json",
+  manager: "api/v1/manager/latest.json",
+  workflow: "api/v1/publishing/workflow.json",
+  backendContract: "api/v1/publishing/backend-contract.json",
+  validationContract: "api/v1/publishing/game-publishing-validation.v1.json",
+  modDetail: (modId) => `api/v1/mods/${modId}/index.json`,
+  modVersions: (modId) => `api/v1/mods/${modId}/versions.json`,
+  artifact: (modId, version, fileName) => `downloads/mods/${modId}/${version}/${fileName}`
+};
+var PARAM = "\0";
+var EXTENSIONLESS_ROUTES = Object.values(SITE_PATHS).map((path) => typeof path === "string" ? path : path(PARAM, PARAM, PARAM)).filter((path) => path.endsWith(".json")).map((path) => {
+  const target = `/${path}`;
+  const alias = target.replace(/(\/index)?\.json$/, "");
+  const source = alias.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replaceAll(PARAM, "([a-z0-9-]+)");
+  return {
+    pattern: new RegExp(`^${source}$`),
+    target: (m) => {
+      let group = 0;
+      return target.replaceAll(PARAM, () => m[++group]);
+    }
+  };
+});
+
+// src/catalog/validation-catalog.ts
+var MOD_ID = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+function submissionModIds(sidecar) {
+  if (!sidecar || typeof sidecar !== "object") return [];
+  const { modId, dependencies } = sidecar;
+  const ids = [
+    modId,
+    ...Array.isArray(dependencies) ? dependencies.map((d) => d?.modId) : []
+  ];
+  return [...new Set(ids.filter((id) => typeof id === "string" && MOD_ID.test(id)))];
+}
+function catalogWithSubmissionVersions(catalog, siteDir, sidecar) {
+  if (!catalog) return null;
+  const wanted = new Set(submissionModIds(sidecar));
+  if (wanted.size === 0) return catalog;
+  return {
+    ...catalog,
+    mods: catalog.mods.map((mod) => {
+      if (!wanted.has(mod.id)) return mod;
+      const path = join(siteDir, SITE_PATHS.modVersions(mod.id));
+      if (!existsSync2(path)) return mod;
+      try {
+        const versions = JSON.parse(readFileSync2(path, "utf8")).versions;
+        return Array.isArray(versions) && versions.length > 0 ? { ...mod, versions } : mod;
+      } catch {
+        return mod;
+      }
+    })
+  };
+}
+
 // src/validation/runner.ts
 import { createHash } from "node:crypto";
 import { readSync } from "node:fs";
@@ -53893,22 +53986,22 @@ import { open } from "node:fs/promises";
 // src/contracts/schemas.ts
 var import__ = __toESM(require__(), 1);
 var import_ajv_formats = __toESM(require_dist2(), 1);
-import { readdirSync, readFileSync as readFileSync2 } from "node:fs";
-import { join, relative } from "node:path";
+import { readdirSync, readFileSync as readFileSync3 } from "node:fs";
+import { join as join2, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 var SOURCE_SCHEMA_BASE = "https://svc.invalid";
 var SCHEMAS_DIR = fileURLToPath(new URL("../../schemas/", __svcSourceUrl("src/contracts/schemas.ts")));
 function listSchemaFiles() {
   const files = [];
   for (const folder of ["schemas", "publishing"]) {
-    for (const entry of readdirSync(join(SCHEMAS_DIR, folder)).sort()) {
+    for (const entry of readdirSync(join2(SCHEMAS_DIR, folder)).sort()) {
       if (!entry.endsWith(".schema.json")) continue;
       const sourcePath = `${folder}/${entry}`;
       files.push({
         name: entry.replace(/\.schema\.json$/, ""),
         sourcePath,
         publicPath: `api/v1/${sourcePath}`,
-        text: readFileSync2(join(SCHEMAS_DIR, sourcePath), "utf8")
+        text: readFileSync3(join2(SCHEMAS_DIR, sourcePath), "utf8")
       });
     }
   }
@@ -55681,61 +55774,6 @@ function findCycleThrough(start, edges) {
   return null;
 }
 
-// src/contracts/urls.ts
-function portalUrls(baseUrl2) {
-  const api = `${baseUrl2}/api/v1`;
-  return {
-    base: baseUrl2,
-    catalog: `${api}/catalog.json`,
-    readiness: `${api}/readiness.json`,
-    runtime: `${api}/runtime/latest.json`,
-    framework: `${api}/framework/latest.json`,
-    gameBuilds: `${api}/game-builds/latest.json`,
-    modsIndex: `${api}/mods/index.json`,
-    manager: `${api}/manager/latest.json`,
-    workflow: `${api}/publishing/workflow.json`,
-    backendContract: `${api}/publishing/backend-contract.json`,
-    backendContractSchema: `${api}/publishing/backend-contract.schema.json`,
-    validationContract: `${api}/publishing/game-publishing-validation.v1.json`,
-    validationContractSchema: `${api}/publishing/game-publishing-validation.schema.json`,
-    uploadSubmissionSchema: `${api}/publishing/upload-submission.schema.json`,
-    sidecarSchema: `${api}/publishing/mod-release-submission.schema.json`,
-    manifestSchema: `${api}/schemas/mod-manifest.schema.json`,
-    modDetail: (modId) => `${api}/mods/${modId}/index.json`,
-    modVersions: (modId) => `${api}/mods/${modId}/versions.json`,
-    modPage: (modId) => `${baseUrl2}/mods/${modId}/`,
-    artifact: (modId, version, fileName) => `${baseUrl2}/downloads/mods/${modId}/${version}/${fileName}`
-  };
-}
-var SITE_PATHS = {
-  catalog: "api/v1/catalog.json",
-  readiness: "api/v1/readiness.json",
-  runtime: "api/v1/runtime/latest.json",
-  framework: "api/v1/framework/latest.json",
-  gameBuilds: "api/v1/game-builds/latest.json",
-  modsIndex: "api/v1/mods/index.json",
-  manager: "api/v1/manager/latest.json",
-  workflow: "api/v1/publishing/workflow.json",
-  backendContract: "api/v1/publishing/backend-contract.json",
-  validationContract: "api/v1/publishing/game-publishing-validation.v1.json",
-  modDetail: (modId) => `api/v1/mods/${modId}/index.json`,
-  modVersions: (modId) => `api/v1/mods/${modId}/versions.json`,
-  artifact: (modId, version, fileName) => `downloads/mods/${modId}/${version}/${fileName}`
-};
-var PARAM = "\0";
-var EXTENSIONLESS_ROUTES = Object.values(SITE_PATHS).map((path) => typeof path === "string" ? path : path(PARAM, PARAM, PARAM)).filter((path) => path.endsWith(".json")).map((path) => {
-  const target = `/${path}`;
-  const alias = target.replace(/(\/index)?\.json$/, "");
-  const source = alias.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replaceAll(PARAM, "([a-z0-9-]+)");
-  return {
-    pattern: new RegExp(`^${source}$`),
-    target: (m) => {
-      let group = 0;
-      return target.replaceAll(PARAM, () => m[++group]);
-    }
-  };
-});
-
 // src/validation/checks/detail_page.ts
 var ID5 = "detail_page";
 var MARKUP = /<\s*[a-z!/?]|javascript:|data:text\/html/i;
@@ -55922,7 +55960,7 @@ function checkFileSignature(ctx) {
 }
 
 // src/validation/checks/manager_catalog_parse.ts
-var import_semver3 = __toESM(require_semver2(), 1);
+var import_semver4 = __toESM(require_semver2(), 1);
 
 // src/catalog/manager-reader.ts
 var import_semver2 = __toESM(require_semver2(), 1);
@@ -55987,6 +56025,13 @@ function parseManagerCatalog(text) {
   return { ok: errors.length === 0, errors, mods: catalog.mods.length, versions, catalog };
 }
 
+// src/contracts/catalog.ts
+var import_semver3 = __toESM(require_semver2(), 1);
+function toCatalogVersionRecord(version) {
+  const { releaseNotes: _, files: _files, ...rest } = version;
+  return rest;
+}
+
 // src/validation/checks/manager_catalog_parse.ts
 var ID8 = "manager_catalog_parse";
 function prospectiveCatalog(catalog, sidecar, now) {
@@ -56021,13 +56066,15 @@ function prospectiveCatalog(catalog, sidecar, now) {
       versionsUrl: urls.modVersions(sidecar.modId),
       pageUrl: urls.modPage(sidecar.modId),
       updatedAt: now,
+      // Not known before the build writes versions.json; any well-formed hash parses the same.
+      versionsSha256: sidecar.package.sha256,
       versions: []
     };
     doc.mods.push(mod);
     doc.mods.sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
   }
   mod.versions.push(record);
-  mod.versions.sort((a, b) => import_semver3.default.rcompare(a.version, b.version));
+  mod.versions.sort((a, b) => import_semver4.default.rcompare(a.version, b.version));
   if (mod.versions[0] === record) {
     for (const v of mod.versions.slice(1)) if (v.status === "published") v.status = "superseded";
     Object.assign(mod, {
@@ -56039,6 +56086,7 @@ function prospectiveCatalog(catalog, sidecar, now) {
     });
   }
   mod.updatedAt = now;
+  mod.versions = [toCatalogVersionRecord(mod.versions[0])];
   return doc;
 }
 function checkManagerCatalogParse(ctx) {
@@ -56270,13 +56318,13 @@ function checkModConfigContract(ctx) {
 }
 
 // src/validation/checks/semantic_version.ts
-var import_semver4 = __toESM(require_semver2(), 1);
+var import_semver5 = __toESM(require_semver2(), 1);
 var ID12 = "semantic_version";
 function checkSemanticVersion(ctx) {
   const sidecar = ctx.sidecar.valid;
   if (!sidecar) return blocked(ID12, "sidecar_schema", "the version is read from a valid sidecar");
   const { modId, version } = sidecar;
-  if (import_semver4.default.valid(version) !== version || version.includes("+")) {
+  if (import_semver5.default.valid(version) !== version || version.includes("+")) {
     return failed(ID12, "version_not_semver", [
       `${JSON.stringify(version)} is not a semantic version without build metadata`
     ]);
@@ -56299,7 +56347,7 @@ function checkSemanticVersion(ctx) {
   }
   const log = [`${version} is a new semantic version of ${modId}; artifact URL ${url} is unused`];
   const latest = mod?.latestVersion;
-  if (latest && import_semver4.default.lt(version, latest))
+  if (latest && import_semver5.default.lt(version, latest))
     log.push(`note: ${version} is older than the latest ${latest}; it will not become the latest`);
   return passed(ID12, log);
 }
@@ -56638,6 +56686,11 @@ async function openPackage(source, maxBytes) {
     },
     sizeBytes: size2
   });
+  if ("source" in source) {
+    if (source.source.size > maxBytes) return tooLarge(source.source.size);
+    return { source: source.source, close: async () => {
+    }, unchanged: async () => true };
+  }
   if ("bytes" in source) {
     if (source.bytes.length > maxBytes) return tooLarge(source.bytes.length);
     const bytes = Buffer.from(source.bytes.buffer, source.bytes.byteOffset, source.bytes.byteLength);
@@ -56837,6 +56890,7 @@ async function analyzePackage(input) {
       contentInspected: false,
       inflateFindings: [],
       files: /* @__PURE__ */ new Map(),
+      installFiles: [],
       scan: { state: input.antivirusDisabled ? "disabled" : input.scanner ? "not_run" : "not_configured" }
     };
   }
@@ -56899,6 +56953,7 @@ async function analyzeSource(input, source) {
   const entries = structure.entries.map((entry) => ({ entry, kind: null }));
   const inflateFindings = [];
   const files = /* @__PURE__ */ new Map();
+  const installFiles = [];
   const soundLayout = !structure.unsafeToInflate && structure.findings.length === 0;
   const entriesInsidePackage = packageScan !== null && soundLayout && await alertsOnLimits;
   if (queue && !entriesInsidePackage) scanTotal += structure.totalUncompressedBytes;
@@ -56924,6 +56979,11 @@ async function analyzeSource(input, source) {
         continue;
       }
       const data = result.data;
+      installFiles.push({
+        path: entry.name,
+        sizeBytes: data.length,
+        sha256: createHash("sha256").update(data).digest("hex")
+      });
       item.kind = sniffFileType(
         tailAware(data.subarray(0, 4096), data.subarray(Math.max(0, data.length - 4096)), data.length)
       );
@@ -56962,6 +57022,7 @@ async function analyzeSource(input, source) {
     contentInspected,
     inflateFindings,
     files,
+    installFiles,
     scan
   };
 }
@@ -56972,6 +57033,9 @@ function tailAware(head, tail, length) {
   return Buffer.concat([head, tail]);
 }
 async function runValidation(input) {
+  return (await validatePackage(input)).report;
+}
+async function validatePackage(input) {
   const clock = input.clock ?? (() => /* @__PURE__ */ new Date());
   const startedAt = clock().toISOString();
   const schemaBaseUrl = typeof input.catalog?.baseUrl === "string" ? input.catalog.baseUrl : SOURCE_SCHEMA_BASE;
@@ -56987,7 +57051,7 @@ async function runValidation(input) {
   };
   if (problems.length > 0) {
     const checks2 = order.map((c) => ({ ...failed(c.id, "policy_invalid", problems), required: true }));
-    return {
+    const report2 = {
       schema: "svc.validation-report.v1",
       ...identity,
       packageSha256: null,
@@ -56997,6 +57061,7 @@ async function runValidation(input) {
       startedAt,
       finishedAt: clock().toISOString()
     };
+    return { report: report2, files: null };
   }
   const pkg = await analyzePackage(input);
   const manifestRead = pkg.structure ? readManifest(pkg, input.policy.manifestFileName, schemaBaseUrl) : null;
@@ -57039,7 +57104,7 @@ async function runValidation(input) {
     results.set(id, outcome);
     checks.push({ ...outcome, required });
   }
-  return {
+  const report = {
     schema: "svc.validation-report.v1",
     ...identity,
     packageSha256: pkg.sha256,
@@ -57049,6 +57114,7 @@ async function runValidation(input) {
     startedAt,
     finishedAt: clock().toISOString()
   };
+  return { report, files: pkg.contentInspected ? pkg.installFiles ?? null : null };
 }
 
 // src/github/api.ts
@@ -57123,7 +57189,7 @@ async function downloadCapped(url, maxBytes, fetchImpl = fetch, options = {}) {
 
 // src/github/submission-files.ts
 var SUBMISSIONS_DIR = "submissions";
-var MOD_ID = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+var MOD_ID2 = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 var SEMVER = /^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:-((?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*))?$/;
 var UPLOAD_BRANCH_PREFIX = "svc/upload/";
 var SUBMISSION_ID = /^sub_[0-9a-z]{25,26}$/;
@@ -57140,7 +57206,7 @@ function parseSubmissionPath(path) {
   const file = parts[2];
   if (!file.endsWith(".json")) return null;
   const version = file.slice(0, -".json".length);
-  if (modId.length < 2 || modId.length > 64 || !MOD_ID.test(modId)) return null;
+  if (modId.length < 2 || modId.length > 64 || !MOD_ID2.test(modId)) return null;
   if (version.length > 64 || !SEMVER.test(version)) return null;
   return { path, modId, version };
 }
@@ -57252,7 +57318,7 @@ async function validateSubmission(api, input) {
     package: { bytes: download.bytes },
     sidecar,
     policy: input.policy,
-    catalog: input.catalog,
+    catalog: input.siteDir ? catalogWithSubmissionVersions(input.catalog, input.siteDir, sidecar) : input.catalog,
     gameBuilds: input.gameBuilds,
     scanner: input.scanner,
     ...input.clock ? { clock: input.clock } : {}
@@ -57276,7 +57342,7 @@ function validationErrorReport(target, error) {
 import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join as join2 } from "node:path";
+import { join as join3 } from "node:path";
 
 // src/validation/antivirus/scanner.ts
 function parseClamResult(line) {
@@ -57387,9 +57453,9 @@ function createClamscanScanner(binary = "clamscan", options = {}) {
     },
     async scanBatch(items) {
       if (items.length === 0) return [];
-      const dir = await mkdtemp(join2(options.tempDir ?? tmpdir(), "svc-scan-"));
+      const dir = await mkdtemp(join3(options.tempDir ?? tmpdir(), "svc-scan-"));
       try {
-        const files = items.map((_, i) => join2(dir, `entry-${String(i).padStart(6, "0")}.bin`));
+        const files = items.map((_, i) => join3(dir, `entry-${String(i).padStart(6, "0")}.bin`));
         await Promise.all(items.map((item, i) => writeFile(files[i], item.bytes, { mode: 384 })));
         const outcome = await runClamscan(binary, [...baseArgs, "--", ...files], null, timeoutMs);
         const failed2 = failure(outcome);
@@ -57414,7 +57480,7 @@ function createClamscanScanner(binary = "clamscan", options = {}) {
 // actions/validate/main.ts
 var readJson = (path) => {
   try {
-    return JSON.parse(readFileSync3(path, "utf8"));
+    return JSON.parse(readFileSync4(path, "utf8"));
   } catch {
     return null;
   }
@@ -57425,8 +57491,8 @@ async function run() {
   const target = { repo: context2.repo, pullRequest: pr.number, headSha: pr.head.sha };
   let report;
   try {
-    const site = join3(process.env.GITHUB_WORKSPACE ?? ".", core.getInput("site-dir") || "site");
-    const policy = readJson(join3(site, "api/v1/publishing/game-publishing-validation.v1.json"));
+    const site = join4(process.env.GITHUB_WORKSPACE ?? ".", core.getInput("site-dir") || "site");
+    const policy = readJson(join4(site, "api/v1/publishing/game-publishing-validation.v1.json"));
     if (!policy)
       throw new Error(
         `${site}/api/v1/publishing/game-publishing-validation.v1.json is missing: check out the base branch`
@@ -57436,8 +57502,9 @@ async function run() {
       ...target,
       head: { ref: pr.head.ref, repository: pr.head.repo?.full_name ?? null },
       policy,
-      catalog: readJson(join3(site, "api/v1/catalog.json")),
-      gameBuilds: readJson(join3(site, "api/v1/game-builds/latest.json")),
+      catalog: readJson(join4(site, "api/v1/catalog.json")),
+      siteDir: site,
+      gameBuilds: readJson(join4(site, "api/v1/game-builds/latest.json")),
       scanner: core.getInput("scanner") === "clamscan" ? createClamscanScanner() : null,
       allowHttp: core.getInput("allow-http") === "true"
     });

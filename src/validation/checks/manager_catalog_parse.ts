@@ -1,6 +1,11 @@
 import semver from "semver";
 import { parseManagerCatalog } from "../../catalog/manager-reader.ts";
-import type { CatalogDocument, CatalogMod, VersionRecord } from "../../contracts/catalog.ts";
+import {
+  type CatalogDocument,
+  type CatalogMod,
+  toCatalogVersionRecord,
+  type VersionRecord,
+} from "../../contracts/catalog.ts";
 import { portalUrls } from "../../contracts/urls.ts";
 import type { CheckContext, CheckOutcome, Sidecar } from "../types.ts";
 import { blocked, failed, passed } from "./common.ts";
@@ -41,6 +46,8 @@ export function prospectiveCatalog(catalog: CatalogDocument, sidecar: Sidecar, n
       versionsUrl: urls.modVersions(sidecar.modId),
       pageUrl: urls.modPage(sidecar.modId),
       updatedAt: now,
+      // Not known before the build writes versions.json; any well-formed hash parses the same.
+      versionsSha256: sidecar.package.sha256,
       versions: [],
     };
     doc.mods.push(mod);
@@ -59,6 +66,8 @@ export function prospectiveCatalog(catalog: CatalogDocument, sidecar: Sidecar, n
     });
   }
   mod.updatedAt = now;
+  // The catalog lists only the newest version, without release notes (catalog.schema.json).
+  mod.versions = [toCatalogVersionRecord(mod.versions[0]! as VersionRecord)];
   return doc;
 }
 

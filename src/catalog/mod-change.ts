@@ -1,0 +1,344 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { PortalConfig } from "../config/portal-config.ts";
+import {
+  buildCatalogMod,
+  buildModDetail,
+  buildModsIndexEntry,
+  buildModVersions,
+  type CatalogDocument,
+  type CatalogMod,
+  type ModDetailDocument,
+  type ModsIndexDocument,
+  visibleMods,
+} from "../contracts/catalog.ts";
+import { schemaRegistry } from "../contracts/schemas.ts";
+import { CHANGES_PATHS, SITE_PATHS } from "../contracts/urls.ts";
+import {
+  catalogPageItem,
+  compareCatalogPageItems,
+  readCatalogPageItems,
+  renderCatalogPageItems,
+} from "../pages/catalog-page.ts";
+import type { GameBuildMatrix } from "../pages/compatibility.ts";
+import { renderModPage } from "../pages/mod-page.ts";
+import { PAGE_PATHS, pageContext } from "../pages/render-pages.ts";
+import { listFilesUnder } from "./atomic-files.ts";
+import {
+  appendChange,
+  buildChangesHead,
+  type ChangeKind,
+  type ChangesPage,
+  changesPageNumbers,
+  loadOpenChangesPage,
+  serializeChangesPage,
+} from "./changes.ts";
+import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
+import { parseManagerCatalog } from "./manager-reader.ts";
+import type { ReleaseRecord } from "./records.ts";
+import { serializeDocument, sha256Text, stampDocument } from "./site.ts";
+
+/** One change of one mod's visible versions, with every record of that mod as it is after the change. */
+export interface ModChange {
+  config: PortalConfig;
+  siteDir: string;
+  recordsDir: string;
+  modId: string;
+  /** Every record of the mod (any status) after the change, at the portal's base URL. */
+  records: readonly ReleaseRecord[];
+  change: { version: string; kind: ChangeKind; at: string };
+  now: () => Date;
+}
+
+export interface RenderedModChange {
+  /** Site-relative path -> text of every file the change writes. */
+  files: Map<string, string>;
+  /** Site-relative paths the change removes (the mod's files when it leaves the catalog). */
+  deleted: string[];
+  /** records/changes/{page}.json as it must be written with the change. */
+  changesPage: ChangesPage;
+  failures: RuleFailure[];
+}
+
+const MODS_ARRAY = '\n  "mods": [';
+const ENTRY_PREFIX = '\n    {\n      "id": "';
+const ENTRY_END = "\n    }";
+const DOCUMENT_END = "\n  ]\n}\n";
+
+interface IndexLayout {
+  /** The document without its mods, parsed (what a one-mod schema check needs besides the entry). */
+  header: Record<string, unknown>;
+  /** Offset of the first character inside the mods array. */
+  arrayStart: number;
+  /** Offset of the array's closing "\n  ]" (arrayStart when the array is empty). */
+  arrayClose: number;
+  empty: boolean;
+}
+
+/**
+ * Reads the layout of an index document (catalog.json, mods/index.json) as serializeDocument writes
+ * it: "mods" is the last field and each mod is an object at indent 4 whose first key is "id", in id
+ * order. A newline inside a JSON string is always escaped, so "\n    {" can only start a mods entry.
+ * null when the text has another layout (hand-edited, or written by an older version): the caller
+ * re-renders the whole site then.
+ */
+function readIndexLayout(text: string): IndexLayout | null {
+  const at = text.indexOf(MODS_ARRAY);
+  if (at === -1) return null;
+  // The fields before the array must be exactly as serializeDocument writes them.
+  const head = text.slice(0, at);
+  let header: Record<string, unknown>;
+  try {
+    header = JSON.parse(`${head.replace(/,$/, "")}\n}`) as Record<string, unknown>;
+    if (`${JSON.stringify(header, null, 2).slice(0, -2)},` !== head) return null;
+  } catch {
+    return null;
+  }
+  const arrayStart = at + MODS_ARRAY.length;
+  if (text.startsWith("]", arrayStart))
+    return text.slice(arrayStart + 1) === "\n}\n"
+      ? { header, arrayStart, arrayClose: arrayStart, empty: true }
+      : null;
+  if (!text.startsWith(ENTRY_PREFIX, arrayStart) || !text.endsWith(DOCUMENT_END)) return null;
+  return { header, arrayStart, arrayClose: text.length - DOCUMENT_END.length, empty: false };
+}
+
+function idAt(text: string, entryStart: number): string {
+  const from = entryStart + ENTRY_PREFIX.length;
+  return text.slice(from, text.indexOf('"', from));
+}
+
+/**
+ * Where modId's entry is, or where it would go: a binary search over byte offsets (the entries are
+ * in id order), O(log mods) probes of one entry each; the document is never scanned or parsed whole.
+ */
+function locateEntry(
+  text: string,
+  layout: IndexLayout,
+  modId: string,
+): { start: number; end: number; found: boolean } {
+  if (layout.empty) return { start: layout.arrayStart, end: layout.arrayStart, found: false };
+  const nextEntry = (from: number) => {
+    const at = text.indexOf(ENTRY_PREFIX, from);
+    return at === -1 || at >= layout.arrayClose ? layout.arrayClose : at;
+  };
+  let lo = layout.arrayStart;
+  let hi = layout.arrayClose;
+  // Invariant: every entry starting before lo has an id < modId; the first entry at or after hi, >= modId.
+  while (lo < hi) {
+    const mid = lo + Math.floor((hi - lo) / 2);
+    const at = nextEntry(mid);
+    if (at >= hi) hi = mid;
+    else if (idAt(text, at) < modId) lo = at + 1;
+    else hi = at;
+  }
+  const start = nextEntry(lo);
+  if (start === layout.arrayClose || idAt(text, start) !== modId) return { start, end: start, found: false };
+  return { start, end: text.indexOf(ENTRY_END, start) + ENTRY_END.length, found: true };
+}
+
+function entryText(entry: unknown): string {
+  return `\n    ${JSON.stringify(entry, null, 2).replaceAll("\n", "\n    ")}`;
+}
+
+/**
+ * The index document with one mod's entry replaced, inserted (in id order) or removed, and
+ * generatedAt (and count, when present) updated; byte-identical to serializing the patched document.
+ * Unchanged text when the entry is the same.
+ */
+function patchIndex(
+  text: string,
+  layout: IndexLayout,
+  modId: string,
+  entry: unknown | null,
+  generatedAt: string,
+): string {
+  const place = locateEntry(text, layout, modId);
+  const next = entry === null ? null : entryText(entry);
+  if (place.found && next === text.slice(place.start, place.end)) return text;
+  if (!place.found && next === null) return text;
+  let body: string;
+  let countChange = 0;
+  if (place.found && next !== null) {
+    body = text.slice(layout.arrayStart, place.start) + next + text.slice(place.end, layout.arrayClose);
+  } else if (place.found) {
+    countChange = -1;
+    const before = text.slice(layout.arrayStart, place.start);
+    const after = text.slice(place.end, layout.arrayClose);
+    // Drop the entry with one of the commas around it.
+    body = after.startsWith(",") ? before + after.slice(1) : before.replace(/,$/, "") + after;
+  } else {
+    countChange = 1;
+    const before = text.slice(layout.arrayStart, place.start);
+    const after = text.slice(place.start, layout.arrayClose);
+    body = layout.empty ? next! : after === "" ? `${before},${next}` : `${before}${next},${after}`;
+  }
+  let head = text
+    .slice(0, layout.arrayStart)
+    .replace(/\n {2}"generatedAt": "[^"]*"/, `\n  "generatedAt": ${JSON.stringify(generatedAt)}`);
+  if (typeof layout.header.count === "number")
+    head = head.replace(/\n {2}"count": \d+,/, `\n  "count": ${layout.header.count + countChange},`);
+  return head + (body === "" ? "]\n}\n" : `${body}${DOCUMENT_END}`);
+}
+
+function readSite(siteDir: string, path: string): string | undefined {
+  const full = join(siteDir, path);
+  return existsSync(full) ? readFileSync(full, "utf8") : undefined;
+}
+
+/**
+ * Renders one change of one mod in O(that mod): its detail and versions documents and page, the
+ * catalog and mods index patched in place (one entry), the changes feed's open page and head, and
+ * the catalog page. Nothing else is read: no other mod's records or documents. The result is
+ * byte-identical to what a full build renders from the same records (a test holds it to that).
+ * Returns null when the site is not in a state that can be patched (not built yet, or an index in
+ * another layout): the caller renders the whole site instead.
+ */
+export function renderModChange(input: ModChange): RenderedModChange | null {
+  const { config, siteDir, modId } = input;
+  const registry = schemaRegistry(config.baseUrl);
+  const stamp = input.now().toISOString();
+  const catalogText = readSite(siteDir, SITE_PATHS.catalog);
+  const indexText = readSite(siteDir, SITE_PATHS.modsIndex);
+  // A site built before the changes feed existed gets its head from a full render once.
+  if (catalogText === undefined || indexText === undefined || !existsSync(join(siteDir, CHANGES_PATHS.head)))
+    return null;
+  const catalogLayout = readIndexLayout(catalogText);
+  const indexLayout = readIndexLayout(indexText);
+  if (!catalogLayout || !indexLayout) return null;
+
+  const files = new Map<string, string>();
+  const schemaFailures: string[] = [];
+  const stampInto = (path: string, schema: Parameters<typeof stampDocument>[3], doc: object) => {
+    const result = stampDocument(registry, siteDir, path, schema, { ...doc }, stamp);
+    if (!result.ok) schemaFailures.push(result.failure);
+    files.set(path, result.text);
+    return result.text;
+  };
+
+  const view = visibleMods(input.records.filter((r) => r.modId === modId))[0] ?? null;
+  let catalogEntry: ReturnType<typeof buildCatalogMod> | null = null;
+  let detail: ModDetailDocument | null = null;
+  if (view) {
+    detail = buildModDetail(config, view, stamp);
+    stampInto(SITE_PATHS.modDetail(modId), "mod-detail", detail);
+    const versionsText = stampInto(
+      SITE_PATHS.modVersions(modId),
+      "mod-versions",
+      buildModVersions(view, stamp),
+    );
+    catalogEntry = buildCatalogMod(config.baseUrl, view, sha256Text(versionsText));
+  }
+
+  const open = loadOpenChangesPage(input.recordsDir, registry);
+  const changesPage = appendChange(open, {
+    modId,
+    version: input.change.version,
+    kind: input.change.kind,
+    latestVersion: view?.newest.version ?? null,
+    at: input.change.at,
+  });
+  files.set(CHANGES_PATHS.page(changesPage.page), serializeChangesPage(changesPage));
+  const firstPage = changesPageNumbers(input.recordsDir)[0] ?? changesPage.page;
+  stampInto(
+    CHANGES_PATHS.head,
+    "changes-head",
+    buildChangesHead(config.baseUrl, firstPage, changesPage, stamp),
+  );
+
+  const indexEntry = view ? buildModsIndexEntry(config.baseUrl, view) : null;
+  const catalogPatched = patchIndex(catalogText, catalogLayout, modId, catalogEntry, stamp);
+  const indexPatched = patchIndex(indexText, indexLayout, modId, indexEntry, stamp);
+  files.set(SITE_PATHS.catalog, catalogPatched);
+  files.set(SITE_PATHS.modsIndex, indexPatched);
+  const catalogPatchedLayout = readIndexLayout(catalogPatched);
+  const listed = (id: string) =>
+    catalogPatchedLayout !== null && locateEntry(catalogPatched, catalogPatchedLayout, id).found;
+
+  // Schema checks of the patched indexes: their untouched entries were checked when written, so the
+  // header plus the one new entry is all that can have become invalid.
+  const miniCatalog = {
+    ...catalogLayout.header,
+    generatedAt: stamp,
+    mods: catalogEntry ? [catalogEntry] : [],
+  };
+  const miniIndex = {
+    ...indexLayout.header,
+    generatedAt: stamp,
+    count: indexEntry ? 1 : 0,
+    mods: indexEntry ? [indexEntry] : [],
+  };
+  for (const [name, doc] of [
+    ["catalog", miniCatalog],
+    ["mods-index", miniIndex],
+  ] as const) {
+    const result = registry.validate(name, doc);
+    if (!result.ok)
+      schemaFailures.push(`${name}: ${result.issues.map((i) => `${i.path} ${i.message}`).join("; ")}`);
+  }
+
+  // Contract rules over the one mod: a small site of the global documents, the mod's documents and
+  // catalog/index holding only its entry; a dependency is judged against every id in the catalog.
+  const mini = new Map<string, string>();
+  for (const path of [
+    SITE_PATHS.readiness,
+    SITE_PATHS.workflow,
+    SITE_PATHS.backendContract,
+    SITE_PATHS.gameBuilds,
+  ]) {
+    const text = readSite(siteDir, path);
+    if (text !== undefined) mini.set(path, text);
+  }
+  mini.set(SITE_PATHS.catalog, serializeDocument(miniCatalog));
+  mini.set(SITE_PATHS.modsIndex, serializeDocument(miniIndex));
+  for (const [path, text] of files)
+    if (path.startsWith(`api/v1/mods/${modId}/`) || path.startsWith(CHANGES_PATHS.dir)) mini.set(path, text);
+  const failures = checkContractRules(mini).filter((failure) => {
+    const dangling = /: dependency (\S+) is not in the catalog$/.exec(failure.message);
+    return !(dangling && listed(dangling[1]!));
+  });
+  // A mod leaving the catalog may strand another mod's dependency: then the whole catalog is checked.
+  if (!view && catalogPatched.includes(`"modId": ${JSON.stringify(modId)}`)) {
+    for (const error of parseManagerCatalog(catalogPatched).errors)
+      failures.push({ rule: "rule_3_installable", message: `catalog: ${error}` });
+  }
+  for (const failure of schemaFailures) failures.push({ rule: "schema", message: failure });
+
+  // Pages: the mod's page and the home page. The home page lists every mod: the other mods' list
+  // items are kept byte for byte from the page on disk, only this mod's is rendered (a page in
+  // another shape is rendered whole, from the patched mods index).
+  const ctx = pageContext(config);
+  const matrix = JSON.parse(
+    readSite(siteDir, SITE_PATHS.gameBuilds) ?? '{"builds":[],"supportedGameBuilds":[]}',
+  ) as GameBuildMatrix;
+  const header = catalogLayout.header as unknown as CatalogDocument;
+  let items = readCatalogPageItems(readSite(siteDir, PAGE_PATHS.catalog) ?? "");
+  if (items) {
+    items = items.filter((item) => item.id !== modId);
+    if (catalogEntry) {
+      const item = catalogPageItem(catalogEntry, matrix);
+      let at = items.findIndex((other) => compareCatalogPageItems(item, other) < 0);
+      if (at === -1) at = items.length;
+      items.splice(at, 0, item);
+    }
+  } else {
+    const modsIndex = JSON.parse(indexPatched) as ModsIndexDocument;
+    items = modsIndex.mods
+      .map((m) => ({ ...m, versionsSha256: "", versions: [{ targetGameBuild: m.targetGameBuild }] }))
+      .sort(compareCatalogPageItems)
+      .map((m) => catalogPageItem(m as unknown as CatalogMod, matrix));
+  }
+  files.set(PAGE_PATHS.catalog, renderCatalogPageItems(ctx, header, items, matrix));
+  if (detail) {
+    const pageCatalog = { ...header, mods: items.map((item) => ({ id: item.id })) } as CatalogDocument;
+    files.set(
+      PAGE_PATHS.modPage(modId),
+      renderModPage(ctx, JSON.parse(files.get(SITE_PATHS.modDetail(modId))!), pageCatalog, matrix),
+    );
+  }
+
+  const deleted = listFilesUnder(siteDir, [`api/v1/mods/${modId}`, `mods/${modId}`]).filter(
+    (p) => !files.has(p),
+  );
+  return { files, deleted, changesPage, failures };
+}
