@@ -10,8 +10,8 @@ export default defineConfig({
     // 323 s on this 2-core machine, both with every suite passing).
     maxWorkers: 3,
     // Suites share a worker's module cache instead of re-importing the core per file (66 s of
-    // imports -> 12-21 s). Suites keep their state in their own temp folders, stores and servers;
-    // module-level caches are keyed by those, so nothing leaks between files.
+    // imports -> 12-21 s). Suites keep their state in their own temp folders, stores and servers; a
+    // suite that sets module-level state (a shared store, a fake clock) must undo it in its hooks.
     isolate: false,
     reporters: ["default", "./test/lib/summary-reporter.ts"],
   },

@@ -92,9 +92,17 @@ async function templateDump(cacheDir: string): Promise<Blob | null> {
   const file = join(cacheDir, "cluster.tar");
   if (!existsSync(file)) {
     const making = `${file}.${process.pid}-${randomBytes(6).toString("hex")}`;
+    const opened = `${making}.cluster`;
     try {
-      mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
-      const db = await PGlite.create();
+      // Dumped from a copy of the folder template: one initdb per PGlite version serves both kinds.
+      const folder = await templateFolder(cacheDir);
+      let db: PGlite;
+      if (folder) {
+        cpSync(folder, opened, { recursive: true, filter: (source) => !source.endsWith(TEMPLATE_COMPLETE) });
+        db = await PGlite.create(opened);
+      } else {
+        db = await PGlite.create();
+      }
       const dump = await db.dumpDataDir("none");
       await db.close();
       writeFileSync(making, new Uint8Array(await dump.arrayBuffer()));
@@ -102,6 +110,8 @@ async function templateDump(cacheDir: string): Promise<Blob | null> {
     } catch {
       rmSync(making, { force: true });
       if (!existsSync(file)) return null;
+    } finally {
+      rmSync(opened, { recursive: true, force: true });
     }
   }
   try {
