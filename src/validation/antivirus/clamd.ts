@@ -92,10 +92,16 @@ function exchange(
       // clamd may answer a size-limit error and close while we are still writing.
       const text = replyText();
       if (text.trim() !== "") return finish({ ...parseClamReply(text), reply: text });
+      // Node destroys the socket on a failed write, so an answer clamd sent just before closing can
+      // be lost with it. clamd closes an INSTREAM mid-stream only past StreamMaxLength (or when it
+      // dies): say so, and fail closed either way.
+      const midStream = connected && (error.code === "EPIPE" || error.code === "ECONNRESET");
       finish({
         status: "error",
         errorKind: connected ? "scanner" : "unreachable",
-        message: `${describe(target)}: ${error.code ?? ""} ${error.message}`.trim(),
+        message: midStream
+          ? `${describe(target)} closed the connection while the package was streamed (${error.code}): the stream most likely exceeded clamd's StreamMaxLength (size limit); raise it or lower the package cap`
+          : `${describe(target)}: ${error.code ?? ""} ${error.message}`.trim(),
       });
     });
     socket.on("connect", async () => {
