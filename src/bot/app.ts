@@ -523,21 +523,15 @@ async function openStoreFromEnv(env: Record<string, string | undefined>): Promis
     throw new BotConfigError(
       "DATABASE_URL is not set: the bot records every webhook in PostgreSQL before answering, so no delivery is lost",
     );
-  const { createPostgresStore, migrate } = await import("../store/index.ts");
+  const { createStore } = await import("../store/index.ts");
   let max: number;
   try {
     max = parsePoolMax(env.SVC_PG_POOL_MAX, 2);
   } catch (error) {
     throw new BotConfigError((error as Error).message);
   }
-  const store = await createPostgresStore(url, { max });
-  try {
-    await migrate(store);
-  } catch (error) {
-    await store.close().catch(() => {});
-    throw error;
-  }
-  return store;
+  // With a database URL the data folder is never used: no PGlite is loaded.
+  return createStore({ databaseUrl: url, databasePoolMax: max, dataDir: "" });
 }
 
 /** Parses the adapter's environment once; a missing variable fails closed with its name. */

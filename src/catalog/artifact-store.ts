@@ -71,8 +71,9 @@ export async function hashFile(path: string): Promise<{ sha256: string; sizeByte
   return { sha256: hash.digest("hex"), sizeBytes };
 }
 
-export function sha256Hex(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
+/** sha256 of bytes, or of text as UTF-8 (the bytes a document is written with). */
+export function sha256Hex(data: Uint8Array | string): string {
+  return createHash("sha256").update(data).digest("hex");
 }
 
 export interface FilesystemStoreOptions {

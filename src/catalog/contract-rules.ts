@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { sha256Hex } from "./artifact-store.ts";
 import { isDeepStrictEqual } from "node:util";
 import {
   type CatalogDocument,
@@ -122,7 +122,7 @@ export function checkContractRules(files: ReadonlyMap<string, string>): RuleFail
           fail("rule_5_no_drift", `mods/${mod.id}/versions.json differs from catalog.json`);
         if (list.latestVersion !== mod.latestVersion)
           fail("rule_5_no_drift", `mods/${mod.id}/versions.json latestVersion differs`);
-        if (createHash("sha256").update(listText).digest("hex") !== versionsSha256)
+        if (sha256Hex(listText) !== versionsSha256)
           fail(
             "rule_5_no_drift",
             `catalog.json versionsSha256 of ${mod.id} is not the hash of its versions.json`,

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { sha256Hex } from "./artifact-store.ts";
 import semver from "semver";
 import {
   type SchemaName,
@@ -148,9 +148,17 @@ async function fetchModVersions(
   const doc = parseDocument<ModVersionsDocument>(registry, "mod-versions", url, bytes);
   return {
     latestVersion: doc.latestVersion,
-    versionsSha256: createHash("sha256").update(bytes).digest("hex"),
+    versionsSha256: sha256Hex(bytes),
     versions: doc.versions,
   };
+}
+
+async function fetchChangesHead(
+  fetch: ManagerFetch,
+  registry: ReturnType<typeof schemaRegistry>,
+  url: string,
+): Promise<ChangesHeadDocument> {
+  return parseDocument<ChangesHeadDocument>(registry, "changes-head", url, await fetchBytes(fetch, url));
 }
 
 /**
@@ -163,13 +171,7 @@ export async function fetchManagerIndex(catalogUrl: string, fetch: ManagerFetch)
   const urls = portalUrls(baseOf(catalogUrl));
   let sequence = 0;
   try {
-    const head = parseDocument<ChangesHeadDocument>(
-      registry,
-      "changes-head",
-      urls.changesHead,
-      await fetchBytes(fetch, urls.changesHead),
-    );
-    sequence = head.sequence;
+    sequence = (await fetchChangesHead(fetch, registry, urls.changesHead)).sequence;
   } catch (error) {
     // A portal without a feed: the state starts at 0 and every refresh is a full fetch.
     if (!(error instanceof FetchFailed)) throw error;
@@ -206,12 +208,7 @@ export async function refreshManagerIndex(
     return { state: next, mode: "full", changedMods: Object.keys(next.mods), reason };
   };
   try {
-    const head = parseDocument<ChangesHeadDocument>(
-      registry,
-      "changes-head",
-      urls.changesHead,
-      await fetchBytes(fetch, urls.changesHead),
-    );
+    const head = await fetchChangesHead(fetch, registry, urls.changesHead);
     if (head.sequence === state.sequence) return { state, mode: "current", changedMods: [] };
     if (head.sequence < state.sequence)
       return await full(`the feed is at ${head.sequence}, behind this state`);

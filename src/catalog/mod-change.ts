@@ -36,7 +36,8 @@ import {
 import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
 import { parseManagerCatalog } from "./manager-reader.ts";
 import type { ReleaseRecord } from "./records.ts";
-import { serializeDocument, sha256Text, stampDocument } from "./site.ts";
+import { sha256Hex } from "./artifact-store.ts";
+import { serializeDocument, stampDocument } from "./site.ts";
 
 /** One change of one mod's visible versions, with every record of that mod as it is after the change. */
 export interface ModChange {
@@ -227,7 +228,7 @@ export function renderModChange(input: ModChange): RenderedModChange | null {
       "mod-versions",
       buildModVersions(view, stamp),
     );
-    catalogEntry = buildCatalogMod(config.baseUrl, view, sha256Text(versionsText));
+    catalogEntry = buildCatalogMod(config.baseUrl, view, sha256Hex(versionsText));
   }
 
   const open = loadOpenChangesPage(input.recordsDir, registry);

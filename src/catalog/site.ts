@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { sha256Hex } from "./artifact-store.ts";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { GameBuildEntry, PortalConfig } from "../config/portal-config.ts";
@@ -228,7 +228,7 @@ export function renderSite(
         const versionsText =
           files.get(SITE_PATHS.modVersions(mod.id)) ??
           readIfExists(join(siteDir, SITE_PATHS.modVersions(mod.id)));
-        if (versionsText !== undefined) mod.versionsSha256 = sha256Text(versionsText);
+        if (versionsText !== undefined) mod.versionsSha256 = sha256Hex(versionsText);
       }
     }
     const rendered = stampDocument(registry, siteDir, path, schema, document, stamp);
@@ -255,10 +255,6 @@ export function renderSite(
   // The HTML pages are rendered from these very documents, so they cannot disagree with the JSON.
   for (const [path, text] of renderPages(files, inputs.config)) files.set(path, text);
   return files;
-}
-
-export function sha256Text(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
 }
 
 function readIfExists(path: string): string | undefined {

@@ -1,4 +1,5 @@
-import { createHash } from "node:crypto";
+import type { VersionRecord } from "../contracts/catalog.ts";
+import { sha256Hex } from "../catalog/artifact-store.ts";
 import {
   closeSync,
   copyFileSync,
@@ -42,16 +43,18 @@ export interface ManagerClientOptions {
   fetch?: FetchLike;
 }
 
-export interface CatalogVersion {
-  version: string;
-  targetGameBuild: string;
-  packageUrl: string;
-  fileName: string;
-  packageSizeBytes: number;
-  sha256: string;
-  downloadEnabled: boolean;
-  dependencies: Array<{ modId: string; versionRange: string; optional?: boolean }>;
-}
+/** The fields of a signed version record (svc.mod-versions.v1) the client acts on. */
+export type CatalogVersion = Pick<
+  VersionRecord,
+  | "version"
+  | "targetGameBuild"
+  | "packageUrl"
+  | "fileName"
+  | "packageSizeBytes"
+  | "sha256"
+  | "downloadEnabled"
+  | "dependencies"
+>;
 export interface VerifiedCatalog {
   baseUrl: string;
   supportedGameBuilds: string[];
@@ -101,10 +104,6 @@ const EXTRACT_CAPS: ZipCaps = {
   maxCompressionRatio: 1000,
   compressionRatioMinBytes: 1 << 20,
 };
-
-function sha256Of(bytes: Buffer): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
 
 class InjectedFetcher extends BaseFetcher {
   constructor(private readonly fetchImpl: FetchLike) {
@@ -185,7 +184,7 @@ export function readPackageFiles(bytes: Buffer, modRoot: string): Array<Installe
     files.push({
       path: entry.name,
       size: result.data.length,
-      sha256: sha256Of(result.data),
+      sha256: sha256Hex(result.data),
       data: result.data,
     });
   }
@@ -295,11 +294,11 @@ export class ManagerClient {
     const cached = join(this.options.cacheDir, "targets", sha256);
     if (existsSync(cached)) {
       const bytes = readFileSync(cached);
-      if (bytes.length === info.length && sha256Of(bytes) === sha256) return bytes;
+      if (bytes.length === info.length && sha256Hex(bytes) === sha256) return bytes;
     }
     const response = await this.get(`${this.options.mirrorUrl}/${path}`);
     const bytes = Buffer.from(await response.arrayBuffer());
-    if (bytes.length !== info.length || sha256Of(bytes) !== sha256) {
+    if (bytes.length !== info.length || sha256Hex(bytes) !== sha256) {
       throw new DistributionError(
         "catalog_tampered",
         `${path} does not match its signed length/sha256 (got ${bytes.length} bytes, signed ${info.length})`,
@@ -425,7 +424,7 @@ export class ManagerClient {
     const done = join(dir, sha256);
     if (existsSync(done)) {
       const bytes = readFileSync(done);
-      if (bytes.length === info.length && sha256Of(bytes) === sha256) return bytes;
+      if (bytes.length === info.length && sha256Hex(bytes) === sha256) return bytes;
       rmSync(done, { force: true });
     }
     mkdirSync(dir, { recursive: true });
@@ -487,11 +486,11 @@ export class ManagerClient {
       );
     }
     const bytes = readFileSync(partial);
-    if (sha256Of(bytes) !== sha256) {
+    if (sha256Hex(bytes) !== sha256) {
       rmSync(partial, { force: true });
       throw new DistributionError(
         "artifact_mismatch",
-        `${url} has sha256 ${sha256Of(bytes)}, signed ${sha256}`,
+        `${url} has sha256 ${sha256Hex(bytes)}, signed ${sha256}`,
       );
     }
     renameSync(partial, done);
@@ -686,7 +685,7 @@ export function verifyInstall(dir: string, expected: Record<string, InstalledFil
         continue;
       }
       const bytes = readFileSync(full);
-      if (bytes.length !== file.size || sha256Of(bytes) !== file.sha256)
+      if (bytes.length !== file.size || sha256Hex(bytes) !== file.sha256)
         bad.push({ path: file.path, problem: "changed" });
     }
     if (bad.length > 0) damaged.push({ modId, files: bad });

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { sha256Hex } from "../catalog/artifact-store.ts";
 import {
   closeSync,
   existsSync,
@@ -101,13 +101,9 @@ export function artifactTargetPath(_baseUrl: string, modId: string, version: Cat
   return `external/mods/${modId}/${version.version}/${version.fileName}`;
 }
 
-function sha256Of(bytes: Buffer): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
-
 function hashFile(path: string): { length: number; sha256: string } {
   const bytes = readFileSync(path);
-  return { length: bytes.length, sha256: sha256Of(bytes) };
+  return { length: bytes.length, sha256: sha256Hex(bytes) };
 }
 
 function listFiles(dir: string): string[] {
@@ -216,7 +212,7 @@ class VersionedFiles {
     const file = join(this.dir, name);
     // A leftover of a run that stopped before its timestamp: never served, safe to replace.
     rmSync(file, { force: true });
-    const digest = sha256Of(Buffer.from(text));
+    const digest = sha256Hex(Buffer.from(text));
     const same = this.bySha256.get(digest);
     if (same) {
       linkSync(same, file);
@@ -902,7 +898,7 @@ function applyPlan(
     snapshotMeta: new MetaFile({
       version: nextSnapshotVersion,
       length: snapshotBytes.length,
-      hashes: { sha256: sha256Of(snapshotBytes) },
+      hashes: { sha256: sha256Hex(snapshotBytes) },
     }),
   });
   const timestampMetadata = new Metadata(timestamp);

@@ -59743,8 +59743,8 @@ async function handlePublishReceipt(api, repo, number, receipt, options) {
 }
 
 // src/catalog/validator.ts
-import { existsSync as existsSync5, readFileSync as readFileSync6 } from "node:fs";
-import { join as join5 } from "node:path";
+import { existsSync as existsSync7, readFileSync as readFileSync8 } from "node:fs";
+import { join as join7 } from "node:path";
 
 // src/contracts/urls.ts
 function portalUrls(baseUrl2) {
@@ -59866,7 +59866,7 @@ function isSvcError(error) {
 }
 
 // src/validation/runner.ts
-import { createHash as createHash2 } from "node:crypto";
+import { createHash as createHash3 } from "node:crypto";
 import { readSync } from "node:fs";
 import { open } from "node:fs/promises";
 
@@ -61103,16 +61103,590 @@ function checkFileSignature(ctx) {
 // src/validation/checks/manager_catalog_parse.ts
 var import_semver4 = __toESM(require_semver2(), 1);
 
+// src/catalog/artifact-store.ts
+import { createHash, randomBytes as randomBytes3 } from "node:crypto";
+import {
+  closeSync as closeSync2,
+  createReadStream,
+  existsSync as existsSync3,
+  fsyncSync as fsyncSync2,
+  mkdirSync as mkdirSync2,
+  openSync as openSync2,
+  rmSync as rmSync3,
+  writeSync
+} from "node:fs";
+
+// src/catalog/atomic-files.ts
+import { randomBytes as randomBytes2 } from "node:crypto";
+import {
+  closeSync,
+  existsSync as existsSync2,
+  fsyncSync,
+  linkSync as linkSync2,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync as readdirSync3,
+  readFileSync as readFileSync4,
+  renameSync as renameSync2,
+  rmdirSync,
+  rmSync as rmSync2,
+  statSync as statSync2,
+  unlinkSync as unlinkSync2,
+  writeFileSync as writeFileSync2
+} from "node:fs";
+import { dirname as dirname2, join as join3, relative as relative2, sep as sep2 } from "node:path";
+
+// src/store/lock-file.ts
+import { randomBytes } from "node:crypto";
+import {
+  linkSync,
+  readdirSync as readdirSync2,
+  readFileSync as readFileSync3,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync
+} from "node:fs";
+import { basename, dirname, join as join2 } from "node:path";
+import { hostname } from "node:os";
+var held = /* @__PURE__ */ new Set();
+function describeHolder(holder) {
+  if (!holder) return "an unknown holder";
+  return `pid ${holder.pid} on ${holder.host}${holder.purpose ? ` (${holder.purpose})` : ""} since ${holder.startedAt}`;
+}
+function parseHolder(text) {
+  try {
+    const value = JSON.parse(text);
+    if (typeof value.pid === "number" && typeof value.token === "string") {
+      return {
+        pid: value.pid,
+        host: String(value.host ?? ""),
+        startedAt: String(value.startedAt ?? ""),
+        purpose: String(value.purpose ?? ""),
+        token: value.token,
+        ...typeof value.startTicks === "number" ? { startTicks: value.startTicks } : {},
+        ...typeof value.bootId === "string" ? { bootId: value.bootId } : {}
+      };
+    }
+  } catch {
+    const [pid, token, startedAt] = text.trim().split(" ");
+    if (pid && /^\d+$/.test(pid))
+      return {
+        pid: Number(pid),
+        host: hostname(),
+        startedAt: startedAt ?? "",
+        purpose: "",
+        token: token ?? ""
+      };
+  }
+  return null;
+}
+function processStartTicks(pid) {
+  try {
+    const stat = readFileSync3(`/proc/${pid}/stat`, "utf8");
+    const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
+    return Number.isFinite(ticks) ? ticks : null;
+  } catch {
+    return null;
+  }
+}
+function bootId() {
+  try {
+    return readFileSync3("/proc/sys/kernel/random/boot_id", "utf8").trim() || null;
+  } catch {
+    return null;
+  }
+}
+function processStartMs(pid) {
+  try {
+    const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync3("/proc/stat", "utf8"))?.[1]);
+    const ticks = processStartTicks(pid);
+    return Number.isFinite(bootSeconds) && ticks !== null ? bootSeconds * 1e3 + ticks * 10 : null;
+  } catch {
+    return null;
+  }
+}
+var SELF_START_TICKS = processStartTicks("self");
+var BOOT_ID = bootId();
+function holderAlive(holder) {
+  if (holder.host && holder.host !== hostname()) return true;
+  if (holder.pid === process.pid) return held.has(holder.token);
+  try {
+    process.kill(holder.pid, 0);
+  } catch (error) {
+    if (error.code !== "EPERM") return false;
+  }
+  if (holder.startTicks !== void 0 && holder.bootId !== void 0) {
+    const ticks = processStartTicks(holder.pid);
+    if (ticks === null || BOOT_ID === null) return true;
+    return holder.bootId === BOOT_ID && ticks === holder.startTicks;
+  }
+  const started = processStartMs(holder.pid);
+  const taken = Date.parse(holder.startedAt);
+  return started === null || !Number.isFinite(taken) || started <= taken + 2e3;
+}
+var UNREADABLE_STALE_MS = 1e4;
+function tryLock(path, purpose) {
+  const holder = {
+    pid: process.pid,
+    host: hostname(),
+    startedAt: (/* @__PURE__ */ new Date()).toISOString(),
+    purpose,
+    token: randomBytes(12).toString("hex"),
+    ...SELF_START_TICKS !== null && BOOT_ID !== null ? { startTicks: SELF_START_TICKS, bootId: BOOT_ID } : {}
+  };
+  const text = `${JSON.stringify(holder)}
+`;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const temp = `${path}.${holder.token}`;
+    writeFileSync(temp, text, { flag: "wx" });
+    try {
+      linkSync(temp, path);
+      held.add(holder.token);
+      return { ok: true, release: () => release(path, holder.token) };
+    } catch (error) {
+      const code = error.code;
+      if (code === "ENOENT") continue;
+      if (code !== "EEXIST") throw error;
+    } finally {
+      rmSync(temp, { force: true });
+    }
+    let current;
+    try {
+      current = readFileSync3(path, "utf8");
+    } catch {
+      continue;
+    }
+    const other = parseHolder(current);
+    if (other ? holderAlive(other) : !unreadableForLong(path)) return { ok: false, holder: other };
+    takeOver(path, current);
+  }
+  return { ok: false, holder: null };
+}
+function unreadableForLong(path) {
+  try {
+    return Date.now() - statSync(path).mtimeMs > UNREADABLE_STALE_MS;
+  } catch {
+    return true;
+  }
+}
+function takeOver(path, staleText) {
+  const aside = `${path}.stale-${randomBytes(6).toString("hex")}`;
+  try {
+    renameSync(path, aside);
+  } catch {
+    return;
+  }
+  let moved = "";
+  try {
+    moved = readFileSync3(aside, "utf8");
+  } catch {
+  }
+  if (moved !== staleText) {
+    try {
+      linkSync(aside, path);
+    } catch {
+    }
+  }
+  unlinkSync(aside);
+}
+function release(path, token) {
+  held.delete(token);
+  try {
+    if (parseHolder(readFileSync3(path, "utf8"))?.token === token) unlinkSync(path);
+  } catch {
+  }
+}
+function removeLeftovers(path) {
+  const dir = dirname(path);
+  const prefix = `${basename(path)}.`;
+  for (const name of readdirSync2(dir)) {
+    if (!name.startsWith(prefix)) continue;
+    try {
+      if (Date.now() - statSync(join2(dir, name)).mtimeMs > 6e4) rmSync(join2(dir, name), { force: true });
+    } catch {
+    }
+  }
+}
+async function waitForLock(path, purpose, options) {
+  const deadline = Date.now() + options.timeoutMs;
+  for (; ; ) {
+    const attempt = tryLock(path, purpose);
+    if (attempt.ok || Date.now() > deadline) return attempt;
+    await new Promise((resolve2) => setTimeout(resolve2, options.pollMs ?? 25));
+  }
+}
+
+// src/catalog/atomic-files.ts
+var FileExistsError = class extends Error {
+  path;
+  constructor(path) {
+    super(`${path} already exists and is never replaced`);
+    this.name = "FileExistsError";
+    this.path = path;
+  }
+};
+var TXN_DIR = ".svc-tmp";
+var STAGING_DIR = "staging";
+var PREPARING = "txn-";
+var COMMITTED = "commit-";
+var JOURNAL = "journal.json";
+function fsyncPath(path) {
+  let fd;
+  try {
+    fd = openSync(path, "r");
+  } catch (error) {
+    if (error.code === "ENOENT") return;
+    throw error;
+  }
+  try {
+    fsyncSync(fd);
+  } catch (error) {
+    if (!["EISDIR", "EINVAL", "EPERM", "EBADF"].includes(error.code ?? ""))
+      throw error;
+  } finally {
+    closeSync(fd);
+  }
+}
+function safeJoin(root, path) {
+  const full = join3(root, path);
+  const rel2 = relative2(root, full);
+  if (rel2.startsWith("..") || rel2 === "" || rel2.split(sep2).includes("..") || path.includes("\0")) {
+    throw new Error(`refusing to write outside the tree: ${path}`);
+  }
+  return full;
+}
+function sameBytes(path, content) {
+  if (!existsSync2(path)) return false;
+  const current = readFileSync4(path);
+  const next = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content);
+  return current.equals(next);
+}
+function ensureDir(dir, touched) {
+  if (existsSync2(dir)) return;
+  let existing = dirname2(dir);
+  const created = [dir];
+  while (!existsSync2(existing)) {
+    created.push(existing);
+    existing = dirname2(existing);
+  }
+  mkdirSync(dir, { recursive: true });
+  touched.add(existing);
+  for (const d of created) touched.add(d);
+}
+function exists(path) {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+function commitFiles(root, changes, options = {}) {
+  recoverTransactions(root);
+  const entries = [];
+  const contents = [];
+  const creates = [];
+  let unchanged = 0;
+  for (const [path, content] of changes.write) {
+    if (sameBytes(safeJoin(root, path), content)) {
+      unchanged++;
+      continue;
+    }
+    entries.push({ op: "write", path, source: `w${contents.length}` });
+    contents.push(content);
+  }
+  for (const [path, content] of changes.create ?? []) {
+    if (changes.write.has(path)) throw new Error(`${path} is both written and created`);
+    if (exists(safeJoin(root, path))) throw new FileExistsError(path);
+    creates.push({ index: entries.length, content });
+    entries.push({ op: "create", path, ino: 0, dev: 0 });
+  }
+  for (const path of changes.delete ?? []) {
+    if (changes.write.has(path) || changes.create?.has(path)) continue;
+    if (exists(safeJoin(root, path))) entries.push({ op: "delete", path });
+  }
+  if (entries.length === 0) return { written: [], deleted: [], unchanged };
+  const dir = join3(root, TXN_DIR);
+  const id = `${Date.now()}-${randomBytes2(4).toString("hex")}`;
+  const txn = join3(dir, `${PREPARING}${id}`);
+  const touched = /* @__PURE__ */ new Set();
+  ensureDir(dir, touched);
+  mkdirSync(txn);
+  const sources = /* @__PURE__ */ new Map();
+  try {
+    for (const [i, content] of contents.entries())
+      writeFileSync2(join3(txn, `w${i}`), content, { flush: true });
+    creates.forEach(({ index, content }, i) => {
+      let source;
+      if (typeof content === "object" && "stagedFile" in content) {
+        source = content.stagedFile;
+      } else {
+        source = join3(txn, `c${i}`);
+        writeFileSync2(source, content, { flush: true });
+      }
+      const { ino, dev } = statSync2(source);
+      sources.set(index, source);
+      entries[index] = { op: "create", path: entries[index].path, ino, dev };
+    });
+    writeFileSync2(join3(txn, JOURNAL), JSON.stringify({ version: 2, entries }), {
+      flush: true
+    });
+    fsyncPath(txn);
+    if (creates.length > 0) touched.add(dir);
+    for (const d of touched) fsyncPath(d);
+    touched.clear();
+    entries.forEach((entry, i) => {
+      options.beforeApply?.(i, entry.path);
+      if (entry.op !== "create") return;
+      const full = safeJoin(root, entry.path);
+      ensureDir(dirname2(full), touched);
+      try {
+        linkSync2(sources.get(i), full);
+      } catch (error) {
+        if (error.code === "EEXIST") throw new FileExistsError(entry.path);
+        throw error;
+      }
+      touched.add(dirname2(full));
+    });
+    for (const d of touched) fsyncPath(d);
+    options.beforeCommit?.();
+  } catch (error) {
+    rollBack(root, txn);
+    throw error;
+  }
+  const committed = join3(dir, `${COMMITTED}${id}`);
+  renameSync2(txn, committed);
+  fsyncPath(dir);
+  rollForward(root, committed);
+  return {
+    written: entries.filter((e) => e.op !== "delete").map((e) => e.path),
+    deleted: entries.filter((e) => e.op === "delete").map((e) => e.path),
+    unchanged
+  };
+}
+function removeEmptyParents(root, dir, touched) {
+  let current = dir;
+  while (relative2(root, current) !== "" && !relative2(root, current).startsWith("..")) {
+    try {
+      if (readdirSync3(current).length > 0) return;
+      rmdirSync(current);
+    } catch {
+      return;
+    }
+    current = dirname2(current);
+    touched.add(current);
+  }
+}
+function readJournal(txn) {
+  try {
+    return JSON.parse(readFileSync4(join3(txn, JOURNAL), "utf8"));
+  } catch {
+    return null;
+  }
+}
+function rollForward(root, txn) {
+  const journal = readJournal(txn);
+  const touched = /* @__PURE__ */ new Set();
+  if (journal && !Array.isArray(journal)) {
+    for (const entry of journal.entries) {
+      const full = safeJoin(root, entry.path);
+      if (entry.op === "write") {
+        const source = join3(txn, entry.source);
+        if (!exists(source)) continue;
+        ensureDir(dirname2(full), touched);
+        renameSync2(source, full);
+        touched.add(dirname2(full));
+      } else if (entry.op === "delete" && exists(full)) {
+        unlinkSync2(full);
+        touched.add(dirname2(full));
+        removeEmptyParents(root, dirname2(full), touched);
+      }
+    }
+  }
+  for (const d of touched) fsyncPath(d);
+  rmSync2(txn, { recursive: true, force: true });
+}
+function rollBack(root, txn) {
+  const journal = readJournal(txn);
+  if (Array.isArray(journal)) {
+    rollBackLegacy(root, txn, journal);
+    return;
+  }
+  const touched = /* @__PURE__ */ new Set();
+  for (const entry of journal?.entries ?? []) {
+    if (entry.op !== "create") continue;
+    const full = safeJoin(root, entry.path);
+    try {
+      const placed = lstatSync(full);
+      if (placed.ino !== entry.ino || placed.dev !== entry.dev) continue;
+    } catch {
+      continue;
+    }
+    unlinkSync2(full);
+    touched.add(dirname2(full));
+    removeEmptyParents(root, dirname2(full), touched);
+  }
+  for (const d of touched) fsyncPath(d);
+  rmSync2(txn, { recursive: true, force: true });
+}
+function rollBackLegacy(root, txn, entries) {
+  const touched = /* @__PURE__ */ new Set();
+  for (const entry of entries) {
+    const full = safeJoin(root, entry.path);
+    if (entry.create) {
+      if (entry.next && sameInode(full, join3(txn, entry.next))) {
+        unlinkSync2(full);
+        removeEmptyParents(root, dirname2(full), touched);
+      }
+    } else if (entry.backup && existsSync2(join3(txn, entry.backup))) {
+      mkdirSync(dirname2(full), { recursive: true });
+      renameSync2(join3(txn, entry.backup), full);
+    } else if (!entry.backup && existsSync2(full)) {
+      unlinkSync2(full);
+      removeEmptyParents(root, dirname2(full), touched);
+    }
+  }
+  rmSync2(txn, { recursive: true, force: true });
+}
+function sameInode(a, b) {
+  try {
+    const sa = statSync2(a);
+    const sb = statSync2(b);
+    return sa.ino === sb.ino && sa.dev === sb.dev;
+  } catch {
+    return false;
+  }
+}
+function recoverTransactions(root) {
+  const dir = join3(root, TXN_DIR);
+  const result = { rolledBack: 0, completed: 0 };
+  if (!existsSync2(dir)) return result;
+  for (const name of readdirSync3(dir).sort()) {
+    if (name.includes(".lock") || name === STAGING_DIR) continue;
+    const path = join3(dir, name);
+    if (name.startsWith(COMMITTED)) {
+      rollForward(root, path);
+      result.completed++;
+    } else if (name.startsWith(PREPARING)) {
+      rollBack(root, path);
+      result.rolledBack++;
+    } else {
+      rmSync2(path, { recursive: true, force: true });
+    }
+  }
+  return result;
+}
+function hasPendingTransactions(tree) {
+  return [tree.root, tree.siteDir].some((root) => {
+    const dir = join3(root, TXN_DIR);
+    return existsSync2(dir) && readdirSync3(dir).some((name) => name.startsWith(PREPARING) || name.startsWith(COMMITTED));
+  });
+}
+async function recoverPending(tree, options = {}) {
+  if (hasPendingTransactions(tree)) await withPublishLock(tree, () => void 0, options);
+}
+function stagingDir(root) {
+  return join3(root, TXN_DIR, STAGING_DIR);
+}
+async function withTreeLock(root, fn, options = {}) {
+  const dir = join3(root, TXN_DIR);
+  mkdirSync(dir, { recursive: true });
+  const name = options.name ?? "publish";
+  const path = join3(dir, `${name}.lock`);
+  const lock = await waitForLock(path, `${name} lock`, {
+    timeoutMs: options.timeoutMs ?? 6e4,
+    ...options.pollMs ? { pollMs: options.pollMs } : {}
+  });
+  if (!lock.ok) throw new LockTimeoutError(path, describeHolder(lock.holder));
+  removeLeftovers(path);
+  try {
+    return await fn();
+  } finally {
+    lock.release();
+  }
+}
+var LockTimeoutError = class extends Error {
+  constructor(path, holder) {
+    super(`timed out waiting for ${path} (held by ${holder})`);
+    this.name = "LockTimeoutError";
+  }
+};
+async function withPublishLock(tree, fn, options = {}) {
+  try {
+    return await withTreeLock(
+      tree.root,
+      async () => {
+        const site = recoverTransactions(tree.siteDir);
+        const project = recoverTransactions(tree.root);
+        const recovered = {
+          rolledBack: site.rolledBack + project.rolledBack,
+          completed: site.completed + project.completed
+        };
+        if (recovered.rolledBack + recovered.completed > 0) options.onRecovered?.(recovered);
+        const staging = stagingDir(tree.root);
+        if (existsSync2(staging)) rmSync2(staging, { recursive: true, force: true });
+        try {
+          return await fn(recovered);
+        } finally {
+          if (existsSync2(staging)) rmSync2(staging, { recursive: true, force: true });
+        }
+      },
+      { timeoutMs: options.timeoutMs ?? 6e4 }
+    );
+  } catch (error) {
+    if (error instanceof LockTimeoutError) throw new SvcError("conflict", error.message);
+    throw error;
+  }
+}
+function listFilesUnder(root, folders) {
+  const out = [];
+  const walk2 = (rel2) => {
+    const full = join3(root, rel2);
+    if (!existsSync2(full)) return;
+    if (!statSync2(full).isDirectory()) {
+      out.push(rel2);
+      return;
+    }
+    for (const name of readdirSync3(full).sort()) walk2(`${rel2}/${name}`);
+  };
+  for (const folder of folders) walk2(folder);
+  return out;
+}
+
+// src/catalog/artifact-store.ts
+function artifactExistsError(key, url, where) {
+  return new SvcError(
+    "artifact_exists",
+    `${key.modId}@${key.version}: an artifact already exists at ${url} (${where}); published artifacts are immutable and never replaced \u2014 publish a new version instead`,
+    { details: { modId: key.modId, version: key.version, url } }
+  );
+}
+async function hashFile(path) {
+  const hash = createHash("sha256");
+  let sizeBytes = 0;
+  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) {
+    hash.update(chunk);
+    sizeBytes += chunk.length;
+  }
+  return { sha256: hash.digest("hex"), sizeBytes };
+}
+function sha256Hex(data) {
+  return createHash("sha256").update(data).digest("hex");
+}
+
 // src/catalog/manager-reader.ts
 var import_semver2 = __toESM(require_semver2(), 1);
 
 // src/catalog/changes.ts
-import { existsSync as existsSync3, readdirSync as readdirSync3, readFileSync as readFileSync4 } from "node:fs";
-import { join as join3 } from "node:path";
+import { existsSync as existsSync5, readdirSync as readdirSync5, readFileSync as readFileSync6 } from "node:fs";
+import { join as join5 } from "node:path";
 
 // src/catalog/records.ts
-import { existsSync as existsSync2, readdirSync as readdirSync2, readFileSync as readFileSync3 } from "node:fs";
-import { join as join2 } from "node:path";
+import { existsSync as existsSync4, readdirSync as readdirSync4, readFileSync as readFileSync5 } from "node:fs";
+import { join as join4 } from "node:path";
 var RECORD_PATHS = {
   modsDir: "mods",
   release: (modId, version) => `mods/${modId}/${version}.json`,
@@ -61125,26 +61699,26 @@ var RECORD_PATHS = {
 };
 function readJson(path) {
   try {
-    return JSON.parse(readFileSync3(path, "utf8"));
+    return JSON.parse(readFileSync5(path, "utf8"));
   } catch (error) {
     throw new SvcError("invalid_payload", `${path} is not valid JSON: ${error.message}`);
   }
 }
 function loadReleaseRecords(recordsDir, registry) {
-  const modsDir = join2(recordsDir, RECORD_PATHS.modsDir);
-  if (!existsSync2(modsDir)) return [];
+  const modsDir = join4(recordsDir, RECORD_PATHS.modsDir);
+  if (!existsSync4(modsDir)) return [];
   const records = [];
-  for (const modId of readdirSync2(modsDir).sort())
+  for (const modId of readdirSync4(modsDir).sort())
     records.push(...loadModRecords(recordsDir, modId, registry));
   return records;
 }
 function loadModRecords(recordsDir, modId, registry) {
-  const modDir = join2(recordsDir, RECORD_PATHS.modsDir, modId);
-  if (!existsSync2(modDir)) return [];
+  const modDir = join4(recordsDir, RECORD_PATHS.modsDir, modId);
+  if (!existsSync4(modDir)) return [];
   const records = [];
-  for (const file of readdirSync2(modDir).sort()) {
+  for (const file of readdirSync4(modDir).sort()) {
     if (!file.endsWith(".json")) continue;
-    const path = join2(modDir, file);
+    const path = join4(modDir, file);
     const result = registry.validate("release-record", readJson(path));
     if (!result.ok) {
       throw new SvcError(
@@ -61168,8 +61742,8 @@ ${formatIssues(result.issues)}`,
   return records;
 }
 function loadOptionalJson(recordsDir, relativePath) {
-  const path = join2(recordsDir, relativePath);
-  return existsSync2(path) ? readJson(path) : null;
+  const path = join4(recordsDir, relativePath);
+  return existsSync4(path) ? readJson(path) : null;
 }
 
 // src/catalog/changes.ts
@@ -61188,15 +61762,15 @@ ${entries}
 `;
 }
 function changesPageNumbers(recordsDir) {
-  const dir = join3(recordsDir, RECORD_PATHS.changesDir);
-  if (!existsSync3(dir)) return [];
-  return readdirSync3(dir).map((name) => /^(0|[1-9]\d*)\.json$/.exec(name)).filter((m) => m !== null).map((m) => Number(m[1])).sort((a, b) => a - b);
+  const dir = join5(recordsDir, RECORD_PATHS.changesDir);
+  if (!existsSync5(dir)) return [];
+  return readdirSync5(dir).map((name) => /^(0|[1-9]\d*)\.json$/.exec(name)).filter((m) => m !== null).map((m) => Number(m[1])).sort((a, b) => a - b);
 }
 function readPage(recordsDir, page, registry) {
-  const path = join3(recordsDir, RECORD_PATHS.changesPage(page));
+  const path = join5(recordsDir, RECORD_PATHS.changesPage(page));
   let value;
   try {
-    value = JSON.parse(readFileSync4(path, "utf8"));
+    value = JSON.parse(readFileSync6(path, "utf8"));
   } catch (error) {
     throw new SvcError("invalid_payload", `${path} is not valid JSON: ${error.message}`);
   }
@@ -61321,7 +61895,7 @@ function parseManagerCatalog(text) {
 
 // src/contracts/catalog.ts
 var import_semver3 = __toESM(require_semver2(), 1);
-import { createHash } from "node:crypto";
+import { createHash as createHash2 } from "node:crypto";
 function visibleMods(records) {
   const byMod = /* @__PURE__ */ new Map();
   for (const record of records) {
@@ -61389,7 +61963,7 @@ function modSummary(view, baseUrl2) {
     updatedAt
   };
 }
-function buildCatalog(config, mods, supportedGameBuilds, generatedAt, versionsSha256 = (view) => createHash("sha256").update(`${JSON.stringify(buildModVersions(view, generatedAt), null, 2)}
+function buildCatalog(config, mods, supportedGameBuilds, generatedAt, versionsSha256 = (view) => createHash2("sha256").update(`${JSON.stringify(buildModVersions(view, generatedAt), null, 2)}
 `).digest("hex")) {
   const urls = portalUrls(config.baseUrl);
   return {
@@ -62263,7 +62837,7 @@ async function analyzeSource(input, source) {
       await Promise.race([uploaded, packageScan]);
     } else await queue.add(-1, "package", source.read(0, total));
   }
-  const hash = createHash2("sha256");
+  const hash = createHash3("sha256");
   let hashed = 0;
   for (const chunk of chunksOf(source, HASH_CHUNK)) {
     hash.update(chunk);
@@ -62312,7 +62886,7 @@ async function analyzeSource(input, source) {
       installFiles.push({
         path: entry.name,
         sizeBytes: data.length,
-        sha256: createHash2("sha256").update(data).digest("hex")
+        sha256: createHash3("sha256").update(data).digest("hex")
       });
       item.kind = sniffFileType(
         tailAware(data.subarray(0, 4096), data.subarray(Math.max(0, data.length - 4096)), data.length)
@@ -62445,8 +63019,8 @@ async function validatePackage(input) {
 }
 
 // src/catalog/validation-catalog.ts
-import { existsSync as existsSync4, readFileSync as readFileSync5 } from "node:fs";
-import { join as join4 } from "node:path";
+import { existsSync as existsSync6, readFileSync as readFileSync7 } from "node:fs";
+import { join as join6 } from "node:path";
 var MOD_ID2 = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 function submissionModIds(sidecar) {
   if (!sidecar || typeof sidecar !== "object") return [];
@@ -62465,10 +63039,10 @@ function catalogWithSubmissionVersions(catalog, siteDir, sidecar) {
     ...catalog,
     mods: catalog.mods.map((mod) => {
       if (!wanted.has(mod.id)) return mod;
-      const path = join4(siteDir, SITE_PATHS.modVersions(mod.id));
-      if (!existsSync4(path)) return mod;
+      const path = join6(siteDir, SITE_PATHS.modVersions(mod.id));
+      if (!existsSync6(path)) return mod;
       try {
-        const versions = JSON.parse(readFileSync5(path, "utf8")).versions;
+        const versions = JSON.parse(readFileSync7(path, "utf8")).versions;
         return Array.isArray(versions) && versions.length > 0 ? { ...mod, versions } : mod;
       } catch {
         return mod;
@@ -62479,10 +63053,10 @@ function catalogWithSubmissionVersions(catalog, siteDir, sidecar) {
 
 // src/catalog/validator.ts
 function readSiteJson(siteDir, path) {
-  const full = join5(siteDir, path);
-  if (!existsSync5(full)) return null;
+  const full = join7(siteDir, path);
+  if (!existsSync7(full)) return null;
   try {
-    return JSON.parse(readFileSync6(full, "utf8"));
+    return JSON.parse(readFileSync8(full, "utf8"));
   } catch {
     return null;
   }
@@ -62514,7 +63088,7 @@ function runnerValidator(options) {
 }
 
 // src/config/portal-config.ts
-import { readFileSync as readFileSync7 } from "node:fs";
+import { readFileSync as readFileSync9 } from "node:fs";
 function parsePortalConfig(value, source = "portal.config.json") {
   const result = schemaRegistry(SOURCE_SCHEMA_BASE).validate("portal-config", value);
   if (!result.ok) {
@@ -62531,7 +63105,7 @@ function parsePortalConfig(value, source = "portal.config.json") {
 function loadPortalConfig(path) {
   let text;
   try {
-    text = readFileSync7(path, "utf8");
+    text = readFileSync9(path, "utf8");
   } catch (error) {
     throw new SvcError("config_invalid", `cannot read ${path}: ${error.message}`);
   }
@@ -62565,582 +63139,6 @@ import { join as join11 } from "node:path";
 // src/catalog/artifact-check.ts
 import { existsSync as existsSync8, lstatSync as lstatSync2 } from "node:fs";
 import { join as join8 } from "node:path";
-
-// src/catalog/artifact-store.ts
-import { createHash as createHash3, randomBytes as randomBytes3 } from "node:crypto";
-import {
-  closeSync as closeSync2,
-  createReadStream,
-  existsSync as existsSync7,
-  fsyncSync as fsyncSync2,
-  mkdirSync as mkdirSync2,
-  openSync as openSync2,
-  rmSync as rmSync3,
-  writeSync
-} from "node:fs";
-
-// src/catalog/atomic-files.ts
-import { randomBytes as randomBytes2 } from "node:crypto";
-import {
-  closeSync,
-  existsSync as existsSync6,
-  fsyncSync,
-  linkSync as linkSync2,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync as readdirSync5,
-  readFileSync as readFileSync9,
-  renameSync as renameSync2,
-  rmdirSync,
-  rmSync as rmSync2,
-  statSync as statSync2,
-  unlinkSync as unlinkSync2,
-  writeFileSync as writeFileSync2
-} from "node:fs";
-import { dirname as dirname2, join as join7, relative as relative2, sep as sep2 } from "node:path";
-
-// src/store/lock-file.ts
-import { randomBytes } from "node:crypto";
-import {
-  linkSync,
-  readdirSync as readdirSync4,
-  readFileSync as readFileSync8,
-  renameSync,
-  rmSync,
-  statSync,
-  unlinkSync,
-  writeFileSync
-} from "node:fs";
-import { basename, dirname, join as join6 } from "node:path";
-import { hostname } from "node:os";
-var held = /* @__PURE__ */ new Set();
-function describeHolder(holder) {
-  if (!holder) return "an unknown holder";
-  return `pid ${holder.pid} on ${holder.host}${holder.purpose ? ` (${holder.purpose})` : ""} since ${holder.startedAt}`;
-}
-function parseHolder(text) {
-  try {
-    const value = JSON.parse(text);
-    if (typeof value.pid === "number" && typeof value.token === "string") {
-      return {
-        pid: value.pid,
-        host: String(value.host ?? ""),
-        startedAt: String(value.startedAt ?? ""),
-        purpose: String(value.purpose ?? ""),
-        token: value.token,
-        ...typeof value.startTicks === "number" ? { startTicks: value.startTicks } : {},
-        ...typeof value.bootId === "string" ? { bootId: value.bootId } : {}
-      };
-    }
-  } catch {
-    const [pid, token, startedAt] = text.trim().split(" ");
-    if (pid && /^\d+$/.test(pid))
-      return {
-        pid: Number(pid),
-        host: hostname(),
-        startedAt: startedAt ?? "",
-        purpose: "",
-        token: token ?? ""
-      };
-  }
-  return null;
-}
-function processStartTicks(pid) {
-  try {
-    const stat = readFileSync8(`/proc/${pid}/stat`, "utf8");
-    const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
-    return Number.isFinite(ticks) ? ticks : null;
-  } catch {
-    return null;
-  }
-}
-function bootId() {
-  try {
-    return readFileSync8("/proc/sys/kernel/random/boot_id", "utf8").trim() || null;
-  } catch {
-    return null;
-  }
-}
-function processStartMs(pid) {
-  try {
-    const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync8("/proc/stat", "utf8"))?.[1]);
-    const ticks = processStartTicks(pid);
-    return Number.isFinite(bootSeconds) && ticks !== null ? bootSeconds * 1e3 + ticks * 10 : null;
-  } catch {
-    return null;
-  }
-}
-var SELF_START_TICKS = processStartTicks("self");
-var BOOT_ID = bootId();
-function holderAlive(holder) {
-  if (holder.host && holder.host !== hostname()) return true;
-  if (holder.pid === process.pid) return held.has(holder.token);
-  try {
-    process.kill(holder.pid, 0);
-  } catch (error) {
-    if (error.code !== "EPERM") return false;
-  }
-  if (holder.startTicks !== void 0 && holder.bootId !== void 0) {
-    const ticks = processStartTicks(holder.pid);
-    if (ticks === null || BOOT_ID === null) return true;
-    return holder.bootId === BOOT_ID && ticks === holder.startTicks;
-  }
-  const started = processStartMs(holder.pid);
-  const taken = Date.parse(holder.startedAt);
-  return started === null || !Number.isFinite(taken) || started <= taken + 2e3;
-}
-var UNREADABLE_STALE_MS = 1e4;
-function tryLock(path, purpose) {
-  const holder = {
-    pid: process.pid,
-    host: hostname(),
-    startedAt: (/* @__PURE__ */ new Date()).toISOString(),
-    purpose,
-    token: randomBytes(12).toString("hex"),
-    ...SELF_START_TICKS !== null && BOOT_ID !== null ? { startTicks: SELF_START_TICKS, bootId: BOOT_ID } : {}
-  };
-  const text = `${JSON.stringify(holder)}
-`;
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const temp = `${path}.${holder.token}`;
-    writeFileSync(temp, text, { flag: "wx" });
-    try {
-      linkSync(temp, path);
-      held.add(holder.token);
-      return { ok: true, release: () => release(path, holder.token) };
-    } catch (error) {
-      const code = error.code;
-      if (code === "ENOENT") continue;
-      if (code !== "EEXIST") throw error;
-    } finally {
-      rmSync(temp, { force: true });
-    }
-    let current;
-    try {
-      current = readFileSync8(path, "utf8");
-    } catch {
-      continue;
-    }
-    const other = parseHolder(current);
-    if (other ? holderAlive(other) : !unreadableForLong(path)) return { ok: false, holder: other };
-    takeOver(path, current);
-  }
-  return { ok: false, holder: null };
-}
-function unreadableForLong(path) {
-  try {
-    return Date.now() - statSync(path).mtimeMs > UNREADABLE_STALE_MS;
-  } catch {
-    return true;
-  }
-}
-function takeOver(path, staleText) {
-  const aside = `${path}.stale-${randomBytes(6).toString("hex")}`;
-  try {
-    renameSync(path, aside);
-  } catch {
-    return;
-  }
-  let moved = "";
-  try {
-    moved = readFileSync8(aside, "utf8");
-  } catch {
-  }
-  if (moved !== staleText) {
-    try {
-      linkSync(aside, path);
-    } catch {
-    }
-  }
-  unlinkSync(aside);
-}
-function release(path, token) {
-  held.delete(token);
-  try {
-    if (parseHolder(readFileSync8(path, "utf8"))?.token === token) unlinkSync(path);
-  } catch {
-  }
-}
-function removeLeftovers(path) {
-  const dir = dirname(path);
-  const prefix = `${basename(path)}.`;
-  for (const name of readdirSync4(dir)) {
-    if (!name.startsWith(prefix)) continue;
-    try {
-      if (Date.now() - statSync(join6(dir, name)).mtimeMs > 6e4) rmSync(join6(dir, name), { force: true });
-    } catch {
-    }
-  }
-}
-async function waitForLock(path, purpose, options) {
-  const deadline = Date.now() + options.timeoutMs;
-  for (; ; ) {
-    const attempt = tryLock(path, purpose);
-    if (attempt.ok || Date.now() > deadline) return attempt;
-    await new Promise((resolve2) => setTimeout(resolve2, options.pollMs ?? 25));
-  }
-}
-
-// src/catalog/atomic-files.ts
-var FileExistsError = class extends Error {
-  path;
-  constructor(path) {
-    super(`${path} already exists and is never replaced`);
-    this.name = "FileExistsError";
-    this.path = path;
-  }
-};
-var TXN_DIR = ".svc-tmp";
-var STAGING_DIR = "staging";
-var PREPARING = "txn-";
-var COMMITTED = "commit-";
-var JOURNAL = "journal.json";
-function fsyncPath(path) {
-  let fd;
-  try {
-    fd = openSync(path, "r");
-  } catch (error) {
-    if (error.code === "ENOENT") return;
-    throw error;
-  }
-  try {
-    fsyncSync(fd);
-  } catch (error) {
-    if (!["EISDIR", "EINVAL", "EPERM", "EBADF"].includes(error.code ?? ""))
-      throw error;
-  } finally {
-    closeSync(fd);
-  }
-}
-function safeJoin(root, path) {
-  const full = join7(root, path);
-  const rel2 = relative2(root, full);
-  if (rel2.startsWith("..") || rel2 === "" || rel2.split(sep2).includes("..") || path.includes("\0")) {
-    throw new Error(`refusing to write outside the tree: ${path}`);
-  }
-  return full;
-}
-function sameBytes(path, content) {
-  if (!existsSync6(path)) return false;
-  const current = readFileSync9(path);
-  const next = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content);
-  return current.equals(next);
-}
-function ensureDir(dir, touched) {
-  if (existsSync6(dir)) return;
-  let existing = dirname2(dir);
-  const created = [dir];
-  while (!existsSync6(existing)) {
-    created.push(existing);
-    existing = dirname2(existing);
-  }
-  mkdirSync(dir, { recursive: true });
-  touched.add(existing);
-  for (const d of created) touched.add(d);
-}
-function exists(path) {
-  try {
-    lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-function commitFiles(root, changes, options = {}) {
-  recoverTransactions(root);
-  const entries = [];
-  const contents = [];
-  const creates = [];
-  let unchanged = 0;
-  for (const [path, content] of changes.write) {
-    if (sameBytes(safeJoin(root, path), content)) {
-      unchanged++;
-      continue;
-    }
-    entries.push({ op: "write", path, source: `w${contents.length}` });
-    contents.push(content);
-  }
-  for (const [path, content] of changes.create ?? []) {
-    if (changes.write.has(path)) throw new Error(`${path} is both written and created`);
-    if (exists(safeJoin(root, path))) throw new FileExistsError(path);
-    creates.push({ index: entries.length, content });
-    entries.push({ op: "create", path, ino: 0, dev: 0 });
-  }
-  for (const path of changes.delete ?? []) {
-    if (changes.write.has(path) || changes.create?.has(path)) continue;
-    if (exists(safeJoin(root, path))) entries.push({ op: "delete", path });
-  }
-  if (entries.length === 0) return { written: [], deleted: [], unchanged };
-  const dir = join7(root, TXN_DIR);
-  const id = `${Date.now()}-${randomBytes2(4).toString("hex")}`;
-  const txn = join7(dir, `${PREPARING}${id}`);
-  const touched = /* @__PURE__ */ new Set();
-  ensureDir(dir, touched);
-  mkdirSync(txn);
-  const sources = /* @__PURE__ */ new Map();
-  try {
-    for (const [i, content] of contents.entries())
-      writeFileSync2(join7(txn, `w${i}`), content, { flush: true });
-    creates.forEach(({ index, content }, i) => {
-      let source;
-      if (typeof content === "object" && "stagedFile" in content) {
-        source = content.stagedFile;
-      } else {
-        source = join7(txn, `c${i}`);
-        writeFileSync2(source, content, { flush: true });
-      }
-      const { ino, dev } = statSync2(source);
-      sources.set(index, source);
-      entries[index] = { op: "create", path: entries[index].path, ino, dev };
-    });
-    writeFileSync2(join7(txn, JOURNAL), JSON.stringify({ version: 2, entries }), {
-      flush: true
-    });
-    fsyncPath(txn);
-    if (creates.length > 0) touched.add(dir);
-    for (const d of touched) fsyncPath(d);
-    touched.clear();
-    entries.forEach((entry, i) => {
-      options.beforeApply?.(i, entry.path);
-      if (entry.op !== "create") return;
-      const full = safeJoin(root, entry.path);
-      ensureDir(dirname2(full), touched);
-      try {
-        linkSync2(sources.get(i), full);
-      } catch (error) {
-        if (error.code === "EEXIST") throw new FileExistsError(entry.path);
-        throw error;
-      }
-      touched.add(dirname2(full));
-    });
-    for (const d of touched) fsyncPath(d);
-    options.beforeCommit?.();
-  } catch (error) {
-    rollBack(root, txn);
-    throw error;
-  }
-  const committed = join7(dir, `${COMMITTED}${id}`);
-  renameSync2(txn, committed);
-  fsyncPath(dir);
-  rollForward(root, committed);
-  return {
-    written: entries.filter((e) => e.op !== "delete").map((e) => e.path),
-    deleted: entries.filter((e) => e.op === "delete").map((e) => e.path),
-    unchanged
-  };
-}
-function removeEmptyParents(root, dir, touched) {
-  let current = dir;
-  while (relative2(root, current) !== "" && !relative2(root, current).startsWith("..")) {
-    try {
-      if (readdirSync5(current).length > 0) return;
-      rmdirSync(current);
-    } catch {
-      return;
-    }
-    current = dirname2(current);
-    touched.add(current);
-  }
-}
-function readJournal(txn) {
-  try {
-    return JSON.parse(readFileSync9(join7(txn, JOURNAL), "utf8"));
-  } catch {
-    return null;
-  }
-}
-function rollForward(root, txn) {
-  const journal = readJournal(txn);
-  const touched = /* @__PURE__ */ new Set();
-  if (journal && !Array.isArray(journal)) {
-    for (const entry of journal.entries) {
-      const full = safeJoin(root, entry.path);
-      if (entry.op === "write") {
-        const source = join7(txn, entry.source);
-        if (!exists(source)) continue;
-        ensureDir(dirname2(full), touched);
-        renameSync2(source, full);
-        touched.add(dirname2(full));
-      } else if (entry.op === "delete" && exists(full)) {
-        unlinkSync2(full);
-        touched.add(dirname2(full));
-        removeEmptyParents(root, dirname2(full), touched);
-      }
-    }
-  }
-  for (const d of touched) fsyncPath(d);
-  rmSync2(txn, { recursive: true, force: true });
-}
-function rollBack(root, txn) {
-  const journal = readJournal(txn);
-  if (Array.isArray(journal)) {
-    rollBackLegacy(root, txn, journal);
-    return;
-  }
-  const touched = /* @__PURE__ */ new Set();
-  for (const entry of journal?.entries ?? []) {
-    if (entry.op !== "create") continue;
-    const full = safeJoin(root, entry.path);
-    try {
-      const placed = lstatSync(full);
-      if (placed.ino !== entry.ino || placed.dev !== entry.dev) continue;
-    } catch {
-      continue;
-    }
-    unlinkSync2(full);
-    touched.add(dirname2(full));
-    removeEmptyParents(root, dirname2(full), touched);
-  }
-  for (const d of touched) fsyncPath(d);
-  rmSync2(txn, { recursive: true, force: true });
-}
-function rollBackLegacy(root, txn, entries) {
-  const touched = /* @__PURE__ */ new Set();
-  for (const entry of entries) {
-    const full = safeJoin(root, entry.path);
-    if (entry.create) {
-      if (entry.next && sameInode(full, join7(txn, entry.next))) {
-        unlinkSync2(full);
-        removeEmptyParents(root, dirname2(full), touched);
-      }
-    } else if (entry.backup && existsSync6(join7(txn, entry.backup))) {
-      mkdirSync(dirname2(full), { recursive: true });
-      renameSync2(join7(txn, entry.backup), full);
-    } else if (!entry.backup && existsSync6(full)) {
-      unlinkSync2(full);
-      removeEmptyParents(root, dirname2(full), touched);
-    }
-  }
-  rmSync2(txn, { recursive: true, force: true });
-}
-function sameInode(a, b) {
-  try {
-    const sa = statSync2(a);
-    const sb = statSync2(b);
-    return sa.ino === sb.ino && sa.dev === sb.dev;
-  } catch {
-    return false;
-  }
-}
-function recoverTransactions(root) {
-  const dir = join7(root, TXN_DIR);
-  const result = { rolledBack: 0, completed: 0 };
-  if (!existsSync6(dir)) return result;
-  for (const name of readdirSync5(dir).sort()) {
-    if (name.includes(".lock") || name === STAGING_DIR) continue;
-    const path = join7(dir, name);
-    if (name.startsWith(COMMITTED)) {
-      rollForward(root, path);
-      result.completed++;
-    } else if (name.startsWith(PREPARING)) {
-      rollBack(root, path);
-      result.rolledBack++;
-    } else {
-      rmSync2(path, { recursive: true, force: true });
-    }
-  }
-  return result;
-}
-function hasPendingTransactions(tree) {
-  return [tree.root, tree.siteDir].some((root) => {
-    const dir = join7(root, TXN_DIR);
-    return existsSync6(dir) && readdirSync5(dir).some((name) => name.startsWith(PREPARING) || name.startsWith(COMMITTED));
-  });
-}
-async function recoverPending(tree, options = {}) {
-  if (hasPendingTransactions(tree)) await withPublishLock(tree, () => void 0, options);
-}
-function stagingDir(root) {
-  return join7(root, TXN_DIR, STAGING_DIR);
-}
-async function withTreeLock(root, fn, options = {}) {
-  const dir = join7(root, TXN_DIR);
-  mkdirSync(dir, { recursive: true });
-  const name = options.name ?? "publish";
-  const path = join7(dir, `${name}.lock`);
-  const lock = await waitForLock(path, `${name} lock`, {
-    timeoutMs: options.timeoutMs ?? 6e4,
-    ...options.pollMs ? { pollMs: options.pollMs } : {}
-  });
-  if (!lock.ok) throw new LockTimeoutError(path, describeHolder(lock.holder));
-  removeLeftovers(path);
-  try {
-    return await fn();
-  } finally {
-    lock.release();
-  }
-}
-var LockTimeoutError = class extends Error {
-  constructor(path, holder) {
-    super(`timed out waiting for ${path} (held by ${holder})`);
-    this.name = "LockTimeoutError";
-  }
-};
-async function withPublishLock(tree, fn, options = {}) {
-  try {
-    return await withTreeLock(
-      tree.root,
-      async () => {
-        const site = recoverTransactions(tree.siteDir);
-        const project = recoverTransactions(tree.root);
-        const recovered = {
-          rolledBack: site.rolledBack + project.rolledBack,
-          completed: site.completed + project.completed
-        };
-        if (recovered.rolledBack + recovered.completed > 0) options.onRecovered?.(recovered);
-        const staging = stagingDir(tree.root);
-        if (existsSync6(staging)) rmSync2(staging, { recursive: true, force: true });
-        try {
-          return await fn(recovered);
-        } finally {
-          if (existsSync6(staging)) rmSync2(staging, { recursive: true, force: true });
-        }
-      },
-      { timeoutMs: options.timeoutMs ?? 6e4 }
-    );
-  } catch (error) {
-    if (error instanceof LockTimeoutError) throw new SvcError("conflict", error.message);
-    throw error;
-  }
-}
-function listFilesUnder(root, folders) {
-  const out = [];
-  const walk2 = (rel2) => {
-    const full = join7(root, rel2);
-    if (!existsSync6(full)) return;
-    if (!statSync2(full).isDirectory()) {
-      out.push(rel2);
-      return;
-    }
-    for (const name of readdirSync5(full).sort()) walk2(`${rel2}/${name}`);
-  };
-  for (const folder of folders) walk2(folder);
-  return out;
-}
-
-// src/catalog/artifact-store.ts
-function artifactExistsError(key, url, where) {
-  return new SvcError(
-    "artifact_exists",
-    `${key.modId}@${key.version}: an artifact already exists at ${url} (${where}); published artifacts are immutable and never replaced \u2014 publish a new version instead`,
-    { details: { modId: key.modId, version: key.version, url } }
-  );
-}
-async function hashFile(path) {
-  const hash = createHash3("sha256");
-  let sizeBytes = 0;
-  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) {
-    hash.update(chunk);
-    sizeBytes += chunk.length;
-  }
-  return { sha256: hash.digest("hex"), sizeBytes };
-}
-function sha256Hex(bytes) {
-  return createHash3("sha256").update(bytes).digest("hex");
-}
-
-// src/catalog/artifact-check.ts
 var MODS_DOWNLOADS = "downloads/mods";
 function localPath(baseUrl2, url) {
   const prefix = `${baseUrl2.replace(/\/+$/, "")}/`;
@@ -63201,7 +63199,6 @@ async function checkLocalArtifacts(inputs, siteDir, options) {
 }
 
 // src/catalog/contract-rules.ts
-import { createHash as createHash4 } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 var ZERO_HASH = /\b0{64}\b/;
 var PLACEHOLDER_URL = /https?:\/\/[^"\s]*(example\.(com|org|net)|placeholder|changeme|todo\b)/i;
@@ -63287,7 +63284,7 @@ function checkContractRules(files) {
           fail("rule_5_no_drift", `mods/${mod.id}/versions.json differs from catalog.json`);
         if (list.latestVersion !== mod.latestVersion)
           fail("rule_5_no_drift", `mods/${mod.id}/versions.json latestVersion differs`);
-        if (createHash4("sha256").update(listText).digest("hex") !== versionsSha256)
+        if (sha256Hex(listText) !== versionsSha256)
           fail(
             "rule_5_no_drift",
             `catalog.json versionsSha256 of ${mod.id} is not the hash of its versions.json`
@@ -63305,7 +63302,6 @@ function checkContractRules(files) {
 }
 
 // src/catalog/site.ts
-import { createHash as createHash5 } from "node:crypto";
 import { existsSync as existsSync9, readFileSync as readFileSync11 } from "node:fs";
 import { join as join10 } from "node:path";
 
@@ -65585,7 +65581,7 @@ function renderSite(inputs, siteDir, now = () => /* @__PURE__ */ new Date(), opt
     if (document === catalog.document) {
       for (const mod of document.mods) {
         const versionsText = files.get(SITE_PATHS.modVersions(mod.id)) ?? readIfExists(join10(siteDir, SITE_PATHS.modVersions(mod.id)));
-        if (versionsText !== void 0) mod.versionsSha256 = sha256Text(versionsText);
+        if (versionsText !== void 0) mod.versionsSha256 = sha256Hex(versionsText);
       }
     }
     const rendered = stampDocument(registry, siteDir, path, schema, document, stamp);
@@ -65613,9 +65609,6 @@ ${failures.join("\n")}`,
     files.set(file.publicPath, publishedSchemaText(file, inputs.config.baseUrl));
   for (const [path, text] of renderPages(files, inputs.config)) files.set(path, text);
   return files;
-}
-function sha256Text(text) {
-  return createHash5("sha256").update(text).digest("hex");
 }
 function readIfExists(path) {
   return existsSync9(path) ? readFileSync11(path, "utf8") : void 0;
@@ -67302,7 +67295,7 @@ async function mintInstallationToken(request2) {
 }
 
 // src/github/publish-reconcile.ts
-import { createHash as createHash9 } from "node:crypto";
+import { createHash as createHash6 } from "node:crypto";
 import { existsSync as existsSync15, readdirSync as readdirSync7, readFileSync as readFileSync16 } from "node:fs";
 import { join as join16 } from "node:path";
 
@@ -67313,7 +67306,6 @@ import { join as join15, relative as relative4 } from "node:path";
 
 // src/distribution/tuf-repository.ts
 var import_models2 = __toESM(require_dist3(), 1);
-import { createHash as createHash7 } from "node:crypto";
 import {
   closeSync as closeSync3,
   existsSync as existsSync12,
@@ -67345,7 +67337,7 @@ var DistributionError = class extends Error {
 
 // src/distribution/tuf-keys.ts
 var import_models = __toESM(require_dist3(), 1);
-import { createHash as createHash6, createPrivateKey as createPrivateKey2, createPublicKey, generateKeyPairSync, sign } from "node:crypto";
+import { createHash as createHash4, createPrivateKey as createPrivateKey2, createPublicKey, generateKeyPairSync, sign } from "node:crypto";
 var ONLINE_ROLES = ["targets", "snapshot", "timestamp"];
 var TUF_SPEC_VERSION = "1.0.31";
 var EXPIRY_DAYS = { root: 365, targets: 90, snapshot: 7, timestamp: 1 };
@@ -67376,12 +67368,9 @@ function artifactTargetPath(_baseUrl, modId, version) {
   if (version.packageUrl.endsWith(`/${sitePath2}`)) return sitePath2;
   return `external/mods/${modId}/${version.version}/${version.fileName}`;
 }
-function sha256Of(bytes) {
-  return createHash7("sha256").update(bytes).digest("hex");
-}
 function hashFile2(path) {
   const bytes = readFileSync13(path);
-  return { length: bytes.length, sha256: sha256Of(bytes) };
+  return { length: bytes.length, sha256: sha256Hex(bytes) };
 }
 function listFiles(dir) {
   if (!existsSync12(dir)) return [];
@@ -67463,7 +67452,7 @@ var VersionedFiles = class {
   write(name, text) {
     const file = join13(this.dir, name);
     rmSync4(file, { force: true });
-    const digest = sha256Of(Buffer.from(text));
+    const digest = sha256Hex(Buffer.from(text));
     const same = this.bySha256.get(digest);
     if (same) {
       linkSync3(same, file);
@@ -67906,7 +67895,7 @@ function applyPlan(dir, root, keys, state, plan, at, liveTimestampVersion) {
     snapshotMeta: new import_models2.MetaFile({
       version: nextSnapshotVersion,
       length: snapshotBytes.length,
-      hashes: { sha256: sha256Of(snapshotBytes) }
+      hashes: { sha256: sha256Hex(snapshotBytes) }
     })
   });
   const timestampMetadata = new import_models2.Metadata(timestamp);
@@ -68059,7 +68048,7 @@ function renderModChange(input) {
       "mod-versions",
       buildModVersions(view, stamp)
     );
-    catalogEntry = buildCatalogMod(config.baseUrl, view, sha256Text(versionsText));
+    catalogEntry = buildCatalogMod(config.baseUrl, view, sha256Hex(versionsText));
   }
   const open2 = loadOpenChangesPage(input.recordsDir, registry);
   const changesPage = appendChange(open2, {
@@ -68534,7 +68523,7 @@ function unhideRelease(options, modId, version) {
 }
 
 // src/github/download.ts
-import { createHash as createHash8 } from "node:crypto";
+import { createHash as createHash5 } from "node:crypto";
 async function downloadCapped(url, maxBytes, fetchImpl = fetch, options = {}) {
   let parsed;
   try {
@@ -68568,7 +68557,7 @@ async function downloadCapped(url, maxBytes, fetchImpl = fetch, options = {}) {
       message: `${url} is ${declared} bytes; the limit is ${maxBytes}`
     };
   }
-  const hash = createHash8("sha256");
+  const hash = createHash5("sha256");
   const chunks = [];
   let total = 0;
   const reader = response.body.getReader();
@@ -68607,7 +68596,7 @@ async function findStagingRelease(api, portal, submissionId) {
 
 // src/github/publish-reconcile.ts
 function gitBlobSha(bytes) {
-  return createHash9("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
+  return createHash6("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
 }
 function listSidecars(root) {
   const dir = join16(root, SUBMISSIONS_DIR);
@@ -68815,7 +68804,7 @@ async function downloadStagedPackage(api, repo, submissionId, fileName, maxBytes
   return {
     ok: true,
     bytes,
-    sha256: createHash9("sha256").update(bytes).digest("hex"),
+    sha256: createHash6("sha256").update(bytes).digest("hex"),
     sizeBytes: bytes.length
   };
 }
@@ -69071,7 +69060,7 @@ function publishSummary(run3) {
 }
 
 // src/github/release-artifact-store.ts
-import { createHash as createHash10 } from "node:crypto";
+import { createHash as createHash7 } from "node:crypto";
 var ReleasePublishError = class extends Error {
   constructor(message) {
     super(message);
@@ -69088,7 +69077,7 @@ function status(error) {
   return error.status;
 }
 async function hashStream(stream) {
-  const hash = createHash10("sha256");
+  const hash = createHash7("sha256");
   let sizeBytes = 0;
   const reader = stream.getReader();
   for (; ; ) {
@@ -69164,7 +69153,7 @@ function githubReleaseArtifactStore(options) {
     exists: async (key) => await publishedRelease(tagFor(key)) !== null || await tagExists(tagFor(key)),
     async promote(key, bytes) {
       const tag = tagFor(key);
-      const sha256 = createHash10("sha256").update(bytes).digest("hex");
+      const sha256 = createHash7("sha256").update(bytes).digest("hex");
       const existing = await publishedRelease(tag);
       if (existing) return adopt(key, existing, sha256);
       if (await tagExists(tag)) throw artifactExistsError(key, urlFor(key), `tag ${tag} on ${owner}/${repo}`);

@@ -57571,10 +57571,81 @@ var Octokit2 = Octokit.plugin(requestLog, legacyRestEndpointMethods, paginateRes
   }
 );
 
-// src/catalog/site.ts
-import { createHash as createHash2 } from "node:crypto";
-import { existsSync as existsSync5, readFileSync as readFileSync9 } from "node:fs";
-import { join as join7 } from "node:path";
+// src/catalog/artifact-store.ts
+import { createHash, randomBytes as randomBytes3 } from "node:crypto";
+import {
+  closeSync as closeSync2,
+  createReadStream,
+  existsSync as existsSync3,
+  fsyncSync as fsyncSync2,
+  mkdirSync as mkdirSync2,
+  openSync as openSync2,
+  rmSync as rmSync3,
+  writeSync
+} from "node:fs";
+
+// src/contracts/urls.ts
+function portalUrls(baseUrl2) {
+  const api = `${baseUrl2}/api/v1`;
+  return {
+    base: baseUrl2,
+    catalog: `${api}/catalog.json`,
+    readiness: `${api}/readiness.json`,
+    runtime: `${api}/runtime/latest.json`,
+    framework: `${api}/framework/latest.json`,
+    gameBuilds: `${api}/game-builds/latest.json`,
+    modsIndex: `${api}/mods/index.json`,
+    manager: `${api}/manager/latest.json`,
+    workflow: `${api}/publishing/workflow.json`,
+    backendContract: `${api}/publishing/backend-contract.json`,
+    backendContractSchema: `${api}/publishing/backend-contract.schema.json`,
+    validationContract: `${api}/publishing/game-publishing-validation.v1.json`,
+    validationContractSchema: `${api}/publishing/game-publishing-validation.schema.json`,
+    uploadSubmissionSchema: `${api}/publishing/upload-submission.schema.json`,
+    sidecarSchema: `${api}/publishing/mod-release-submission.schema.json`,
+    manifestSchema: `${api}/schemas/mod-manifest.schema.json`,
+    changesHead: `${api}/changes/head.json`,
+    changesPageTemplate: `${api}/changes/{page}.json`,
+    changesPage: (page) => `${api}/changes/${page}.json`,
+    modDetail: (modId) => `${api}/mods/${modId}/index.json`,
+    modVersions: (modId) => `${api}/mods/${modId}/versions.json`,
+    modPage: (modId) => `${baseUrl2}/mods/${modId}/`,
+    artifact: (modId, version, fileName) => `${baseUrl2}/downloads/mods/${modId}/${version}/${fileName}`
+  };
+}
+var CHANGES_PATHS = {
+  head: "api/v1/changes/head.json",
+  dir: "api/v1/changes",
+  page: (page) => `api/v1/changes/${page}.json`
+};
+var SITE_PATHS = {
+  catalog: "api/v1/catalog.json",
+  readiness: "api/v1/readiness.json",
+  runtime: "api/v1/runtime/latest.json",
+  framework: "api/v1/framework/latest.json",
+  gameBuilds: "api/v1/game-builds/latest.json",
+  modsIndex: "api/v1/mods/index.json",
+  manager: "api/v1/manager/latest.json",
+  workflow: "api/v1/publishing/workflow.json",
+  backendContract: "api/v1/publishing/backend-contract.json",
+  validationContract: "api/v1/publishing/game-publishing-validation.v1.json",
+  modDetail: (modId) => `api/v1/mods/${modId}/index.json`,
+  modVersions: (modId) => `api/v1/mods/${modId}/versions.json`,
+  artifact: (modId, version, fileName) => `downloads/mods/${modId}/${version}/${fileName}`
+};
+var PARAM = "\0";
+var EXTENSIONLESS_ROUTES = Object.values(SITE_PATHS).map((path) => typeof path === "string" ? path : path(PARAM, PARAM, PARAM)).filter((path) => path.endsWith(".json")).map((path) => {
+  const target = `/${path}`;
+  const alias = target.replace(/(\/index)?\.json$/, "");
+  const source = alias.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replaceAll(PARAM, "([a-z0-9-]+)");
+  return {
+    pattern: new RegExp(`^${source}$`),
+    target: (m) => {
+      let group = 0;
+      return target.replaceAll(PARAM, () => m[++group]);
+    }
+  };
+});
 
 // src/errors.ts
 var ERROR_STATUS = {
@@ -57631,6 +57702,571 @@ var SvcError = class extends Error {
 function isSvcError(error) {
   return error instanceof SvcError;
 }
+
+// src/catalog/atomic-files.ts
+import { randomBytes as randomBytes2 } from "node:crypto";
+import {
+  closeSync,
+  existsSync as existsSync2,
+  fsyncSync,
+  linkSync as linkSync2,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync as readdirSync2,
+  readFileSync as readFileSync3,
+  renameSync as renameSync2,
+  rmdirSync,
+  rmSync as rmSync2,
+  statSync as statSync2,
+  unlinkSync as unlinkSync2,
+  writeFileSync as writeFileSync2
+} from "node:fs";
+import { dirname as dirname2, join as join2, relative, sep as sep2 } from "node:path";
+
+// src/store/lock-file.ts
+import { randomBytes } from "node:crypto";
+import {
+  linkSync,
+  readdirSync,
+  readFileSync as readFileSync2,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync
+} from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { hostname } from "node:os";
+var held = /* @__PURE__ */ new Set();
+function describeHolder(holder) {
+  if (!holder) return "an unknown holder";
+  return `pid ${holder.pid} on ${holder.host}${holder.purpose ? ` (${holder.purpose})` : ""} since ${holder.startedAt}`;
+}
+function parseHolder(text) {
+  try {
+    const value = JSON.parse(text);
+    if (typeof value.pid === "number" && typeof value.token === "string") {
+      return {
+        pid: value.pid,
+        host: String(value.host ?? ""),
+        startedAt: String(value.startedAt ?? ""),
+        purpose: String(value.purpose ?? ""),
+        token: value.token,
+        ...typeof value.startTicks === "number" ? { startTicks: value.startTicks } : {},
+        ...typeof value.bootId === "string" ? { bootId: value.bootId } : {}
+      };
+    }
+  } catch {
+    const [pid, token, startedAt] = text.trim().split(" ");
+    if (pid && /^\d+$/.test(pid))
+      return {
+        pid: Number(pid),
+        host: hostname(),
+        startedAt: startedAt ?? "",
+        purpose: "",
+        token: token ?? ""
+      };
+  }
+  return null;
+}
+function processStartTicks(pid) {
+  try {
+    const stat = readFileSync2(`/proc/${pid}/stat`, "utf8");
+    const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
+    return Number.isFinite(ticks) ? ticks : null;
+  } catch {
+    return null;
+  }
+}
+function bootId() {
+  try {
+    return readFileSync2("/proc/sys/kernel/random/boot_id", "utf8").trim() || null;
+  } catch {
+    return null;
+  }
+}
+function processStartMs(pid) {
+  try {
+    const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync2("/proc/stat", "utf8"))?.[1]);
+    const ticks = processStartTicks(pid);
+    return Number.isFinite(bootSeconds) && ticks !== null ? bootSeconds * 1e3 + ticks * 10 : null;
+  } catch {
+    return null;
+  }
+}
+var SELF_START_TICKS = processStartTicks("self");
+var BOOT_ID = bootId();
+function holderAlive(holder) {
+  if (holder.host && holder.host !== hostname()) return true;
+  if (holder.pid === process.pid) return held.has(holder.token);
+  try {
+    process.kill(holder.pid, 0);
+  } catch (error) {
+    if (error.code !== "EPERM") return false;
+  }
+  if (holder.startTicks !== void 0 && holder.bootId !== void 0) {
+    const ticks = processStartTicks(holder.pid);
+    if (ticks === null || BOOT_ID === null) return true;
+    return holder.bootId === BOOT_ID && ticks === holder.startTicks;
+  }
+  const started = processStartMs(holder.pid);
+  const taken = Date.parse(holder.startedAt);
+  return started === null || !Number.isFinite(taken) || started <= taken + 2e3;
+}
+var UNREADABLE_STALE_MS = 1e4;
+function tryLock(path, purpose) {
+  const holder = {
+    pid: process.pid,
+    host: hostname(),
+    startedAt: (/* @__PURE__ */ new Date()).toISOString(),
+    purpose,
+    token: randomBytes(12).toString("hex"),
+    ...SELF_START_TICKS !== null && BOOT_ID !== null ? { startTicks: SELF_START_TICKS, bootId: BOOT_ID } : {}
+  };
+  const text = `${JSON.stringify(holder)}
+`;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const temp = `${path}.${holder.token}`;
+    writeFileSync(temp, text, { flag: "wx" });
+    try {
+      linkSync(temp, path);
+      held.add(holder.token);
+      return { ok: true, release: () => release(path, holder.token) };
+    } catch (error) {
+      const code = error.code;
+      if (code === "ENOENT") continue;
+      if (code !== "EEXIST") throw error;
+    } finally {
+      rmSync(temp, { force: true });
+    }
+    let current;
+    try {
+      current = readFileSync2(path, "utf8");
+    } catch {
+      continue;
+    }
+    const other = parseHolder(current);
+    if (other ? holderAlive(other) : !unreadableForLong(path)) return { ok: false, holder: other };
+    takeOver(path, current);
+  }
+  return { ok: false, holder: null };
+}
+function unreadableForLong(path) {
+  try {
+    return Date.now() - statSync(path).mtimeMs > UNREADABLE_STALE_MS;
+  } catch {
+    return true;
+  }
+}
+function takeOver(path, staleText) {
+  const aside = `${path}.stale-${randomBytes(6).toString("hex")}`;
+  try {
+    renameSync(path, aside);
+  } catch {
+    return;
+  }
+  let moved = "";
+  try {
+    moved = readFileSync2(aside, "utf8");
+  } catch {
+  }
+  if (moved !== staleText) {
+    try {
+      linkSync(aside, path);
+    } catch {
+    }
+  }
+  unlinkSync(aside);
+}
+function release(path, token) {
+  held.delete(token);
+  try {
+    if (parseHolder(readFileSync2(path, "utf8"))?.token === token) unlinkSync(path);
+  } catch {
+  }
+}
+function removeLeftovers(path) {
+  const dir = dirname(path);
+  const prefix = `${basename(path)}.`;
+  for (const name of readdirSync(dir)) {
+    if (!name.startsWith(prefix)) continue;
+    try {
+      if (Date.now() - statSync(join(dir, name)).mtimeMs > 6e4) rmSync(join(dir, name), { force: true });
+    } catch {
+    }
+  }
+}
+async function waitForLock(path, purpose, options) {
+  const deadline = Date.now() + options.timeoutMs;
+  for (; ; ) {
+    const attempt = tryLock(path, purpose);
+    if (attempt.ok || Date.now() > deadline) return attempt;
+    await new Promise((resolve2) => setTimeout(resolve2, options.pollMs ?? 25));
+  }
+}
+
+// src/catalog/atomic-files.ts
+var FileExistsError = class extends Error {
+  path;
+  constructor(path) {
+    super(`${path} already exists and is never replaced`);
+    this.name = "FileExistsError";
+    this.path = path;
+  }
+};
+var TXN_DIR = ".svc-tmp";
+var STAGING_DIR = "staging";
+var PREPARING = "txn-";
+var COMMITTED = "commit-";
+var JOURNAL = "journal.json";
+function fsyncPath(path) {
+  let fd;
+  try {
+    fd = openSync(path, "r");
+  } catch (error) {
+    if (error.code === "ENOENT") return;
+    throw error;
+  }
+  try {
+    fsyncSync(fd);
+  } catch (error) {
+    if (!["EISDIR", "EINVAL", "EPERM", "EBADF"].includes(error.code ?? ""))
+      throw error;
+  } finally {
+    closeSync(fd);
+  }
+}
+function safeJoin(root, path) {
+  const full = join2(root, path);
+  const rel2 = relative(root, full);
+  if (rel2.startsWith("..") || rel2 === "" || rel2.split(sep2).includes("..") || path.includes("\0")) {
+    throw new Error(`refusing to write outside the tree: ${path}`);
+  }
+  return full;
+}
+function sameBytes(path, content) {
+  if (!existsSync2(path)) return false;
+  const current = readFileSync3(path);
+  const next = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content);
+  return current.equals(next);
+}
+function ensureDir(dir, touched) {
+  if (existsSync2(dir)) return;
+  let existing = dirname2(dir);
+  const created = [dir];
+  while (!existsSync2(existing)) {
+    created.push(existing);
+    existing = dirname2(existing);
+  }
+  mkdirSync(dir, { recursive: true });
+  touched.add(existing);
+  for (const d of created) touched.add(d);
+}
+function exists(path) {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+function commitFiles(root, changes, options = {}) {
+  recoverTransactions(root);
+  const entries = [];
+  const contents = [];
+  const creates = [];
+  let unchanged = 0;
+  for (const [path, content] of changes.write) {
+    if (sameBytes(safeJoin(root, path), content)) {
+      unchanged++;
+      continue;
+    }
+    entries.push({ op: "write", path, source: `w${contents.length}` });
+    contents.push(content);
+  }
+  for (const [path, content] of changes.create ?? []) {
+    if (changes.write.has(path)) throw new Error(`${path} is both written and created`);
+    if (exists(safeJoin(root, path))) throw new FileExistsError(path);
+    creates.push({ index: entries.length, content });
+    entries.push({ op: "create", path, ino: 0, dev: 0 });
+  }
+  for (const path of changes.delete ?? []) {
+    if (changes.write.has(path) || changes.create?.has(path)) continue;
+    if (exists(safeJoin(root, path))) entries.push({ op: "delete", path });
+  }
+  if (entries.length === 0) return { written: [], deleted: [], unchanged };
+  const dir = join2(root, TXN_DIR);
+  const id = `${Date.now()}-${randomBytes2(4).toString("hex")}`;
+  const txn = join2(dir, `${PREPARING}${id}`);
+  const touched = /* @__PURE__ */ new Set();
+  ensureDir(dir, touched);
+  mkdirSync(txn);
+  const sources = /* @__PURE__ */ new Map();
+  try {
+    for (const [i, content] of contents.entries())
+      writeFileSync2(join2(txn, `w${i}`), content, { flush: true });
+    creates.forEach(({ index, content }, i) => {
+      let source;
+      if (typeof content === "object" && "stagedFile" in content) {
+        source = content.stagedFile;
+      } else {
+        source = join2(txn, `c${i}`);
+        writeFileSync2(source, content, { flush: true });
+      }
+      const { ino, dev } = statSync2(source);
+      sources.set(index, source);
+      entries[index] = { op: "create", path: entries[index].path, ino, dev };
+    });
+    writeFileSync2(join2(txn, JOURNAL), JSON.stringify({ version: 2, entries }), {
+      flush: true
+    });
+    fsyncPath(txn);
+    if (creates.length > 0) touched.add(dir);
+    for (const d of touched) fsyncPath(d);
+    touched.clear();
+    entries.forEach((entry, i) => {
+      options.beforeApply?.(i, entry.path);
+      if (entry.op !== "create") return;
+      const full = safeJoin(root, entry.path);
+      ensureDir(dirname2(full), touched);
+      try {
+        linkSync2(sources.get(i), full);
+      } catch (error) {
+        if (error.code === "EEXIST") throw new FileExistsError(entry.path);
+        throw error;
+      }
+      touched.add(dirname2(full));
+    });
+    for (const d of touched) fsyncPath(d);
+    options.beforeCommit?.();
+  } catch (error) {
+    rollBack(root, txn);
+    throw error;
+  }
+  const committed = join2(dir, `${COMMITTED}${id}`);
+  renameSync2(txn, committed);
+  fsyncPath(dir);
+  rollForward(root, committed);
+  return {
+    written: entries.filter((e) => e.op !== "delete").map((e) => e.path),
+    deleted: entries.filter((e) => e.op === "delete").map((e) => e.path),
+    unchanged
+  };
+}
+function removeEmptyParents(root, dir, touched) {
+  let current = dir;
+  while (relative(root, current) !== "" && !relative(root, current).startsWith("..")) {
+    try {
+      if (readdirSync2(current).length > 0) return;
+      rmdirSync(current);
+    } catch {
+      return;
+    }
+    current = dirname2(current);
+    touched.add(current);
+  }
+}
+function readJournal(txn) {
+  try {
+    return JSON.parse(readFileSync3(join2(txn, JOURNAL), "utf8"));
+  } catch {
+    return null;
+  }
+}
+function rollForward(root, txn) {
+  const journal = readJournal(txn);
+  const touched = /* @__PURE__ */ new Set();
+  if (journal && !Array.isArray(journal)) {
+    for (const entry of journal.entries) {
+      const full = safeJoin(root, entry.path);
+      if (entry.op === "write") {
+        const source = join2(txn, entry.source);
+        if (!exists(source)) continue;
+        ensureDir(dirname2(full), touched);
+        renameSync2(source, full);
+        touched.add(dirname2(full));
+      } else if (entry.op === "delete" && exists(full)) {
+        unlinkSync2(full);
+        touched.add(dirname2(full));
+        removeEmptyParents(root, dirname2(full), touched);
+      }
+    }
+  }
+  for (const d of touched) fsyncPath(d);
+  rmSync2(txn, { recursive: true, force: true });
+}
+function rollBack(root, txn) {
+  const journal = readJournal(txn);
+  if (Array.isArray(journal)) {
+    rollBackLegacy(root, txn, journal);
+    return;
+  }
+  const touched = /* @__PURE__ */ new Set();
+  for (const entry of journal?.entries ?? []) {
+    if (entry.op !== "create") continue;
+    const full = safeJoin(root, entry.path);
+    try {
+      const placed = lstatSync(full);
+      if (placed.ino !== entry.ino || placed.dev !== entry.dev) continue;
+    } catch {
+      continue;
+    }
+    unlinkSync2(full);
+    touched.add(dirname2(full));
+    removeEmptyParents(root, dirname2(full), touched);
+  }
+  for (const d of touched) fsyncPath(d);
+  rmSync2(txn, { recursive: true, force: true });
+}
+function rollBackLegacy(root, txn, entries) {
+  const touched = /* @__PURE__ */ new Set();
+  for (const entry of entries) {
+    const full = safeJoin(root, entry.path);
+    if (entry.create) {
+      if (entry.next && sameInode(full, join2(txn, entry.next))) {
+        unlinkSync2(full);
+        removeEmptyParents(root, dirname2(full), touched);
+      }
+    } else if (entry.backup && existsSync2(join2(txn, entry.backup))) {
+      mkdirSync(dirname2(full), { recursive: true });
+      renameSync2(join2(txn, entry.backup), full);
+    } else if (!entry.backup && existsSync2(full)) {
+      unlinkSync2(full);
+      removeEmptyParents(root, dirname2(full), touched);
+    }
+  }
+  rmSync2(txn, { recursive: true, force: true });
+}
+function sameInode(a, b) {
+  try {
+    const sa = statSync2(a);
+    const sb = statSync2(b);
+    return sa.ino === sb.ino && sa.dev === sb.dev;
+  } catch {
+    return false;
+  }
+}
+function recoverTransactions(root) {
+  const dir = join2(root, TXN_DIR);
+  const result = { rolledBack: 0, completed: 0 };
+  if (!existsSync2(dir)) return result;
+  for (const name of readdirSync2(dir).sort()) {
+    if (name.includes(".lock") || name === STAGING_DIR) continue;
+    const path = join2(dir, name);
+    if (name.startsWith(COMMITTED)) {
+      rollForward(root, path);
+      result.completed++;
+    } else if (name.startsWith(PREPARING)) {
+      rollBack(root, path);
+      result.rolledBack++;
+    } else {
+      rmSync2(path, { recursive: true, force: true });
+    }
+  }
+  return result;
+}
+function hasPendingTransactions(tree) {
+  return [tree.root, tree.siteDir].some((root) => {
+    const dir = join2(root, TXN_DIR);
+    return existsSync2(dir) && readdirSync2(dir).some((name) => name.startsWith(PREPARING) || name.startsWith(COMMITTED));
+  });
+}
+async function recoverPending(tree, options = {}) {
+  if (hasPendingTransactions(tree)) await withPublishLock(tree, () => void 0, options);
+}
+function stagingDir(root) {
+  return join2(root, TXN_DIR, STAGING_DIR);
+}
+async function withTreeLock(root, fn, options = {}) {
+  const dir = join2(root, TXN_DIR);
+  mkdirSync(dir, { recursive: true });
+  const name = options.name ?? "publish";
+  const path = join2(dir, `${name}.lock`);
+  const lock = await waitForLock(path, `${name} lock`, {
+    timeoutMs: options.timeoutMs ?? 6e4,
+    ...options.pollMs ? { pollMs: options.pollMs } : {}
+  });
+  if (!lock.ok) throw new LockTimeoutError(path, describeHolder(lock.holder));
+  removeLeftovers(path);
+  try {
+    return await fn();
+  } finally {
+    lock.release();
+  }
+}
+var LockTimeoutError = class extends Error {
+  constructor(path, holder) {
+    super(`timed out waiting for ${path} (held by ${holder})`);
+    this.name = "LockTimeoutError";
+  }
+};
+async function withPublishLock(tree, fn, options = {}) {
+  try {
+    return await withTreeLock(
+      tree.root,
+      async () => {
+        const site = recoverTransactions(tree.siteDir);
+        const project = recoverTransactions(tree.root);
+        const recovered = {
+          rolledBack: site.rolledBack + project.rolledBack,
+          completed: site.completed + project.completed
+        };
+        if (recovered.rolledBack + recovered.completed > 0) options.onRecovered?.(recovered);
+        const staging = stagingDir(tree.root);
+        if (existsSync2(staging)) rmSync2(staging, { recursive: true, force: true });
+        try {
+          return await fn(recovered);
+        } finally {
+          if (existsSync2(staging)) rmSync2(staging, { recursive: true, force: true });
+        }
+      },
+      { timeoutMs: options.timeoutMs ?? 6e4 }
+    );
+  } catch (error) {
+    if (error instanceof LockTimeoutError) throw new SvcError("conflict", error.message);
+    throw error;
+  }
+}
+function listFilesUnder(root, folders) {
+  const out = [];
+  const walk = (rel2) => {
+    const full = join2(root, rel2);
+    if (!existsSync2(full)) return;
+    if (!statSync2(full).isDirectory()) {
+      out.push(rel2);
+      return;
+    }
+    for (const name of readdirSync2(full).sort()) walk(`${rel2}/${name}`);
+  };
+  for (const folder of folders) walk(folder);
+  return out;
+}
+
+// src/catalog/artifact-store.ts
+function artifactExistsError(key, url, where) {
+  return new SvcError(
+    "artifact_exists",
+    `${key.modId}@${key.version}: an artifact already exists at ${url} (${where}); published artifacts are immutable and never replaced \u2014 publish a new version instead`,
+    { details: { modId: key.modId, version: key.version, url } }
+  );
+}
+async function hashFile(path) {
+  const hash = createHash("sha256");
+  let sizeBytes = 0;
+  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) {
+    hash.update(chunk);
+    sizeBytes += chunk.length;
+  }
+  return { sha256: hash.digest("hex"), sizeBytes };
+}
+function sha256Hex(data) {
+  return createHash("sha256").update(data).digest("hex");
+}
+
+// src/catalog/site.ts
+import { existsSync as existsSync6, readFileSync as readFileSync9 } from "node:fs";
+import { join as join7 } from "node:path";
 
 // src/workflow/machine.ts
 var STATES = [
@@ -58039,69 +58675,6 @@ var REQUIRED_PACKAGE_CHECK_IDS = CHECKS.filter(
   (check) => check.required && check.scope === "package"
 ).map((check) => check.id);
 
-// src/contracts/urls.ts
-function portalUrls(baseUrl2) {
-  const api = `${baseUrl2}/api/v1`;
-  return {
-    base: baseUrl2,
-    catalog: `${api}/catalog.json`,
-    readiness: `${api}/readiness.json`,
-    runtime: `${api}/runtime/latest.json`,
-    framework: `${api}/framework/latest.json`,
-    gameBuilds: `${api}/game-builds/latest.json`,
-    modsIndex: `${api}/mods/index.json`,
-    manager: `${api}/manager/latest.json`,
-    workflow: `${api}/publishing/workflow.json`,
-    backendContract: `${api}/publishing/backend-contract.json`,
-    backendContractSchema: `${api}/publishing/backend-contract.schema.json`,
-    validationContract: `${api}/publishing/game-publishing-validation.v1.json`,
-    validationContractSchema: `${api}/publishing/game-publishing-validation.schema.json`,
-    uploadSubmissionSchema: `${api}/publishing/upload-submission.schema.json`,
-    sidecarSchema: `${api}/publishing/mod-release-submission.schema.json`,
-    manifestSchema: `${api}/schemas/mod-manifest.schema.json`,
-    changesHead: `${api}/changes/head.json`,
-    changesPageTemplate: `${api}/changes/{page}.json`,
-    changesPage: (page) => `${api}/changes/${page}.json`,
-    modDetail: (modId) => `${api}/mods/${modId}/index.json`,
-    modVersions: (modId) => `${api}/mods/${modId}/versions.json`,
-    modPage: (modId) => `${baseUrl2}/mods/${modId}/`,
-    artifact: (modId, version, fileName) => `${baseUrl2}/downloads/mods/${modId}/${version}/${fileName}`
-  };
-}
-var CHANGES_PATHS = {
-  head: "api/v1/changes/head.json",
-  dir: "api/v1/changes",
-  page: (page) => `api/v1/changes/${page}.json`
-};
-var SITE_PATHS = {
-  catalog: "api/v1/catalog.json",
-  readiness: "api/v1/readiness.json",
-  runtime: "api/v1/runtime/latest.json",
-  framework: "api/v1/framework/latest.json",
-  gameBuilds: "api/v1/game-builds/latest.json",
-  modsIndex: "api/v1/mods/index.json",
-  manager: "api/v1/manager/latest.json",
-  workflow: "api/v1/publishing/workflow.json",
-  backendContract: "api/v1/publishing/backend-contract.json",
-  validationContract: "api/v1/publishing/game-publishing-validation.v1.json",
-  modDetail: (modId) => `api/v1/mods/${modId}/index.json`,
-  modVersions: (modId) => `api/v1/mods/${modId}/versions.json`,
-  artifact: (modId, version, fileName) => `downloads/mods/${modId}/${version}/${fileName}`
-};
-var PARAM = "\0";
-var EXTENSIONLESS_ROUTES = Object.values(SITE_PATHS).map((path) => typeof path === "string" ? path : path(PARAM, PARAM, PARAM)).filter((path) => path.endsWith(".json")).map((path) => {
-  const target = `/${path}`;
-  const alias = target.replace(/(\/index)?\.json$/, "");
-  const source = alias.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replaceAll(PARAM, "([a-z0-9-]+)");
-  return {
-    pattern: new RegExp(`^${source}$`),
-    target: (m) => {
-      let group = 0;
-      return target.replaceAll(PARAM, () => m[++group]);
-    }
-  };
-});
-
 // src/contracts/workflow.ts
 var PUBLICATION_OUTPUTS = [
   "/downloads/mods/{modId}/{version}/{fileName}",
@@ -58289,7 +58862,7 @@ function describe(config, bucket) {
 
 // src/contracts/catalog.ts
 var import_semver = __toESM(require_semver2(), 1);
-import { createHash } from "node:crypto";
+import { createHash as createHash2 } from "node:crypto";
 function visibleMods(records) {
   const byMod = /* @__PURE__ */ new Map();
   for (const record of records) {
@@ -58357,7 +58930,7 @@ function modSummary(view, baseUrl2) {
     updatedAt
   };
 }
-function buildCatalog(config, mods, supportedGameBuilds, generatedAt, versionsSha256 = (view) => createHash("sha256").update(`${JSON.stringify(buildModVersions(view, generatedAt), null, 2)}
+function buildCatalog(config, mods, supportedGameBuilds, generatedAt, versionsSha256 = (view) => createHash2("sha256").update(`${JSON.stringify(buildModVersions(view, generatedAt), null, 2)}
 `).digest("hex")) {
   const urls = portalUrls(config.baseUrl);
   return {
@@ -59116,22 +59689,22 @@ function buildReadinessDocument(inputs, readiness, generatedAt) {
 // src/contracts/schemas.ts
 var import__ = __toESM(require__(), 1);
 var import_ajv_formats = __toESM(require_dist2(), 1);
-import { readdirSync, readFileSync as readFileSync2 } from "node:fs";
-import { join, relative } from "node:path";
+import { readdirSync as readdirSync3, readFileSync as readFileSync4 } from "node:fs";
+import { join as join3, relative as relative2 } from "node:path";
 import { fileURLToPath } from "node:url";
 var SOURCE_SCHEMA_BASE = "https://svc.invalid";
 var SCHEMAS_DIR = fileURLToPath(new URL("../../schemas/", __svcSourceUrl("src/contracts/schemas.ts")));
 function listSchemaFiles() {
   const files = [];
   for (const folder of ["schemas", "publishing"]) {
-    for (const entry of readdirSync(join(SCHEMAS_DIR, folder)).sort()) {
+    for (const entry of readdirSync3(join3(SCHEMAS_DIR, folder)).sort()) {
       if (!entry.endsWith(".schema.json")) continue;
       const sourcePath = `${folder}/${entry}`;
       files.push({
         name: entry.replace(/\.schema\.json$/, ""),
         sourcePath,
         publicPath: `api/v1/${sourcePath}`,
-        text: readFileSync2(join(SCHEMAS_DIR, sourcePath), "utf8")
+        text: readFileSync4(join3(SCHEMAS_DIR, sourcePath), "utf8")
       });
     }
   }
@@ -60188,546 +60761,6 @@ ${Object.entries(view.evidence).map(([key, value]) => html`<dt>${EVIDENCE_LABELS
   });
 }
 
-// src/catalog/atomic-files.ts
-import { randomBytes as randomBytes2 } from "node:crypto";
-import {
-  closeSync,
-  existsSync as existsSync2,
-  fsyncSync,
-  linkSync as linkSync2,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync as readdirSync3,
-  readFileSync as readFileSync4,
-  renameSync as renameSync2,
-  rmdirSync,
-  rmSync as rmSync2,
-  statSync as statSync2,
-  unlinkSync as unlinkSync2,
-  writeFileSync as writeFileSync2
-} from "node:fs";
-import { dirname as dirname2, join as join3, relative as relative2, sep as sep2 } from "node:path";
-
-// src/store/lock-file.ts
-import { randomBytes } from "node:crypto";
-import {
-  linkSync,
-  readdirSync as readdirSync2,
-  readFileSync as readFileSync3,
-  renameSync,
-  rmSync,
-  statSync,
-  unlinkSync,
-  writeFileSync
-} from "node:fs";
-import { basename, dirname, join as join2 } from "node:path";
-import { hostname } from "node:os";
-var held = /* @__PURE__ */ new Set();
-function describeHolder(holder) {
-  if (!holder) return "an unknown holder";
-  return `pid ${holder.pid} on ${holder.host}${holder.purpose ? ` (${holder.purpose})` : ""} since ${holder.startedAt}`;
-}
-function parseHolder(text) {
-  try {
-    const value = JSON.parse(text);
-    if (typeof value.pid === "number" && typeof value.token === "string") {
-      return {
-        pid: value.pid,
-        host: String(value.host ?? ""),
-        startedAt: String(value.startedAt ?? ""),
-        purpose: String(value.purpose ?? ""),
-        token: value.token,
-        ...typeof value.startTicks === "number" ? { startTicks: value.startTicks } : {},
-        ...typeof value.bootId === "string" ? { bootId: value.bootId } : {}
-      };
-    }
-  } catch {
-    const [pid, token, startedAt] = text.trim().split(" ");
-    if (pid && /^\d+$/.test(pid))
-      return {
-        pid: Number(pid),
-        host: hostname(),
-        startedAt: startedAt ?? "",
-        purpose: "",
-        token: token ?? ""
-      };
-  }
-  return null;
-}
-function processStartTicks(pid) {
-  try {
-    const stat = readFileSync3(`/proc/${pid}/stat`, "utf8");
-    const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
-    return Number.isFinite(ticks) ? ticks : null;
-  } catch {
-    return null;
-  }
-}
-function bootId() {
-  try {
-    return readFileSync3("/proc/sys/kernel/random/boot_id", "utf8").trim() || null;
-  } catch {
-    return null;
-  }
-}
-function processStartMs(pid) {
-  try {
-    const bootSeconds = Number(/^btime (\d+)$/m.exec(readFileSync3("/proc/stat", "utf8"))?.[1]);
-    const ticks = processStartTicks(pid);
-    return Number.isFinite(bootSeconds) && ticks !== null ? bootSeconds * 1e3 + ticks * 10 : null;
-  } catch {
-    return null;
-  }
-}
-var SELF_START_TICKS = processStartTicks("self");
-var BOOT_ID = bootId();
-function holderAlive(holder) {
-  if (holder.host && holder.host !== hostname()) return true;
-  if (holder.pid === process.pid) return held.has(holder.token);
-  try {
-    process.kill(holder.pid, 0);
-  } catch (error) {
-    if (error.code !== "EPERM") return false;
-  }
-  if (holder.startTicks !== void 0 && holder.bootId !== void 0) {
-    const ticks = processStartTicks(holder.pid);
-    if (ticks === null || BOOT_ID === null) return true;
-    return holder.bootId === BOOT_ID && ticks === holder.startTicks;
-  }
-  const started = processStartMs(holder.pid);
-  const taken = Date.parse(holder.startedAt);
-  return started === null || !Number.isFinite(taken) || started <= taken + 2e3;
-}
-var UNREADABLE_STALE_MS = 1e4;
-function tryLock(path, purpose) {
-  const holder = {
-    pid: process.pid,
-    host: hostname(),
-    startedAt: (/* @__PURE__ */ new Date()).toISOString(),
-    purpose,
-    token: randomBytes(12).toString("hex"),
-    ...SELF_START_TICKS !== null && BOOT_ID !== null ? { startTicks: SELF_START_TICKS, bootId: BOOT_ID } : {}
-  };
-  const text = `${JSON.stringify(holder)}
-`;
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const temp = `${path}.${holder.token}`;
-    writeFileSync(temp, text, { flag: "wx" });
-    try {
-      linkSync(temp, path);
-      held.add(holder.token);
-      return { ok: true, release: () => release(path, holder.token) };
-    } catch (error) {
-      const code = error.code;
-      if (code === "ENOENT") continue;
-      if (code !== "EEXIST") throw error;
-    } finally {
-      rmSync(temp, { force: true });
-    }
-    let current;
-    try {
-      current = readFileSync3(path, "utf8");
-    } catch {
-      continue;
-    }
-    const other = parseHolder(current);
-    if (other ? holderAlive(other) : !unreadableForLong(path)) return { ok: false, holder: other };
-    takeOver(path, current);
-  }
-  return { ok: false, holder: null };
-}
-function unreadableForLong(path) {
-  try {
-    return Date.now() - statSync(path).mtimeMs > UNREADABLE_STALE_MS;
-  } catch {
-    return true;
-  }
-}
-function takeOver(path, staleText) {
-  const aside = `${path}.stale-${randomBytes(6).toString("hex")}`;
-  try {
-    renameSync(path, aside);
-  } catch {
-    return;
-  }
-  let moved = "";
-  try {
-    moved = readFileSync3(aside, "utf8");
-  } catch {
-  }
-  if (moved !== staleText) {
-    try {
-      linkSync(aside, path);
-    } catch {
-    }
-  }
-  unlinkSync(aside);
-}
-function release(path, token) {
-  held.delete(token);
-  try {
-    if (parseHolder(readFileSync3(path, "utf8"))?.token === token) unlinkSync(path);
-  } catch {
-  }
-}
-function removeLeftovers(path) {
-  const dir = dirname(path);
-  const prefix = `${basename(path)}.`;
-  for (const name of readdirSync2(dir)) {
-    if (!name.startsWith(prefix)) continue;
-    try {
-      if (Date.now() - statSync(join2(dir, name)).mtimeMs > 6e4) rmSync(join2(dir, name), { force: true });
-    } catch {
-    }
-  }
-}
-async function waitForLock(path, purpose, options) {
-  const deadline = Date.now() + options.timeoutMs;
-  for (; ; ) {
-    const attempt = tryLock(path, purpose);
-    if (attempt.ok || Date.now() > deadline) return attempt;
-    await new Promise((resolve2) => setTimeout(resolve2, options.pollMs ?? 25));
-  }
-}
-
-// src/catalog/atomic-files.ts
-var FileExistsError = class extends Error {
-  path;
-  constructor(path) {
-    super(`${path} already exists and is never replaced`);
-    this.name = "FileExistsError";
-    this.path = path;
-  }
-};
-var TXN_DIR = ".svc-tmp";
-var STAGING_DIR = "staging";
-var PREPARING = "txn-";
-var COMMITTED = "commit-";
-var JOURNAL = "journal.json";
-function fsyncPath(path) {
-  let fd;
-  try {
-    fd = openSync(path, "r");
-  } catch (error) {
-    if (error.code === "ENOENT") return;
-    throw error;
-  }
-  try {
-    fsyncSync(fd);
-  } catch (error) {
-    if (!["EISDIR", "EINVAL", "EPERM", "EBADF"].includes(error.code ?? ""))
-      throw error;
-  } finally {
-    closeSync(fd);
-  }
-}
-function safeJoin(root, path) {
-  const full = join3(root, path);
-  const rel2 = relative2(root, full);
-  if (rel2.startsWith("..") || rel2 === "" || rel2.split(sep2).includes("..") || path.includes("\0")) {
-    throw new Error(`refusing to write outside the tree: ${path}`);
-  }
-  return full;
-}
-function sameBytes(path, content) {
-  if (!existsSync2(path)) return false;
-  const current = readFileSync4(path);
-  const next = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content);
-  return current.equals(next);
-}
-function ensureDir(dir, touched) {
-  if (existsSync2(dir)) return;
-  let existing = dirname2(dir);
-  const created = [dir];
-  while (!existsSync2(existing)) {
-    created.push(existing);
-    existing = dirname2(existing);
-  }
-  mkdirSync(dir, { recursive: true });
-  touched.add(existing);
-  for (const d of created) touched.add(d);
-}
-function exists(path) {
-  try {
-    lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-function commitFiles(root, changes, options = {}) {
-  recoverTransactions(root);
-  const entries = [];
-  const contents = [];
-  const creates = [];
-  let unchanged = 0;
-  for (const [path, content] of changes.write) {
-    if (sameBytes(safeJoin(root, path), content)) {
-      unchanged++;
-      continue;
-    }
-    entries.push({ op: "write", path, source: `w${contents.length}` });
-    contents.push(content);
-  }
-  for (const [path, content] of changes.create ?? []) {
-    if (changes.write.has(path)) throw new Error(`${path} is both written and created`);
-    if (exists(safeJoin(root, path))) throw new FileExistsError(path);
-    creates.push({ index: entries.length, content });
-    entries.push({ op: "create", path, ino: 0, dev: 0 });
-  }
-  for (const path of changes.delete ?? []) {
-    if (changes.write.has(path) || changes.create?.has(path)) continue;
-    if (exists(safeJoin(root, path))) entries.push({ op: "delete", path });
-  }
-  if (entries.length === 0) return { written: [], deleted: [], unchanged };
-  const dir = join3(root, TXN_DIR);
-  const id = `${Date.now()}-${randomBytes2(4).toString("hex")}`;
-  const txn = join3(dir, `${PREPARING}${id}`);
-  const touched = /* @__PURE__ */ new Set();
-  ensureDir(dir, touched);
-  mkdirSync(txn);
-  const sources = /* @__PURE__ */ new Map();
-  try {
-    for (const [i, content] of contents.entries())
-      writeFileSync2(join3(txn, `w${i}`), content, { flush: true });
-    creates.forEach(({ index, content }, i) => {
-      let source;
-      if (typeof content === "object" && "stagedFile" in content) {
-        source = content.stagedFile;
-      } else {
-        source = join3(txn, `c${i}`);
-        writeFileSync2(source, content, { flush: true });
-      }
-      const { ino, dev } = statSync2(source);
-      sources.set(index, source);
-      entries[index] = { op: "create", path: entries[index].path, ino, dev };
-    });
-    writeFileSync2(join3(txn, JOURNAL), JSON.stringify({ version: 2, entries }), {
-      flush: true
-    });
-    fsyncPath(txn);
-    if (creates.length > 0) touched.add(dir);
-    for (const d of touched) fsyncPath(d);
-    touched.clear();
-    entries.forEach((entry, i) => {
-      options.beforeApply?.(i, entry.path);
-      if (entry.op !== "create") return;
-      const full = safeJoin(root, entry.path);
-      ensureDir(dirname2(full), touched);
-      try {
-        linkSync2(sources.get(i), full);
-      } catch (error) {
-        if (error.code === "EEXIST") throw new FileExistsError(entry.path);
-        throw error;
-      }
-      touched.add(dirname2(full));
-    });
-    for (const d of touched) fsyncPath(d);
-    options.beforeCommit?.();
-  } catch (error) {
-    rollBack(root, txn);
-    throw error;
-  }
-  const committed = join3(dir, `${COMMITTED}${id}`);
-  renameSync2(txn, committed);
-  fsyncPath(dir);
-  rollForward(root, committed);
-  return {
-    written: entries.filter((e) => e.op !== "delete").map((e) => e.path),
-    deleted: entries.filter((e) => e.op === "delete").map((e) => e.path),
-    unchanged
-  };
-}
-function removeEmptyParents(root, dir, touched) {
-  let current = dir;
-  while (relative2(root, current) !== "" && !relative2(root, current).startsWith("..")) {
-    try {
-      if (readdirSync3(current).length > 0) return;
-      rmdirSync(current);
-    } catch {
-      return;
-    }
-    current = dirname2(current);
-    touched.add(current);
-  }
-}
-function readJournal(txn) {
-  try {
-    return JSON.parse(readFileSync4(join3(txn, JOURNAL), "utf8"));
-  } catch {
-    return null;
-  }
-}
-function rollForward(root, txn) {
-  const journal = readJournal(txn);
-  const touched = /* @__PURE__ */ new Set();
-  if (journal && !Array.isArray(journal)) {
-    for (const entry of journal.entries) {
-      const full = safeJoin(root, entry.path);
-      if (entry.op === "write") {
-        const source = join3(txn, entry.source);
-        if (!exists(source)) continue;
-        ensureDir(dirname2(full), touched);
-        renameSync2(source, full);
-        touched.add(dirname2(full));
-      } else if (entry.op === "delete" && exists(full)) {
-        unlinkSync2(full);
-        touched.add(dirname2(full));
-        removeEmptyParents(root, dirname2(full), touched);
-      }
-    }
-  }
-  for (const d of touched) fsyncPath(d);
-  rmSync2(txn, { recursive: true, force: true });
-}
-function rollBack(root, txn) {
-  const journal = readJournal(txn);
-  if (Array.isArray(journal)) {
-    rollBackLegacy(root, txn, journal);
-    return;
-  }
-  const touched = /* @__PURE__ */ new Set();
-  for (const entry of journal?.entries ?? []) {
-    if (entry.op !== "create") continue;
-    const full = safeJoin(root, entry.path);
-    try {
-      const placed = lstatSync(full);
-      if (placed.ino !== entry.ino || placed.dev !== entry.dev) continue;
-    } catch {
-      continue;
-    }
-    unlinkSync2(full);
-    touched.add(dirname2(full));
-    removeEmptyParents(root, dirname2(full), touched);
-  }
-  for (const d of touched) fsyncPath(d);
-  rmSync2(txn, { recursive: true, force: true });
-}
-function rollBackLegacy(root, txn, entries) {
-  const touched = /* @__PURE__ */ new Set();
-  for (const entry of entries) {
-    const full = safeJoin(root, entry.path);
-    if (entry.create) {
-      if (entry.next && sameInode(full, join3(txn, entry.next))) {
-        unlinkSync2(full);
-        removeEmptyParents(root, dirname2(full), touched);
-      }
-    } else if (entry.backup && existsSync2(join3(txn, entry.backup))) {
-      mkdirSync(dirname2(full), { recursive: true });
-      renameSync2(join3(txn, entry.backup), full);
-    } else if (!entry.backup && existsSync2(full)) {
-      unlinkSync2(full);
-      removeEmptyParents(root, dirname2(full), touched);
-    }
-  }
-  rmSync2(txn, { recursive: true, force: true });
-}
-function sameInode(a, b) {
-  try {
-    const sa = statSync2(a);
-    const sb = statSync2(b);
-    return sa.ino === sb.ino && sa.dev === sb.dev;
-  } catch {
-    return false;
-  }
-}
-function recoverTransactions(root) {
-  const dir = join3(root, TXN_DIR);
-  const result = { rolledBack: 0, completed: 0 };
-  if (!existsSync2(dir)) return result;
-  for (const name of readdirSync3(dir).sort()) {
-    if (name.includes(".lock") || name === STAGING_DIR) continue;
-    const path = join3(dir, name);
-    if (name.startsWith(COMMITTED)) {
-      rollForward(root, path);
-      result.completed++;
-    } else if (name.startsWith(PREPARING)) {
-      rollBack(root, path);
-      result.rolledBack++;
-    } else {
-      rmSync2(path, { recursive: true, force: true });
-    }
-  }
-  return result;
-}
-function hasPendingTransactions(tree) {
-  return [tree.root, tree.siteDir].some((root) => {
-    const dir = join3(root, TXN_DIR);
-    return existsSync2(dir) && readdirSync3(dir).some((name) => name.startsWith(PREPARING) || name.startsWith(COMMITTED));
-  });
-}
-async function recoverPending(tree, options = {}) {
-  if (hasPendingTransactions(tree)) await withPublishLock(tree, () => void 0, options);
-}
-function stagingDir(root) {
-  return join3(root, TXN_DIR, STAGING_DIR);
-}
-async function withTreeLock(root, fn, options = {}) {
-  const dir = join3(root, TXN_DIR);
-  mkdirSync(dir, { recursive: true });
-  const name = options.name ?? "publish";
-  const path = join3(dir, `${name}.lock`);
-  const lock = await waitForLock(path, `${name} lock`, {
-    timeoutMs: options.timeoutMs ?? 6e4,
-    ...options.pollMs ? { pollMs: options.pollMs } : {}
-  });
-  if (!lock.ok) throw new LockTimeoutError(path, describeHolder(lock.holder));
-  removeLeftovers(path);
-  try {
-    return await fn();
-  } finally {
-    lock.release();
-  }
-}
-var LockTimeoutError = class extends Error {
-  constructor(path, holder) {
-    super(`timed out waiting for ${path} (held by ${holder})`);
-    this.name = "LockTimeoutError";
-  }
-};
-async function withPublishLock(tree, fn, options = {}) {
-  try {
-    return await withTreeLock(
-      tree.root,
-      async () => {
-        const site = recoverTransactions(tree.siteDir);
-        const project = recoverTransactions(tree.root);
-        const recovered = {
-          rolledBack: site.rolledBack + project.rolledBack,
-          completed: site.completed + project.completed
-        };
-        if (recovered.rolledBack + recovered.completed > 0) options.onRecovered?.(recovered);
-        const staging = stagingDir(tree.root);
-        if (existsSync2(staging)) rmSync2(staging, { recursive: true, force: true });
-        try {
-          return await fn(recovered);
-        } finally {
-          if (existsSync2(staging)) rmSync2(staging, { recursive: true, force: true });
-        }
-      },
-      { timeoutMs: options.timeoutMs ?? 6e4 }
-    );
-  } catch (error) {
-    if (error instanceof LockTimeoutError) throw new SvcError("conflict", error.message);
-    throw error;
-  }
-}
-function listFilesUnder(root, folders) {
-  const out = [];
-  const walk = (rel2) => {
-    const full = join3(root, rel2);
-    if (!existsSync2(full)) return;
-    if (!statSync2(full).isDirectory()) {
-      out.push(rel2);
-      return;
-    }
-    for (const name of readdirSync3(full).sort()) walk(`${rel2}/${name}`);
-  };
-  for (const folder of folders) walk(folder);
-  return out;
-}
-
 // src/pages/render-pages.ts
 var PAGE_PATHS = {
   catalog: "index.html",
@@ -60874,7 +60907,7 @@ function isLoopbackBaseUrl(baseUrl2) {
 }
 
 // src/catalog/records.ts
-import { existsSync as existsSync3, readdirSync as readdirSync4, readFileSync as readFileSync7 } from "node:fs";
+import { existsSync as existsSync4, readdirSync as readdirSync4, readFileSync as readFileSync7 } from "node:fs";
 import { join as join5 } from "node:path";
 var RECORD_PATHS = {
   modsDir: "mods",
@@ -60895,7 +60928,7 @@ function readJson(path) {
 }
 function loadReleaseRecords(recordsDir, registry) {
   const modsDir = join5(recordsDir, RECORD_PATHS.modsDir);
-  if (!existsSync3(modsDir)) return [];
+  if (!existsSync4(modsDir)) return [];
   const records = [];
   for (const modId of readdirSync4(modsDir).sort())
     records.push(...loadModRecords(recordsDir, modId, registry));
@@ -60903,7 +60936,7 @@ function loadReleaseRecords(recordsDir, registry) {
 }
 function loadModRecords(recordsDir, modId, registry) {
   const modDir = join5(recordsDir, RECORD_PATHS.modsDir, modId);
-  if (!existsSync3(modDir)) return [];
+  if (!existsSync4(modDir)) return [];
   const records = [];
   for (const file of readdirSync4(modDir).sort()) {
     if (!file.endsWith(".json")) continue;
@@ -60932,7 +60965,7 @@ ${formatIssues(result.issues)}`,
 }
 function loadOptionalJson(recordsDir, relativePath) {
   const path = join5(recordsDir, relativePath);
-  return existsSync3(path) ? readJson(path) : null;
+  return existsSync4(path) ? readJson(path) : null;
 }
 
 // src/catalog/portal-base.ts
@@ -60966,7 +60999,7 @@ function recordsAtBase(records, baseUrl2) {
 }
 
 // src/catalog/changes.ts
-import { existsSync as existsSync4, readdirSync as readdirSync5, readFileSync as readFileSync8 } from "node:fs";
+import { existsSync as existsSync5, readdirSync as readdirSync5, readFileSync as readFileSync8 } from "node:fs";
 import { join as join6 } from "node:path";
 var CHANGES_PAGE_SIZE = 24;
 function lastSequenceOf(page) {
@@ -60981,7 +61014,7 @@ ${entries}
 }
 function changesPageNumbers(recordsDir) {
   const dir = join6(recordsDir, RECORD_PATHS.changesDir);
-  if (!existsSync4(dir)) return [];
+  if (!existsSync5(dir)) return [];
   return readdirSync5(dir).map((name) => /^(0|[1-9]\d*)\.json$/.exec(name)).filter((m) => m !== null).map((m) => Number(m[1])).sort((a, b) => a - b);
 }
 function readPage(recordsDir, page, registry) {
@@ -61165,7 +61198,7 @@ function renderSite(inputs, siteDir, now = () => /* @__PURE__ */ new Date(), opt
     if (document === catalog.document) {
       for (const mod of document.mods) {
         const versionsText = files.get(SITE_PATHS.modVersions(mod.id)) ?? readIfExists(join7(siteDir, SITE_PATHS.modVersions(mod.id)));
-        if (versionsText !== void 0) mod.versionsSha256 = sha256Text(versionsText);
+        if (versionsText !== void 0) mod.versionsSha256 = sha256Hex(versionsText);
       }
     }
     const rendered = stampDocument(registry, siteDir, path, schema, document, stamp);
@@ -61194,11 +61227,8 @@ ${failures.join("\n")}`,
   for (const [path, text] of renderPages(files, inputs.config)) files.set(path, text);
   return files;
 }
-function sha256Text(text) {
-  return createHash2("sha256").update(text).digest("hex");
-}
 function readIfExists(path) {
-  return existsSync5(path) ? readFileSync9(path, "utf8") : void 0;
+  return existsSync6(path) ? readFileSync9(path, "utf8") : void 0;
 }
 function stampDocument(registry, siteDir, path, schema, document, stamp) {
   const pending = serializeDocument({ ...document, generatedAt: PENDING_TIMESTAMP });
@@ -61225,32 +61255,31 @@ function listGeneratedFiles(siteDir) {
 
 // src/catalog/sync.ts
 var import_semver3 = __toESM(require_semver2(), 1);
-import { createHash as createHash7 } from "node:crypto";
-import { existsSync as existsSync7, readFileSync as readFileSync12 } from "node:fs";
+import { createHash as createHash5 } from "node:crypto";
+import { existsSync as existsSync8, readFileSync as readFileSync12 } from "node:fs";
 import { join as join10 } from "node:path";
 
 // src/catalog/rebuild.ts
-import { createHash as createHash6 } from "node:crypto";
+import { createHash as createHash4 } from "node:crypto";
 import { readFileSync as readFileSync11 } from "node:fs";
 import { join as join9, relative as relative4 } from "node:path";
 
 // src/distribution/tuf-repository.ts
 var import_models2 = __toESM(require_dist3(), 1);
-import { createHash as createHash4 } from "node:crypto";
 import {
-  closeSync as closeSync2,
-  existsSync as existsSync6,
-  fsyncSync as fsyncSync2,
+  closeSync as closeSync3,
+  existsSync as existsSync7,
+  fsyncSync as fsyncSync3,
   linkSync as linkSync3,
-  mkdirSync as mkdirSync2,
-  openSync as openSync2,
+  mkdirSync as mkdirSync3,
+  openSync as openSync3,
   readdirSync as readdirSync6,
   readFileSync as readFileSync10,
   renameSync as renameSync3,
-  rmSync as rmSync3,
+  rmSync as rmSync4,
   statSync as statSync3,
   writeFileSync as writeFileSync3,
-  writeSync
+  writeSync as writeSync2
 } from "node:fs";
 import { join as join8, relative as relative3, sep as sep3 } from "node:path";
 
@@ -61299,15 +61328,12 @@ function artifactTargetPath(_baseUrl, modId, version) {
   if (version.packageUrl.endsWith(`/${sitePath2}`)) return sitePath2;
   return `external/mods/${modId}/${version.version}/${version.fileName}`;
 }
-function sha256Of(bytes) {
-  return createHash4("sha256").update(bytes).digest("hex");
-}
-function hashFile(path) {
+function hashFile2(path) {
   const bytes = readFileSync10(path);
-  return { length: bytes.length, sha256: sha256Of(bytes) };
+  return { length: bytes.length, sha256: sha256Hex(bytes) };
 }
 function listFiles(dir) {
-  if (!existsSync6(dir)) return [];
+  if (!existsSync7(dir)) return [];
   const out = [];
   const walk = (d) => {
     for (const name of readdirSync6(d).sort()) {
@@ -61327,11 +61353,11 @@ function collectSiteTargets(siteDir) {
   const targets = /* @__PURE__ */ new Map();
   for (const full of [...listFiles(join8(siteDir, "api", "v1")), ...listFiles(join8(siteDir, "downloads"))]) {
     const path = sitePath(siteDir, full);
-    targets.set(path, { path, ...hashFile(full) });
+    targets.set(path, { path, ...hashFile2(full) });
   }
   const listed = [];
   const catalogFile = join8(siteDir, "api", "v1", "catalog.json");
-  if (existsSync6(catalogFile)) {
+  if (existsSync7(catalogFile)) {
     const catalog = JSON.parse(readFileSync10(catalogFile, "utf8"));
     for (const mod of catalog.mods ?? [])
       for (const version of mod.versions ?? []) listed.push({ modId: mod.id, version });
@@ -61349,12 +61375,12 @@ function collectSiteTargets(siteDir) {
   return [...targets.values()].sort((a, b) => a.path < b.path ? -1 : 1);
 }
 function readMetadata(file) {
-  if (!existsSync6(file)) return null;
+  if (!existsSync7(file)) return null;
   return JSON.parse(readFileSync10(file, "utf8"));
 }
 function loadLatestRoot(siteDir) {
   const dir = join8(siteDir, TUF_DIR);
-  if (!existsSync6(dir)) return null;
+  if (!existsSync7(dir)) return null;
   const versions = readdirSync6(dir).map((name) => /^(\d+)\.root\.json$/.exec(name)?.[1]).filter((v) => v !== void 0).map(Number).sort((a, b) => b - a);
   const newest = versions[0];
   if (newest === void 0) return null;
@@ -61367,12 +61393,12 @@ function serializeMetadata(metadata) {
 }
 function writeFileAtomic(file, text) {
   const temp = `${file}.tmp-${process.pid}`;
-  const fd = openSync2(temp, "w");
+  const fd = openSync3(temp, "w");
   try {
-    writeSync(fd, text);
-    fsyncSync2(fd);
+    writeSync2(fd, text);
+    fsyncSync3(fd);
   } finally {
-    closeSync2(fd);
+    closeSync3(fd);
   }
   renameSync3(temp, file);
 }
@@ -61385,8 +61411,8 @@ var VersionedFiles = class {
   toSync = [];
   write(name, text) {
     const file = join8(this.dir, name);
-    rmSync3(file, { force: true });
-    const digest = sha256Of(Buffer.from(text));
+    rmSync4(file, { force: true });
+    const digest = sha256Hex(Buffer.from(text));
     const same = this.bySha256.get(digest);
     if (same) {
       linkSync3(same, file);
@@ -61398,11 +61424,11 @@ var VersionedFiles = class {
   }
   sync() {
     for (const file of [...this.toSync, this.dir]) {
-      const fd = openSync2(file, "r");
+      const fd = openSync3(file, "r");
       try {
-        fsyncSync2(fd);
+        fsyncSync3(fd);
       } finally {
-        closeSync2(fd);
+        closeSync3(fd);
       }
     }
   }
@@ -61672,7 +61698,7 @@ function signChanges(siteDir, keys, change, now = () => /* @__PURE__ */ new Date
   const signedNewestPage = newestChangesPage(topLevel.keys());
   const newestPage = newestChangesPage([
     ...topLevel.keys(),
-    ...[...paths].filter((path) => existsSync6(join8(siteDir, path)))
+    ...[...paths].filter((path) => existsSync7(join8(siteDir, path)))
   ]);
   const placeOf = (path) => isTopLevelTarget(path, newestPage) ? topLevel : binTargets(binForTarget(path));
   const setTarget = (path, target) => {
@@ -61690,11 +61716,11 @@ function signChanges(siteDir, keys, change, now = () => /* @__PURE__ */ new Date
     }
     for (const path of [...paths].sort()) {
       const full = join8(siteDir, path);
-      setTarget(path, existsSync6(full) ? { path, ...hashFile(full) } : null);
+      setTarget(path, existsSync7(full) ? { path, ...hashFile2(full) } : null);
     }
     for (const path of paths) {
       const modId = /^api\/v1\/mods\/([^/]+)\/versions\.json$/.exec(path)?.[1];
-      if (!modId || !existsSync6(join8(siteDir, path))) continue;
+      if (!modId || !existsSync7(join8(siteDir, path))) continue;
       const document = JSON.parse(readFileSync10(join8(siteDir, path), "utf8"));
       for (const version of document.versions ?? []) {
         const target = checkedArtifactTarget(siteDir, modId, version, targetOf);
@@ -61728,13 +61754,13 @@ function checkedArtifactTarget(siteDir, modId, version, signedTarget) {
   let served = signed;
   if (!served) {
     const full = join8(siteDir, path);
-    if (!existsSync6(full)) {
+    if (!existsSync7(full)) {
       throw new DistributionError(
         "artifact_mismatch",
         `the catalog lists ${path} but site/${path} is missing`
       );
     }
-    served = { path, ...hashFile(full) };
+    served = { path, ...hashFile2(full) };
   }
   if (served.sha256 !== version.sha256 || served.length !== version.packageSizeBytes) {
     throw new DistributionError(
@@ -61750,7 +61776,7 @@ function serializeCompact(metadata) {
 `;
 }
 function applyPlan(dir, root, keys, state, plan, at, liveTimestampVersion) {
-  mkdirSync2(dir, { recursive: true });
+  mkdirSync3(dir, { recursive: true });
   const files = new VersionedFiles(dir);
   const written = [];
   const currentSnapshot = state.snapshot;
@@ -61829,7 +61855,7 @@ function applyPlan(dir, root, keys, state, plan, at, liveTimestampVersion) {
     snapshotMeta: new import_models2.MetaFile({
       version: nextSnapshotVersion,
       length: snapshotBytes.length,
-      hashes: { sha256: sha256Of(snapshotBytes) }
+      hashes: { sha256: sha256Hex(snapshotBytes) }
     })
   });
   const timestampMetadata = new import_models2.Metadata(timestamp);
@@ -61864,13 +61890,12 @@ function pruneOldVersions(dir, roles, newest) {
   }
   for (const [role, versions] of byRole) {
     for (const version of versions.sort((x, y) => y - x).slice(KEEP_OLD_VERSIONS)) {
-      rmSync3(join8(dir, `${version}.${role}.json`), { force: true });
+      rmSync4(join8(dir, `${version}.${role}.json`), { force: true });
     }
   }
 }
 
 // src/catalog/contract-rules.ts
-import { createHash as createHash5 } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 
 // src/catalog/manager-reader.ts
@@ -62021,7 +62046,7 @@ function checkContractRules(files) {
           fail("rule_5_no_drift", `mods/${mod.id}/versions.json differs from catalog.json`);
         if (list.latestVersion !== mod.latestVersion)
           fail("rule_5_no_drift", `mods/${mod.id}/versions.json latestVersion differs`);
-        if (createHash5("sha256").update(listText).digest("hex") !== versionsSha256)
+        if (sha256Hex(listText) !== versionsSha256)
           fail(
             "rule_5_no_drift",
             `catalog.json versionsSha256 of ${mod.id} is not the hash of its versions.json`
@@ -62078,7 +62103,7 @@ ${failures.slice(0, 20).map((f) => `  ${f.rule}: ${f.message}`).join("\n")}${fai
             // The recorded hash must be the hash of the file as stored; anything else rolls back.
             beforeCommit: () => {
               for (const a of siteArtifacts) {
-                const stored = createHash6("sha256").update(readFileSync11(join9(options.root, a.path))).digest("hex");
+                const stored = createHash4("sha256").update(readFileSync11(join9(options.root, a.path))).digest("hex");
                 if (stored !== a.sha256)
                   throw new SvcError("internal_error", `${a.path} does not hash to ${a.sha256}`);
               }
@@ -62162,7 +62187,7 @@ function versionOf(tag) {
   return version;
 }
 function verify(bytes, asset, sha256, where) {
-  const actual = createHash7("sha256").update(bytes).digest("hex");
+  const actual = createHash5("sha256").update(bytes).digest("hex");
   if (actual !== sha256)
     throw new SvcError(
       "invalid_payload",
@@ -62214,8 +62239,8 @@ async function syncReleases(options) {
   let promoted = null;
   if (options.frameworkStore) {
     promoted = await promoteFramework(options, options.frameworkStore, framework, frameworkAsset, maxBytes);
-  } else if (existsSync7(stored)) {
-    const actual = createHash7("sha256").update(readFileSync12(stored)).digest("hex");
+  } else if (existsSync8(stored)) {
+    const actual = createHash5("sha256").update(readFileSync12(stored)).digest("hex");
     if (actual !== frameworkDigest) {
       throw new SvcError(
         "artifact_exists",
@@ -62304,7 +62329,7 @@ function frameworkTag(key) {
 }
 async function promoteFramework(options, store, framework, asset, maxBytes) {
   const recordPath = join10(options.recordsDir, RECORD_PATHS.framework);
-  if (existsSync7(recordPath)) {
+  if (existsSync8(recordPath)) {
     const current = JSON.parse(readFileSync12(recordPath, "utf8"));
     if (current.url === framework.url && current.sha256 === framework.sha256) return null;
   }
@@ -62333,37 +62358,6 @@ import { join as join12 } from "node:path";
 // src/catalog/artifact-check.ts
 import { existsSync as existsSync9, lstatSync as lstatSync2 } from "node:fs";
 import { join as join11 } from "node:path";
-
-// src/catalog/artifact-store.ts
-import { createHash as createHash8, randomBytes as randomBytes3 } from "node:crypto";
-import {
-  closeSync as closeSync3,
-  createReadStream,
-  existsSync as existsSync8,
-  fsyncSync as fsyncSync3,
-  mkdirSync as mkdirSync3,
-  openSync as openSync3,
-  rmSync as rmSync4,
-  writeSync as writeSync2
-} from "node:fs";
-function artifactExistsError(key, url, where) {
-  return new SvcError(
-    "artifact_exists",
-    `${key.modId}@${key.version}: an artifact already exists at ${url} (${where}); published artifacts are immutable and never replaced \u2014 publish a new version instead`,
-    { details: { modId: key.modId, version: key.version, url } }
-  );
-}
-async function hashFile2(path) {
-  const hash = createHash8("sha256");
-  let sizeBytes = 0;
-  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) {
-    hash.update(chunk);
-    sizeBytes += chunk.length;
-  }
-  return { sha256: hash.digest("hex"), sizeBytes };
-}
-
-// src/catalog/artifact-check.ts
 var MODS_DOWNLOADS = "downloads/mods";
 function localPath(baseUrl2, url) {
   const prefix = `${baseUrl2.replace(/\/+$/, "")}/`;
@@ -62409,7 +62403,7 @@ async function checkLocalArtifacts(inputs, siteDir, options) {
       continue;
     }
     if (options.hashes) {
-      const { sha256 } = await hashFile2(full);
+      const { sha256 } = await hashFile(full);
       if (sha256 !== artifact.sha256)
         problems.push(
           `artifact sha256: site/${artifact.path} hashes to ${sha256}; the record says ${artifact.sha256} (${artifact.what})`
@@ -64089,7 +64083,7 @@ async function mintInstallationToken(request2) {
 }
 
 // src/github/release-artifact-store.ts
-import { createHash as createHash9 } from "node:crypto";
+import { createHash as createHash6 } from "node:crypto";
 var ReleasePublishError = class extends Error {
   constructor(message) {
     super(message);
@@ -64106,7 +64100,7 @@ function status(error) {
   return error.status;
 }
 async function hashStream(stream) {
-  const hash = createHash9("sha256");
+  const hash = createHash6("sha256");
   let sizeBytes = 0;
   const reader = stream.getReader();
   for (; ; ) {
@@ -64182,7 +64176,7 @@ function githubReleaseArtifactStore(options) {
     exists: async (key) => await publishedRelease(tagFor(key)) !== null || await tagExists(tagFor(key)),
     async promote(key, bytes) {
       const tag = tagFor(key);
-      const sha256 = createHash9("sha256").update(bytes).digest("hex");
+      const sha256 = createHash6("sha256").update(bytes).digest("hex");
       const existing = await publishedRelease(tag);
       if (existing) return adopt(key, existing, sha256);
       if (await tagExists(tag)) throw artifactExistsError(key, urlFor(key), `tag ${tag} on ${owner}/${repo}`);

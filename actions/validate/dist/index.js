@@ -49871,7 +49871,7 @@ var require_semver2 = __commonJS({
 
 // actions/validate/main.ts
 var core = __toESM(require_core(), 1);
-import { readFileSync as readFileSync4, writeFileSync } from "node:fs";
+import { readFileSync as readFileSync5, writeFileSync as writeFileSync2 } from "node:fs";
 import { join as join4 } from "node:path";
 
 // node_modules/@actions/github/lib/context.js
@@ -55962,6 +55962,36 @@ function checkFileSignature(ctx) {
 // src/validation/checks/manager_catalog_parse.ts
 var import_semver4 = __toESM(require_semver2(), 1);
 
+// src/store/lock-file.ts
+import {
+  linkSync,
+  readdirSync as readdirSync2,
+  readFileSync as readFileSync4,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync
+} from "node:fs";
+function processStartTicks(pid) {
+  try {
+    const stat = readFileSync4(`/proc/${pid}/stat`, "utf8");
+    const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
+    return Number.isFinite(ticks) ? ticks : null;
+  } catch {
+    return null;
+  }
+}
+function bootId() {
+  try {
+    return readFileSync4("/proc/sys/kernel/random/boot_id", "utf8").trim() || null;
+  } catch {
+    return null;
+  }
+}
+var SELF_START_TICKS = processStartTicks("self");
+var BOOT_ID = bootId();
+
 // src/catalog/manager-reader.ts
 var import_semver2 = __toESM(require_semver2(), 1);
 function parseManagerCatalog(text) {
@@ -57480,7 +57510,7 @@ function createClamscanScanner(binary = "clamscan", options = {}) {
 // actions/validate/main.ts
 var readJson = (path) => {
   try {
-    return JSON.parse(readFileSync4(path, "utf8"));
+    return JSON.parse(readFileSync5(path, "utf8"));
   } catch {
     return null;
   }
@@ -57522,7 +57552,7 @@ async function run() {
     core.setFailed(report.problems[0].message);
   }
   const path = core.getInput("report-path") || "submission-report.json";
-  writeFileSync(path, `${JSON.stringify(report, null, 2)}
+  writeFileSync2(path, `${JSON.stringify(report, null, 2)}
 `);
   await core.summary.addRaw(validationSummary(report)).write();
   const passed2 = report.problems.length === 0 && report.report?.passed === true;
