@@ -456,10 +456,10 @@ export class AccountService {
    * Sends a magic link to a verified account. Verified, unverified and unknown addresses take the
    * same path, so neither the answer nor its timing tells them apart: the same lookup, a token made
    * and hashed, one mail-system call, then one transaction of the same two statements. The token
-   * insert selects the account by address, so it writes one row for an account (born expired, so
-   * inert, when the account was not verified at the lookup) and none for an unknown address; the
-   * audit insert records either outcome. The answer is the same; in return-token mode the token of
-   * an address that cannot sign in signs nothing in.
+   * insert writes one row for every address (migration 5 dropped the foreign key, so none pays a
+   * lookup the others skip): born expired, so inert, unless the account was verified at the lookup,
+   * and with no account for an unknown address; the audit insert records either outcome. The answer
+   * is the same; in return-token mode the token of an address that cannot sign in signs nothing in.
    */
   async requestMagicLink(emailInput: string): Promise<{ expiresInSeconds: number; devToken?: string }> {
     const delivery = this.requireEmailDelivery();
@@ -495,9 +495,8 @@ export class AccountService {
     await this.store.transaction(async (tx) => {
       await tx.query(
         `INSERT INTO magic_link_tokens (token_hash, account_id, created_at, expires_at)
-         SELECT $1, id, $3::timestamptz, CASE WHEN $5::boolean THEN $4::timestamptz ELSE $3::timestamptz END
-         FROM accounts WHERE email_normalized = $2`,
-        [tokenHash, normalized, now.toISOString(), expiresAt, eligible !== null],
+         VALUES ($1, $2, $3::timestamptz, CASE WHEN $5::boolean THEN $4::timestamptz ELSE $3::timestamptz END)`,
+        [tokenHash, row?.id ?? null, now.toISOString(), expiresAt, eligible !== null],
       );
       await this.audit(tx, {
         actorAccountId: null,

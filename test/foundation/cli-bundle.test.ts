@@ -3,6 +3,7 @@ import {
   cpSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   symlinkSync,
@@ -57,26 +58,39 @@ describe("the bundled CLI (dist/svc.js)", () => {
   });
 
   it("the build is the CLI: a fresh bundle runs `svc --help` with every command", async () => {
-    const out = join(mkdtempSync(join(tmpdir(), "svc-cli-dist-")), "svc.js");
-    // Built where the real one lives relative to the sources, so import.meta paths resolve the same.
-    await build({ ...(await cliBuildOptions()), outfile: out });
-    const text = readFileSync(out, "utf8");
-    expect(text).not.toContain('from "../src/');
-    const fresh = join(ROOT, "dist", "svc-check.js");
-    writeFileSync(fresh, text);
+    // Built one folder below the repository root, like dist/, so import.meta paths resolve the same.
+    const outdir = mkdtempSync(join(ROOT, ".svc-cli-dist-"));
     let help: string;
     try {
+      await build(await cliBuildOptions(outdir));
+      const files = readdirSync(outdir);
+      // The entry and one chunk per lazily loaded command: start-up loads none of their packages.
+      expect(files).toContain("svc.js");
+      expect(files.filter((f) => /^svc-[A-Z0-9]+\.js$/.test(f)).length).toBeGreaterThan(5);
+      const entry = readFileSync(join(outdir, "svc.js"), "utf8");
+      expect(entry).not.toMatch(/from "(@octokit|@electric-sql|pg"|tuf-js|jszip)/);
+      for (const f of files) expect(readFileSync(join(outdir, f), "utf8")).not.toContain('from "../src/');
       help = execFileSync(
         process.execPath,
         [
           "--input-type=module",
           "-e",
-          `const { main } = await import(${JSON.stringify(fresh)}); process.exitCode = await main(["--help"]);`,
+          `const { main } = await import(${JSON.stringify(join(outdir, "svc.js"))}); process.exitCode = await main(["--help"]);`,
         ],
         { encoding: "utf8", cwd: ROOT },
       );
+      const importHelp = execFileSync(
+        process.execPath,
+        [
+          "--input-type=module",
+          "-e",
+          `const { main } = await import(${JSON.stringify(join(outdir, "svc.js"))}); process.exitCode = await main(["import", "--help"]);`,
+        ],
+        { encoding: "utf8", cwd: ROOT },
+      );
+      expect(importHelp).toMatch(/usage: svc import/);
     } finally {
-      rmSync(fresh, { force: true });
+      rmSync(outdir, { recursive: true, force: true });
     }
     expect(help).toMatch(/usage: svc <command>/);
     for (const command of ["serve", "build", "check", "validate", "import", "pack", "new", "smoke"])
