@@ -24,11 +24,13 @@ import { ENDPOINTS, type EndpointDefinition } from "../../src/contracts/endpoint
 import { REPO_ROOT } from "../lib/project.ts";
 
 /**
- * `vercel build` on a copy of the repository, offline, then every built function run by
- * @vercel/node's own launcher (the dev-server `vercel dev` uses: it imports the .func handler and
- * applies the Node helpers when .vc-config.json asks for them, as the platform does). Requests are
- * routed by the build's config.json, so a dynamic route reaches its function with the original
- * path plus the query Vercel appends.
+ * `vercel build` on a copy of the repository, offline, then the built functions run on plain Node:
+ * the ones a sign-in, the health check and a webhook delivery cross by @vercel/node's own launcher
+ * (the dev-server `vercel dev` uses: it imports the .func handler and applies the Node helpers when
+ * .vc-config.json asks for them, as the platform does), the other v1 functions in one plain Node
+ * host (each imported from its own folder with its own traced node_modules). Requests are routed
+ * by the build's config.json, so a dynamic route reaches its function with the original path plus
+ * the query Vercel appends.
  */
 
 const require = createRequire(import.meta.url);
@@ -202,6 +204,117 @@ function startInstance(fn: BuiltFunction, vars: Record<string, string>): Promise
   });
 }
 
+/**
+ * The functions a sign-up to signed-in crosses, and health: each in its own launcher, because the
+ * flow proves Vercel's Node helpers read every JSON body and that functions share only PostgreSQL.
+ */
+const LAUNCHED = new Set([
+  "api/v1/accounts/index",
+  "api/v1/accounts/[accountId]/verify-email",
+  "api/v1/auth/magic-link/request",
+  "api/v1/auth/magic-link/confirm",
+  "api/v1/auth/session",
+  "api/v1/backend/health",
+]);
+
+/**
+ * Several functions in one plain Node process, each on its own loopback port. Each handler is
+ * imported from its own .func folder (bare imports resolve from its own node_modules, nothing
+ * above it), with the launcher's `default` unwrapping; what a function could see of another here
+ * is taken away: requests run one at a time with the cwd of the function answering (Vercel runs a
+ * function in its folder, where portal.config.json lands), the Host header is the public one (as
+ * the launcher and the platform pass it), and waitUntil has a request context as on Vercel. All
+ * share one process.env, so they get the same variables. The launcher costs ~1.3 s of CPU per
+ * function before it listens (it loads ts-morph to read static config); this costs a function's
+ * own imports.
+ */
+const HOST_SOURCE = `
+import { createServer } from "node:http";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const functions = JSON.parse(process.argv[2]);
+Object.defineProperty(globalThis, Symbol.for("@vercel/request-context"), {
+  configurable: true,
+  value: { get: () => ({ waitUntil: (work) => work.catch((error) => console.error(error)) }) },
+});
+let turn = Promise.resolve();
+const served = {};
+for (const fn of functions) {
+  try {
+    process.chdir(fn.dir);
+    let handler = await import(pathToFileURL(join(fn.dir, fn.handler)).href);
+    for (let i = 0; i < 5 && handler.default; i++) handler = handler.default;
+    if (typeof handler !== "function") throw new Error("the default export is not a (req, res) handler");
+    const server = createServer((req, res) => {
+      turn = turn.then(
+        () =>
+          new Promise((done) => {
+            res.once("close", done);
+            process.chdir(fn.dir);
+            req.headers.host = req.headers["x-forwarded-host"] ?? req.headers.host;
+            Promise.resolve(handler(req, res)).catch((error) => {
+              console.error(error);
+              res.statusCode = 500;
+              res.end(String(error?.stack ?? error));
+            });
+          }),
+      );
+    });
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    served[fn.name] = { port: server.address().port };
+  } catch (error) {
+    served[fn.name] = { error: String(error?.stack ?? error) };
+  }
+}
+process.send(served);
+`;
+
+/** One plain Node process serving `fns` (see HOST_SOURCE): once ready, an Instance per function. */
+function startHost(
+  root: string,
+  fns: BuiltFunction[],
+  vars: Record<string, string>,
+): { child: ChildProcess; ready: Promise<Map<string, Instance>> } {
+  const script = join(root, "host.mjs");
+  writeFileSync(script, HOST_SOURCE);
+  let stderr = "";
+  const child = fork(
+    script,
+    [JSON.stringify(fns.map((f) => ({ name: f.name, dir: f.dir, handler: f.config.handler })))],
+    {
+      cwd: root,
+      // No tsx, no loader of this test run: the built JavaScript must run on plain Node.
+      execArgv: [],
+      env: cleanEnv(root, vars),
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+    },
+  );
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const ready = new Promise<Map<string, Instance>>((resolve, reject) => {
+    child.once("message", (served: Record<string, { port?: number; error?: string }>) => {
+      const failed = Object.entries(served).filter(([, s]) => s.error);
+      if (failed.length) {
+        child.kill();
+        reject(new Error(failed.map(([name, s]) => `${name} does not load:\n${s.error}`).join("\n")));
+        return;
+      }
+      resolve(
+        new Map(
+          fns.map((f) => [
+            f.name,
+            { origin: `http://127.0.0.1:${served[f.name]?.port}`, stderr: () => stderr, child },
+          ]),
+        ),
+      );
+    });
+    child.once("exit", (code) => reject(new Error(`the function host exited (${code}):\n${stderr}`)));
+  });
+  return { child, ready };
+}
+
 const PGBOUNCER = ["/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"].find((path) => existsSync(path)) ?? null;
 
 async function freePort(): Promise<number> {
@@ -301,6 +414,7 @@ describe("vercel build output", () => {
   let pooler: { url: string; stop: () => void } | null = null;
   let instanceDatabaseUrl: string | null = null;
   const instances: Instance[] = [];
+  const hosts: ChildProcess[] = [];
 
   beforeAll(async () => {
     scratch = mkdtempSync(join(tmpdir(), "svc-vercel-build-"));
@@ -408,7 +522,7 @@ describe("vercel build output", () => {
   }, 600_000);
 
   afterAll(async () => {
-    for (const instance of instances) instance.child.kill();
+    for (const child of [...instances.map((i) => i.child), ...hosts]) child.kill();
     if (functionsRoot) rmSync(functionsRoot, { recursive: true, force: true });
     if (scratch) rmSync(scratch, { recursive: true, force: true });
     pooler?.stop();
@@ -516,15 +630,23 @@ describe("vercel build output", () => {
   it("every v1 function loads and answers its route", async () => {
     const vars = { ...databaseVars(), SVC_DEV_EMAIL: "return-token" };
     const v1 = functions.filter((f) => f.name.startsWith("api/v1/"));
-    // Two at a time: each instance is a Node process that loads the launcher and the function.
-    const started = new Map<string, Instance>();
-    const queue = [...v1];
-    await Promise.all(
-      [0, 1].map(async () => {
-        for (let next = queue.shift(); next; next = queue.shift())
-          started.set(next.name, await start(next.name, vars));
-      }),
+    const launched = [...LAUNCHED].map((name) => fn(name));
+    // Two processes at a time: the host (every other v1 function) and one launcher after another.
+    const host = startHost(
+      functionsRoot,
+      v1.filter((f) => !LAUNCHED.has(f.name)),
+      vars,
     );
+    hosts.push(host.child);
+    const started = new Map<string, Instance>();
+    const [hosted] = await Promise.all([
+      host.ready,
+      (async () => {
+        for (const f of launched) started.set(f.name, await start(f.name, vars));
+      })(),
+    ]);
+    for (const [name, instance] of hosted) started.set(name, instance);
+    expect([...started.keys()].sort()).toEqual(v1.map((f) => f.name).sort());
     const names = new Set(functions.map((f) => f.name));
     const instanceFor = (path: string) => {
       const name = routeToFunction(routes, names, path)?.name;
