@@ -31,6 +31,8 @@ const HEADER_END = Buffer.from("\r\n\r\n");
 const latenciesMs: number[] = [];
 let measuring = false;
 let stopping = false;
+/** Every answer, warm-up included: the bench divides the server's CPU time by it. */
+let answered = 0;
 let unexpected = 0;
 let firstUnexpected = "";
 
@@ -70,6 +72,7 @@ function client(): Promise<void> {
         }
         pending = pending.subarray(bodyLeft);
         bodyLeft = -1;
+        answered += 1;
         if (measuring) latenciesMs.push(Number(process.hrtime.bigint() - sentAt) / 1e6);
         send();
       }
@@ -100,6 +103,7 @@ process.stdout.write(
     p50ms: at(0.5),
     p99ms: at(0.99),
     maxMs: sorted.at(-1) ?? 0,
+    answered,
     unexpected,
     firstUnexpected,
   })}\n`,

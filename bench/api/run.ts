@@ -5,6 +5,10 @@
  *
  *   npm run bench:api     (SVC_BENCH_MIB=100 by default; DATABASE_URL switches PGlite to PostgreSQL)
  *
+ * SVC_BENCH_ONLY=requests skips the downloads (for profiling the request path:
+ * `SVC_BENCH_ONLY=requests node --cpu-prof --import tsx bench/api/run.ts`; the portal runs in this
+ * process, the load generator in its own).
+ *
  * Goals (issue 14): static download >= 0.9x nginx; API-key lane download >= 0.9x nginx; API-key
  * request (Range 4 KiB), 50 concurrent clients: p99 <= 10 ms and >= 5,000 req/s. Each is printed
  * MET or MISSED; the exit code is 1 when one is missed. The bench installs nothing: without nginx
@@ -12,7 +16,19 @@
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { createServer as createNetServer, connect } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -30,6 +46,7 @@ const CLIENTS = 50;
 const WARMUP_MS = 1000;
 const DURATION_MS = 5000;
 const GOALS = { downloadRatio: 0.9, p99Ms: 10, requestsPerSecond: 5000 };
+const ONLY_REQUESTS = process.env.SVC_BENCH_ONLY === "requests";
 
 function log(line = "") {
   process.stdout.write(`${line}\n`);
@@ -121,6 +138,37 @@ async function startNginx(
   return { port, stop: () => child.kill("SIGQUIT") };
 }
 
+/**
+ * The floor of Node itself on this machine: node:http in this process answering the same range from
+ * a descriptor with one pread and no routing, authentication or validation at all.
+ */
+async function startBareNode(path: string): Promise<{ port: number; stop(): void }> {
+  const fd = openSync(path, "r");
+  const size = fstatSync(fd).size;
+  const server = createHttpServer((req, res) => {
+    const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? "");
+    const start = Number(m?.[1] ?? 0);
+    const end = Math.min(Number(m?.[2] ?? size - 1), size - 1);
+    const body = Buffer.allocUnsafe(end - start + 1);
+    readSync(fd, body, 0, body.length, start);
+    res.writeHead(206, {
+      "content-type": "application/zip",
+      "content-length": body.length,
+      "content-range": `bytes ${start}-${end}/${size}`,
+    });
+    res.end(body);
+  });
+  const { port } = await listen(server, 0, "127.0.0.1");
+  return {
+    port,
+    stop: () => {
+      server.closeAllConnections();
+      server.close();
+      closeSync(fd);
+    },
+  };
+}
+
 interface CurlResult {
   status: number;
   bytes: number;
@@ -161,9 +209,17 @@ interface LoadResult {
   maxMs: number;
   unexpected: number;
   firstUnexpected: string;
+  /** CPU time of this process (the portal's) per request over the whole load, warm-up included. */
+  portalCpuUsPerRequest?: number;
 }
 
-function load(port: number, path: string, headers: Record<string, string>): Promise<LoadResult> {
+/** portal: the server under load runs in this process, so its CPU time per request is measured too. */
+function load(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  portal: boolean,
+): Promise<LoadResult> {
   const options = {
     host: "127.0.0.1",
     port,
@@ -176,6 +232,7 @@ function load(port: number, path: string, headers: Record<string, string>): Prom
   };
   // Asynchronous on purpose: the portal answers from this very process while the child runs.
   return new Promise((resolve, reject) => {
+    const cpuBefore = process.cpuUsage();
     const child = spawn(
       process.execPath,
       ["--import", "tsx", join(import.meta.dirname, "load.ts"), JSON.stringify(options)],
@@ -188,7 +245,11 @@ function load(port: number, path: string, headers: Record<string, string>): Prom
     child.on("error", reject);
     child.on("close", (code) => {
       if (code !== 0) return reject(new Error(`load generator exited with ${code}`));
-      const result = JSON.parse(out) as LoadResult;
+      const result = JSON.parse(out) as LoadResult & { answered: number };
+      if (portal && result.answered > 0) {
+        const cpu = process.cpuUsage(cpuBefore);
+        result.portalCpuUsPerRequest = (cpu.user + cpu.system) / result.answered;
+      }
       if (result.unexpected > 0) {
         return reject(
           new Error(`${path}: ${result.unexpected} unexpected answers (${result.firstUnexpected})`),
@@ -301,9 +362,9 @@ async function main(): Promise<number> {
     );
 
     // Page cache and JIT warm for everyone first; then the order rotates every round so drift hits all alike.
-    for (const target of targets) await curl(urls[target].url, urls[target].headers);
     const rates: Record<string, number[]> = {};
-    for (const parallel of [1, PARALLEL]) {
+    if (!ONLY_REQUESTS) for (const target of targets) await curl(urls[target].url, urls[target].headers);
+    for (const parallel of ONLY_REQUESTS ? [] : [1, PARALLEL]) {
       for (let round = 0; round < ROUNDS; round++) {
         for (let i = 0; i < targets.length; i++) {
           const target = targets[(i + round) % targets.length]!;
@@ -316,8 +377,11 @@ async function main(): Promise<number> {
     const rate = (target: Target, parallel: number) => median(rates[`${target}x${parallel}`]!);
 
     const range = { range: "bytes=0-4095" };
-    const nginxLoad = await load(web.port, `/${rel}`, range);
-    const laneLoad = await load(portalPort, `/api/v1/${rel}`, { ...auth, ...range });
+    const nginxLoad = await load(web.port, `/${rel}`, range, false);
+    const laneLoad = await load(portalPort, `/api/v1/${rel}`, { ...auth, ...range }, true);
+    const bare = await startBareNode(join(siteDir, rel));
+    stops.push(bare.stop);
+    const bareLoad = await load(bare.port, `/${rel}`, range, true);
 
     const rows: Array<{ what: string; value: number; baseline: number; ratio: number; met: boolean }> = [];
     log("");
@@ -327,7 +391,7 @@ async function main(): Promise<number> {
     log(
       `  ${"lane".padEnd(28)}${"portal".padStart(9)}${"nginx".padStart(9)}${"ratio".padStart(8)}   goal >= ${GOALS.downloadRatio}x`,
     );
-    for (const parallel of [1, PARALLEL]) {
+    for (const parallel of ONLY_REQUESTS ? [] : [1, PARALLEL]) {
       for (const [target, label] of [
         ["static", "static /downloads/"],
         ["lane", "API-key lane"],
@@ -348,9 +412,11 @@ async function main(): Promise<number> {
       `API-key request (Range 4 KiB), ${CLIENTS} concurrent keep-alive clients, ${DURATION_MS / 1000} s (database: ${store.kind})`,
     );
     const describe = (r: LoadResult) =>
-      `p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms  max ${r.maxMs.toFixed(1)} ms  ${Math.round(r.requestsPerSecond)} req/s`;
+      `p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms  max ${r.maxMs.toFixed(1)} ms  ${Math.round(r.requestsPerSecond)} req/s` +
+      (r.portalCpuUsPerRequest === undefined ? "" : `  ${r.portalCpuUsPerRequest.toFixed(0)} µs CPU/request`);
     log(`  API-key lane           ${describe(laneLoad)}`);
     log(`  nginx, same range      ${describe(nginxLoad)}`);
+    log(`  bare node:http         ${describe(bareLoad)}`);
     log(`  goal p99 <= ${GOALS.p99Ms} ms and >= ${GOALS.requestsPerSecond} req/s: ${verdict(latencyMet)}`);
     const result = {
       database: store.kind,
@@ -370,8 +436,9 @@ async function main(): Promise<number> {
         clients: CLIENTS,
         lane: laneLoad,
         nginx: nginxLoad,
+        bareNode: bareLoad,
       },
-      met: rows.every((r) => r.met) && latencyMet,
+      met: rows.every((r) => r.met) && latencyMet && !ONLY_REQUESTS,
     };
     log(JSON.stringify(result));
     return result.met ? 0 : 1;

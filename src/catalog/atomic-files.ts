@@ -48,6 +48,12 @@ import { describeHolder, removeLeftovers, waitForLock } from "../store/lock-file
  */
 export interface FileChanges {
   write: ReadonlyMap<string, string | Uint8Array>;
+  /**
+   * Paths in write that the caller knows differ from the file on disk (it read that file under the
+   * tree's lock): written without reading the file again to compare. The others are compared, and
+   * one with the same bytes is left alone.
+   */
+  changed?: ReadonlySet<string>;
   delete?: readonly string[];
   /**
    * Files that must not exist yet (immutable artifacts): created, never replaced. Content is bytes or
@@ -136,9 +142,20 @@ function safeJoin(root: string, path: string): string {
 }
 
 function sameBytes(path: string, content: string | Uint8Array): boolean {
-  if (!existsSync(path)) return false;
+  let size: number;
+  try {
+    size = statSync(path).size;
+  } catch {
+    return false;
+  }
+  // A different size settles it without reading the file (index documents are megabytes).
+  const length = typeof content === "string" ? Buffer.byteLength(content, "utf8") : content.byteLength;
+  if (size !== length) return false;
   const current = readFileSync(path);
-  const next = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content);
+  const next =
+    typeof content === "string"
+      ? Buffer.from(content, "utf8")
+      : Buffer.from(content.buffer, content.byteOffset, content.byteLength);
   return current.equals(next);
 }
 
@@ -172,7 +189,8 @@ export function commitFiles(root: string, changes: FileChanges, options: CommitO
   const creates: Array<{ index: number; content: string | Uint8Array | { stagedFile: string } }> = [];
   let unchanged = 0;
   for (const [path, content] of changes.write) {
-    if (sameBytes(safeJoin(root, path), content)) {
+    const full = safeJoin(root, path);
+    if (!changes.changed?.has(path) && sameBytes(full, content)) {
       unchanged++;
       continue;
     }

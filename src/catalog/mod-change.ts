@@ -17,8 +17,8 @@ import { CHANGES_PATHS, SITE_PATHS } from "../contracts/urls.ts";
 import {
   catalogPageItem,
   compareCatalogPageItems,
-  readCatalogPageItems,
   renderCatalogPageItems,
+  spliceCatalogPage,
 } from "../pages/catalog-page.ts";
 import type { GameBuildMatrix } from "../pages/compatibility.ts";
 import { renderModPage } from "../pages/mod-page.ts";
@@ -52,8 +52,13 @@ export interface ModChange {
 }
 
 export interface RenderedModChange {
-  /** Site-relative path -> text of every file the change writes. */
-  files: Map<string, string>;
+  /** Site-relative path -> content of every file the change writes (the index documents as bytes). */
+  files: Map<string, string | Buffer>;
+  /**
+   * Paths in files whose content differs from the file read from disk under the publish lock: the
+   * commit need not read them again to compare.
+   */
+  changed: Set<string>;
   /** Site-relative paths the change removes (the mod's files when it leaves the catalog). */
   deleted: string[];
   /** records/changes/{page}.json as it must be written with the change. */
@@ -62,16 +67,19 @@ export interface RenderedModChange {
 }
 
 const MODS_ARRAY = '\n  "mods": [';
-const ENTRY_PREFIX = '\n    {\n      "id": "';
-const ENTRY_END = "\n    }";
-const DOCUMENT_END = "\n  ]\n}\n";
+const ENTRY_PREFIX = Buffer.from('\n    {\n      "id": "');
+const ENTRY_END = Buffer.from("\n    }");
+const DOCUMENT_END = Buffer.from("\n  ]\n}\n");
+const EMPTY_END = Buffer.from("]\n}\n");
 
 interface IndexLayout {
   /** The document without its mods, parsed (what a one-mod schema check needs besides the entry). */
   header: Record<string, unknown>;
-  /** Offset of the first character inside the mods array. */
+  /** The text before the array's first character, as written. */
+  head: string;
+  /** Byte offset of the first byte inside the mods array. */
   arrayStart: number;
-  /** Offset of the array's closing "\n  ]" (arrayStart when the array is empty). */
+  /** Byte offset of the array's closing "\n  ]" (arrayStart when the array is empty). */
   arrayClose: number;
   empty: boolean;
 }
@@ -80,14 +88,15 @@ interface IndexLayout {
  * Reads the layout of an index document (catalog.json, mods/index.json) as serializeDocument writes
  * it: "mods" is the last field and each mod is an object at indent 4 whose first key is "id", in id
  * order. A newline inside a JSON string is always escaped, so "\n    {" can only start a mods entry.
+ * The document stays bytes (it is megabytes): only the header before the array is decoded.
  * null when the text has another layout (hand-edited, or written by an older version): the caller
  * re-renders the whole site then.
  */
-function readIndexLayout(text: string): IndexLayout | null {
-  const at = text.indexOf(MODS_ARRAY);
+function readIndexLayout(bytes: Buffer): IndexLayout | null {
+  const at = bytes.indexOf(MODS_ARRAY);
   if (at === -1) return null;
   // The fields before the array must be exactly as serializeDocument writes them.
-  const head = text.slice(0, at);
+  const head = bytes.toString("utf8", 0, at);
   let header: Record<string, unknown>;
   try {
     header = JSON.parse(`${head.replace(/,$/, "")}\n}`) as Record<string, unknown>;
@@ -95,18 +104,34 @@ function readIndexLayout(text: string): IndexLayout | null {
   } catch {
     return null;
   }
-  const arrayStart = at + MODS_ARRAY.length;
-  if (text.startsWith("]", arrayStart))
-    return text.slice(arrayStart + 1) === "\n}\n"
-      ? { header, arrayStart, arrayClose: arrayStart, empty: true }
+  const arrayStart = at + Buffer.byteLength(MODS_ARRAY);
+  const headText = bytes.toString("utf8", 0, arrayStart);
+  if (bytes[arrayStart] === 93 /* ] */)
+    return bytes.subarray(arrayStart).equals(EMPTY_END)
+      ? { header, head: headText, arrayStart, arrayClose: arrayStart, empty: true }
       : null;
-  if (!text.startsWith(ENTRY_PREFIX, arrayStart) || !text.endsWith(DOCUMENT_END)) return null;
-  return { header, arrayStart, arrayClose: text.length - DOCUMENT_END.length, empty: false };
+  if (!startsWithAt(bytes, ENTRY_PREFIX, arrayStart) || !endsWith(bytes, DOCUMENT_END)) return null;
+  return {
+    header,
+    head: headText,
+    arrayStart,
+    arrayClose: bytes.length - DOCUMENT_END.length,
+    empty: false,
+  };
 }
 
-function idAt(text: string, entryStart: number): string {
+function startsWithAt(bytes: Buffer, prefix: Buffer, at: number): boolean {
+  return bytes.subarray(at, at + prefix.length).equals(prefix);
+}
+
+function endsWith(bytes: Buffer, suffix: Buffer): boolean {
+  return bytes.length >= suffix.length && bytes.subarray(bytes.length - suffix.length).equals(suffix);
+}
+
+function idAt(bytes: Buffer, entryStart: number): string {
   const from = entryStart + ENTRY_PREFIX.length;
-  return text.slice(from, text.indexOf('"', from));
+  // Mod ids are ASCII ([a-z0-9-]), so latin1 decoding is exact and byte order is string order.
+  return bytes.toString("latin1", from, bytes.indexOf(34 /* " */, from));
 }
 
 /**
@@ -114,13 +139,13 @@ function idAt(text: string, entryStart: number): string {
  * in id order), O(log mods) probes of one entry each; the document is never scanned or parsed whole.
  */
 function locateEntry(
-  text: string,
+  bytes: Buffer,
   layout: IndexLayout,
   modId: string,
 ): { start: number; end: number; found: boolean } {
   if (layout.empty) return { start: layout.arrayStart, end: layout.arrayStart, found: false };
   const nextEntry = (from: number) => {
-    const at = text.indexOf(ENTRY_PREFIX, from);
+    const at = bytes.indexOf(ENTRY_PREFIX, from);
     return at === -1 || at >= layout.arrayClose ? layout.arrayClose : at;
   };
   let lo = layout.arrayStart;
@@ -130,12 +155,12 @@ function locateEntry(
     const mid = lo + Math.floor((hi - lo) / 2);
     const at = nextEntry(mid);
     if (at >= hi) hi = mid;
-    else if (idAt(text, at) < modId) lo = at + 1;
+    else if (idAt(bytes, at) < modId) lo = at + 1;
     else hi = at;
   }
   const start = nextEntry(lo);
-  if (start === layout.arrayClose || idAt(text, start) !== modId) return { start, end: start, found: false };
-  return { start, end: text.indexOf(ENTRY_END, start) + ENTRY_END.length, found: true };
+  if (start === layout.arrayClose || idAt(bytes, start) !== modId) return { start, end: start, found: false };
+  return { start, end: bytes.indexOf(ENTRY_END, start) + ENTRY_END.length, found: true };
 }
 
 function entryText(entry: unknown): string {
@@ -145,41 +170,59 @@ function entryText(entry: unknown): string {
 /**
  * The index document with one mod's entry replaced, inserted (in id order) or removed, and
  * generatedAt (and count, when present) updated; byte-identical to serializing the patched document.
- * Unchanged text when the entry is the same.
+ * The same bytes (not a copy) when the entry is the same.
  */
 function patchIndex(
-  text: string,
+  bytes: Buffer,
   layout: IndexLayout,
   modId: string,
   entry: unknown | null,
   generatedAt: string,
-): string {
-  const place = locateEntry(text, layout, modId);
-  const next = entry === null ? null : entryText(entry);
-  if (place.found && next === text.slice(place.start, place.end)) return text;
-  if (!place.found && next === null) return text;
-  let body: string;
+): Buffer {
+  const place = locateEntry(bytes, layout, modId);
+  const next = entry === null ? null : Buffer.from(entryText(entry));
+  if (place.found && next?.equals(bytes.subarray(place.start, place.end))) return bytes;
+  if (!place.found && next === null) return bytes;
+  let body: Buffer[];
   let countChange = 0;
+  const COMMA = Buffer.from(",");
   if (place.found && next !== null) {
-    body = text.slice(layout.arrayStart, place.start) + next + text.slice(place.end, layout.arrayClose);
+    body = [
+      bytes.subarray(layout.arrayStart, place.start),
+      next,
+      bytes.subarray(place.end, layout.arrayClose),
+    ];
   } else if (place.found) {
     countChange = -1;
-    const before = text.slice(layout.arrayStart, place.start);
-    const after = text.slice(place.end, layout.arrayClose);
+    let before = bytes.subarray(layout.arrayStart, place.start);
+    let after = bytes.subarray(place.end, layout.arrayClose);
     // Drop the entry with one of the commas around it.
-    body = after.startsWith(",") ? before + after.slice(1) : before.replace(/,$/, "") + after;
+    if (after[0] === 44 /* , */) after = after.subarray(1);
+    else if (before.at(-1) === 44) before = before.subarray(0, -1);
+    body = [before, after];
   } else {
     countChange = 1;
-    const before = text.slice(layout.arrayStart, place.start);
-    const after = text.slice(place.start, layout.arrayClose);
-    body = layout.empty ? next! : after === "" ? `${before},${next}` : `${before}${next},${after}`;
+    const before = bytes.subarray(layout.arrayStart, place.start);
+    const after = bytes.subarray(place.start, layout.arrayClose);
+    body = layout.empty
+      ? [next!]
+      : after.length === 0
+        ? [before, COMMA, next!]
+        : [before, next!, COMMA, after];
   }
-  let head = text
-    .slice(0, layout.arrayStart)
-    .replace(/\n {2}"generatedAt": "[^"]*"/, `\n  "generatedAt": ${JSON.stringify(generatedAt)}`);
+  let head = layout.head.replace(
+    /\n {2}"generatedAt": "[^"]*"/,
+    `\n  "generatedAt": ${JSON.stringify(generatedAt)}`,
+  );
   if (typeof layout.header.count === "number")
     head = head.replace(/\n {2}"count": \d+,/, `\n  "count": ${layout.header.count + countChange},`);
-  return head + (body === "" ? "]\n}\n" : `${body}${DOCUMENT_END}`);
+  const empty = body.every((part) => part.length === 0);
+  return Buffer.concat([Buffer.from(head), ...body, empty ? EMPTY_END : DOCUMENT_END]);
+}
+
+function readSiteBytes(siteDir: string, path: string): Buffer | undefined {
+  const full = join(siteDir, path);
+  return existsSync(full) ? readFileSync(full) : undefined;
 }
 
 function readSite(siteDir: string, path: string): string | undefined {
@@ -199,8 +242,8 @@ export function renderModChange(input: ModChange): RenderedModChange | null {
   const { config, siteDir, modId } = input;
   const registry = schemaRegistry(config.baseUrl);
   const stamp = input.now().toISOString();
-  const catalogText = readSite(siteDir, SITE_PATHS.catalog);
-  const indexText = readSite(siteDir, SITE_PATHS.modsIndex);
+  const catalogText = readSiteBytes(siteDir, SITE_PATHS.catalog);
+  const indexText = readSiteBytes(siteDir, SITE_PATHS.modsIndex);
   // A site built before the changes feed existed gets its head from a full render once.
   if (catalogText === undefined || indexText === undefined || !existsSync(join(siteDir, CHANGES_PATHS.head)))
     return null;
@@ -208,7 +251,8 @@ export function renderModChange(input: ModChange): RenderedModChange | null {
   const indexLayout = readIndexLayout(indexText);
   if (!catalogLayout || !indexLayout) return null;
 
-  const files = new Map<string, string>();
+  const files = new Map<string, string | Buffer>();
+  const changed = new Set<string>();
   const schemaFailures: string[] = [];
   const stampInto = (path: string, schema: Parameters<typeof stampDocument>[3], doc: object) => {
     const result = stampDocument(registry, siteDir, path, schema, { ...doc }, stamp);
@@ -252,6 +296,8 @@ export function renderModChange(input: ModChange): RenderedModChange | null {
   const indexPatched = patchIndex(indexText, indexLayout, modId, indexEntry, stamp);
   files.set(SITE_PATHS.catalog, catalogPatched);
   files.set(SITE_PATHS.modsIndex, indexPatched);
+  if (catalogPatched !== catalogText) changed.add(SITE_PATHS.catalog);
+  if (indexPatched !== indexText) changed.add(SITE_PATHS.modsIndex);
   const catalogPatchedLayout = readIndexLayout(catalogPatched);
   const listed = (id: string) =>
     catalogPatchedLayout !== null && locateEntry(catalogPatched, catalogPatchedLayout, id).found;
@@ -293,53 +339,60 @@ export function renderModChange(input: ModChange): RenderedModChange | null {
   mini.set(SITE_PATHS.catalog, serializeDocument(miniCatalog));
   mini.set(SITE_PATHS.modsIndex, serializeDocument(miniIndex));
   for (const [path, text] of files)
-    if (path.startsWith(`api/v1/mods/${modId}/`) || path.startsWith(CHANGES_PATHS.dir)) mini.set(path, text);
+    if (
+      typeof text === "string" &&
+      (path.startsWith(`api/v1/mods/${modId}/`) || path.startsWith(CHANGES_PATHS.dir))
+    )
+      mini.set(path, text);
   const failures = checkContractRules(mini).filter((failure) => {
     const dangling = /: dependency (\S+) is not in the catalog$/.exec(failure.message);
     return !(dangling && listed(dangling[1]!));
   });
   // A mod leaving the catalog may strand another mod's dependency: then the whole catalog is checked.
   if (!view && catalogPatched.includes(`"modId": ${JSON.stringify(modId)}`)) {
-    for (const error of parseManagerCatalog(catalogPatched).errors)
+    for (const error of parseManagerCatalog(catalogPatched.toString("utf8")).errors)
       failures.push({ rule: "rule_3_installable", message: `catalog: ${error}` });
   }
   for (const failure of schemaFailures) failures.push({ rule: "schema", message: failure });
 
-  // Pages: the mod's page and the home page. The home page lists every mod: the other mods' list
-  // items are kept byte for byte from the page on disk, only this mod's is rendered (a page in
+  // Pages: the mod's page and the home page. The home page lists every mod: this mod's list item
+  // is spliced into the page on disk as bytes, the other mods' items kept as they are (a page in
   // another shape is rendered whole, from the patched mods index).
   const ctx = pageContext(config);
   const matrix = JSON.parse(
     readSite(siteDir, SITE_PATHS.gameBuilds) ?? '{"builds":[],"supportedGameBuilds":[]}',
   ) as GameBuildMatrix;
   const header = catalogLayout.header as unknown as CatalogDocument;
-  let items = readCatalogPageItems(readSite(siteDir, PAGE_PATHS.catalog) ?? "");
-  if (items) {
-    items = items.filter((item) => item.id !== modId);
-    if (catalogEntry) {
-      const item = catalogPageItem(catalogEntry, matrix);
-      let at = items.findIndex((other) => compareCatalogPageItems(item, other) < 0);
-      if (at === -1) at = items.length;
-      items.splice(at, 0, item);
-    }
+  const page = readSiteBytes(siteDir, PAGE_PATHS.catalog);
+  const spliced = page && spliceCatalogPage(ctx, header, page, modId, catalogEntry, matrix);
+  if (spliced) {
+    // Hiding an older version leaves the item as it was: then the page keeps its bytes.
+    const same = spliced === page || spliced.equals(page);
+    files.set(PAGE_PATHS.catalog, same ? page : spliced);
+    if (!same) changed.add(PAGE_PATHS.catalog);
   } else {
-    const modsIndex = JSON.parse(indexPatched) as ModsIndexDocument;
-    items = modsIndex.mods
+    const modsIndex = JSON.parse(indexPatched.toString("utf8")) as ModsIndexDocument;
+    const items = modsIndex.mods
       .map((m) => ({ ...m, versionsSha256: "", versions: [{ targetGameBuild: m.targetGameBuild }] }))
       .sort(compareCatalogPageItems)
       .map((m) => catalogPageItem(m as unknown as CatalogMod, matrix));
+    files.set(PAGE_PATHS.catalog, renderCatalogPageItems(ctx, header, items, matrix));
   }
-  files.set(PAGE_PATHS.catalog, renderCatalogPageItems(ctx, header, items, matrix));
   if (detail) {
-    const pageCatalog = { ...header, mods: items.map((item) => ({ id: item.id })) } as CatalogDocument;
+    // The mod page links the dependencies that are in the catalog: only those ids are looked up.
+    const dependencies = new Set(detail.versions.flatMap((v) => v.dependencies.map((d) => d.modId)));
+    const pageCatalog = {
+      ...header,
+      mods: [...dependencies].filter(listed).map((id) => ({ id })),
+    } as CatalogDocument;
     files.set(
       PAGE_PATHS.modPage(modId),
-      renderModPage(ctx, JSON.parse(files.get(SITE_PATHS.modDetail(modId))!), pageCatalog, matrix),
+      renderModPage(ctx, JSON.parse(files.get(SITE_PATHS.modDetail(modId)) as string), pageCatalog, matrix),
     );
   }
 
   const deleted = listFilesUnder(siteDir, [`api/v1/mods/${modId}`, `mods/${modId}`]).filter(
     (p) => !files.has(p),
   );
-  return { files, deleted, changesPage, failures };
+  return { files, changed, deleted, changesPage, failures };
 }

@@ -252,7 +252,9 @@ function movesReadiness(options: PublisherOptions, plan: Plan): boolean {
 }
 
 interface RenderedPlan {
-  files: Map<string, string>;
+  files: Map<string, string | Buffer>;
+  /** Files known to differ from the ones on disk (read under the lock): the commit skips comparing them. */
+  changed?: Set<string>;
   stale: string[];
   changesPage: ChangesPage;
   failures: RuleFailure[];
@@ -325,13 +327,17 @@ function commitPlan(
     serializeChangesPage(rendered.changesPage),
   );
   // Encoded once: the commit compares each file with the one on disk and then writes it, and the
-  // index documents are megabytes.
+  // index documents are megabytes (an incremental render hands them over as bytes already).
   for (const [path, text] of rendered.files)
-    write.set(`${siteRel}/${path}`, text.length > 65_536 ? Buffer.from(text) : text);
+    write.set(
+      `${siteRel}/${path}`,
+      typeof text === "string" && text.length > 65_536 ? Buffer.from(text) : text,
+    );
+  const changed = new Set([...(rendered.changed ?? [])].map((p) => `${siteRel}/${p}`));
   const create = new Map(artifact?.files ?? []);
   const commit = commitFiles(
     root,
-    { write, delete: rendered.stale.map((p) => `${siteRel}/${p}`), create },
+    { write, changed, delete: rendered.stale.map((p) => `${siteRel}/${p}`), create },
     {
       ...options.commit,
       beforeCommit: () => {

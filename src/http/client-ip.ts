@@ -25,14 +25,30 @@ function isTrusted(list: BlockList, address: string): boolean {
   return family !== 0 && list.check(address, family === 6 ? "ipv6" : "ipv4");
 }
 
+/** What a connection's peer address says, the same for every request on it. */
+export interface PeerDecision {
+  peer: string;
+  /** A trusted proxy: its requests' X-Forwarded-For is read. */
+  trusted: boolean;
+}
+
+export function decidePeer(remoteAddress: string | undefined, trusted: BlockList): PeerDecision {
+  const peer = normalize(remoteAddress ?? "unknown");
+  return { peer, trusted: isTrusted(trusted, peer) };
+}
+
 /**
  * The client address for rate limits and audit. X-Forwarded-For is read only when the socket peer
  * is a trusted proxy, and then from the right: the first hop that is not itself a trusted proxy is
  * the client (anything further left was written by the client and proves nothing).
  */
-export function resolveClientIp(req: IncomingMessage, trusted: BlockList): string {
-  const peer = normalize(req.socket.remoteAddress ?? "unknown");
-  if (!isTrusted(trusted, peer)) return peer;
+export function resolveClientIp(
+  req: IncomingMessage,
+  trusted: BlockList,
+  peerDecision: PeerDecision = decidePeer(req.socket.remoteAddress, trusted),
+): string {
+  const { peer } = peerDecision;
+  if (!peerDecision.trusted) return peer;
   const header = req.headers["x-forwarded-for"];
   const hops = (Array.isArray(header) ? header.join(",") : (header ?? ""))
     .split(",")

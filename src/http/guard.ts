@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { BlockList, Socket } from "node:net";
 import type { Account, SessionInfo } from "../accounts/account-service.ts";
 import { hasAnyRole } from "../accounts/roles.ts";
 import type { Role } from "../config/portal-config.ts";
 import { SvcError } from "../errors.ts";
-import { resolveClientIp, trustedProxyList } from "./client-ip.ts";
+import { decidePeer, type PeerDecision, resolveClientIp, trustedProxyList } from "./client-ip.ts";
 import { type AppContext, accountsOf, type RouteContext } from "./context.ts";
 import { CSRF_HEADER, clearSessionCookie, readSessionCookie } from "./cookies.ts";
 
@@ -22,14 +23,31 @@ export interface Guarded {
   caller: Caller | null;
 }
 
-const proxyLists = new WeakMap<readonly string[], ReturnType<typeof trustedProxyList>>();
+const proxyLists = new WeakMap<readonly string[], BlockList>();
 
-/** The caller each request authenticated as, kept for the refusal audit (a CSRF failure has one). */
-const establishedCallers = new WeakMap<IncomingMessage, Caller>();
+/**
+ * A keep-alive connection has one peer, so whether it is a trusted proxy is decided once per
+ * socket (with the list it was decided against: a socket never moves between servers, but a
+ * configuration object may be replaced). Only X-Forwarded-For, which changes per request, is read
+ * per request, and only from a trusted peer.
+ */
+const peerDecisions = new WeakMap<Socket, { list: BlockList; decision: PeerDecision }>();
+
+/**
+ * The caller each request authenticated as, kept for the refusal audit (a CSRF failure has one).
+ * A property of the request rather than a WeakMap entry: it lives exactly as long as the request,
+ * without an ephemeron-table insertion (and collector bookkeeping) on every download request.
+ */
+const ESTABLISHED_CALLER = Symbol("svc.establishedCaller");
+type WithCaller = IncomingMessage & { [ESTABLISHED_CALLER]?: Caller };
 
 /** The caller guardRequest established for this request, also when it then refused it. */
 export function callerOf(req: IncomingMessage): Caller | null {
-  return establishedCallers.get(req) ?? null;
+  return (req as WithCaller)[ESTABLISHED_CALLER] ?? null;
+}
+
+function establish(req: IncomingMessage, caller: Caller): void {
+  (req as WithCaller)[ESTABLISHED_CALLER] = caller;
 }
 
 export function clientIpOf(req: IncomingMessage, app: AppContext): string {
@@ -40,11 +58,22 @@ export function clientIpOf(req: IncomingMessage, app: AppContext): string {
     list = trustedProxyList(entries);
     proxyLists.set(entries, list);
   }
-  return resolveClientIp(req, list);
+  const socket = req.socket;
+  let known = peerDecisions.get(socket);
+  // A socket whose peer is not known yet (or no longer) is decided afresh, never remembered.
+  if (!known || known.list !== list) {
+    const decision = decidePeer(socket.remoteAddress, list);
+    if (socket.remoteAddress === undefined) return resolveClientIp(req, list, decision);
+    known = { list, decision };
+    peerDecisions.set(socket, known);
+  }
+  return resolveClientIp(req, list, known.decision);
 }
 
 /** Names a query parameter that carries an API key (refused: query strings end up in logs). */
 function apiKeyInQuery(url: URL): string | null {
+  // The common case, no query at all, without building URLSearchParams.
+  if (url.search === "") return null;
   for (const [name, value] of url.searchParams) {
     if (/^(api[_-]?key|key|token|access_token|auth)$/i.test(name) || value.startsWith("svc_")) return name;
   }
@@ -90,7 +119,7 @@ export async function guardRequest(
       throw new SvcError("invalid_api_key", "the API key is malformed, unknown or revoked");
     }
     caller = { account: verified.account, roles: verified.roles, apiKeyId: verified.apiKeyId };
-    establishedCallers.set(req, caller);
+    establish(req, caller);
   } else if (endpoint.authRequired) {
     const token = readSessionCookie(req);
     if (!token) {
@@ -109,7 +138,7 @@ export async function guardRequest(
       throw new SvcError("unauthenticated", "the session is unknown, ended or expired; sign in again");
     }
     caller = { account: info.account, roles: info.roles, session: { token, info } };
-    establishedCallers.set(req, caller);
+    establish(req, caller);
     if (endpoint.csrf) {
       const header = req.headers[CSRF_HEADER];
       if (!accountsOf(app).checkCsrf(token, typeof header === "string" ? header : undefined)) {

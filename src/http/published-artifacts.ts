@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readFileSync, statSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFileSync, type Stats, statSync } from "node:fs";
 import { join } from "node:path";
 import type { ModVersionsDocument, VersionRecord } from "../contracts/catalog.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
@@ -22,7 +22,10 @@ const MAX_OPEN_ARTIFACTS = 64;
 const MOD_ID = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
 interface ModEntry {
-  key: string;
+  /** The versions document's identity: publication replaces the file, so these move together. */
+  size: number;
+  mtimeMs: number;
+  ino: number;
   versions: Map<string, VersionRecord>;
 }
 
@@ -30,7 +33,7 @@ interface OpenArtifact {
   fd: number;
   size: number;
   /** The versions document it was opened under: a new publication of the mod reopens it. */
-  documentKey: string;
+  document: ModEntry;
 }
 
 /** Artifact path segments: downloads/mods/{modId}/{version}/{fileName}. */
@@ -44,6 +47,8 @@ export function artifactSegments(rel: string): { modId: string; version: string;
 export class PublishedArtifacts {
   private readonly mods = new Map<string, ModEntry>();
   private readonly open = new Map<string, OpenArtifact>();
+  /** Versions document paths by mod id (a path join per request showed in profiles). */
+  private readonly documentPaths = new Map<string, string>();
 
   constructor(private readonly siteDir: string) {}
 
@@ -59,10 +64,10 @@ export class PublishedArtifacts {
    * served) and must only be read synchronously.
    */
   descriptor(modId: string, absolutePath: string): { fd: number; size: number } | null {
-    const documentKey = this.mods.get(modId)?.key;
-    if (!documentKey) return null;
+    const document = this.mods.get(modId);
+    if (!document) return null;
     const hit = this.open.get(absolutePath);
-    if (hit && hit.documentKey === documentKey) {
+    if (hit && hit.document === document) {
       this.open.delete(absolutePath);
       this.open.set(absolutePath, hit);
       return hit;
@@ -79,7 +84,7 @@ export class PublishedArtifacts {
       closeSync(fd);
       return null;
     }
-    const entry = { fd, size: stats.size, documentKey };
+    const entry = { fd, size: stats.size, document };
     this.open.set(absolutePath, entry);
     if (this.open.size > MAX_OPEN_ARTIFACTS) {
       const [oldest, old] = this.open.entries().next().value as [string, OpenArtifact];
@@ -96,19 +101,28 @@ export class PublishedArtifacts {
   private versionsOf(modId: string): Map<string, VersionRecord> | null {
     // Segments come from a request: only a mod id (the records' own pattern) names a folder.
     if (!MOD_ID.test(modId)) return null;
-    const path = join(this.siteDir, SITE_PATHS.modVersions(modId));
-    let key: string;
+    let path = this.documentPaths.get(modId);
+    if (path === undefined) {
+      path = join(this.siteDir, SITE_PATHS.modVersions(modId));
+      if (this.documentPaths.size >= MAX_CACHED_MODS) this.documentPaths.clear();
+      this.documentPaths.set(modId, path);
+    }
+    // Every request: the document's identity is what makes a version public (no exception for a
+    // missing one, which an unknown mod id would otherwise cost on every request).
+    let stats: Stats | undefined;
     try {
-      const stats = statSync(path);
-      if (!stats.isFile()) return null;
-      // Publication replaces the file (rename or a new generation), so size, mtime and inode move together.
-      key = `${stats.size}:${stats.mtimeMs}:${stats.ino}`;
+      stats = statSync(path, { throwIfNoEntry: false });
     } catch {
+      stats = undefined;
+    }
+    if (!stats?.isFile()) {
       this.mods.delete(modId);
       return null;
     }
     const hit = this.mods.get(modId);
-    if (hit && hit.key === key) return hit.versions;
+    if (hit && hit.size === stats.size && hit.mtimeMs === stats.mtimeMs && hit.ino === stats.ino) {
+      return hit.versions;
+    }
     let document: ModVersionsDocument;
     try {
       document = JSON.parse(readFileSync(path, "utf8")) as ModVersionsDocument;
@@ -121,7 +135,7 @@ export class PublishedArtifacts {
       if (record?.downloadEnabled === true) versions.set(`${record.version}/${record.fileName}`, record);
     }
     this.mods.delete(modId);
-    this.mods.set(modId, { key, versions });
+    this.mods.set(modId, { size: stats.size, mtimeMs: stats.mtimeMs, ino: stats.ino, versions });
     if (this.mods.size > MAX_CACHED_MODS) this.mods.delete(this.mods.keys().next().value as string);
     return versions;
   }

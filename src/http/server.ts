@@ -83,15 +83,27 @@ async function withinBodyDeadline(req: IncomingMessage, handled: Promise<void>):
  * Serves a request that matches the endpoint table; false when it matches no endpoint path. With
  * onlyIds (a Vercel function file), an endpoint outside the list answers not_found.
  */
-export async function dispatchEndpoint(
+export function dispatchEndpoint(
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,
   app: AppContext,
   onlyIds?: readonly string[],
 ): Promise<boolean> {
+  return dispatchMatched(req, res, url, matchEndpoint(req.method ?? "GET", url.pathname), app, onlyIds);
+}
+
+type EndpointMatch = ReturnType<typeof matchEndpoint>;
+
+async function dispatchMatched(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  match: EndpointMatch,
+  app: AppContext,
+  onlyIds?: readonly string[],
+): Promise<boolean> {
   const method = req.method ?? "GET";
-  const match = matchEndpoint(method, url.pathname);
   if (match && "endpoint" in match) {
     if (onlyIds && !onlyIds.includes(match.endpoint.id)) {
       throw new SvcError("not_found", `no resource at ${url.pathname}`);
@@ -130,16 +142,52 @@ export function parseRequestUrl(req: IncomingMessage): URL {
   }
 }
 
+/** Targets longer than this are parsed every time and never held in memory (as are queries). */
+const ROUTE_CACHE_TARGET_CHARS = 512;
+const ROUTE_CACHE_ENTRIES = 256;
+
+/**
+ * Parsed request targets and their endpoint match, by method and the raw target: a keep-alive
+ * client asks for the same few URLs over and over, and parsing and matching them against the
+ * endpoint table cost several microseconds per request on the download lane. The result is a pure
+ * function of the key, so nothing can go stale; entries are shared between requests, so handlers
+ * must treat route.url and route.params as read-only (params are frozen). Full: it starts over
+ * rather than tracking use.
+ */
+class RouteCache {
+  private readonly entries = new Map<string, { url: URL; match: EndpointMatch }>();
+
+  resolve(method: string, req: IncomingMessage): { url: URL; match: EndpointMatch } {
+    const target = req.url ?? "/";
+    // Query strings are never kept: one may carry a secret (an API key is refused there, not stored).
+    if (target.length > ROUTE_CACHE_TARGET_CHARS || target.includes("?")) {
+      const url = parseRequestUrl(req);
+      return { url, match: matchEndpoint(method, url.pathname) };
+    }
+    const key = `${method} ${target}`;
+    const hit = this.entries.get(key);
+    if (hit) return hit;
+    const url = parseRequestUrl(req);
+    const match = matchEndpoint(method, url.pathname);
+    if (match && "endpoint" in match) Object.freeze(match.params);
+    const entry = { url, match };
+    if (this.entries.size >= ROUTE_CACHE_ENTRIES) this.entries.clear();
+    this.entries.set(key, entry);
+    return entry;
+  }
+}
+
 /**
  * Routes one request: contract endpoints first (by the endpoint table), then the static site for
  * GET and HEAD. Every failure leaves as the one JSON error body.
  */
 export function createRequestListener(app: AppContext, site = new StaticSite(app.siteDir)) {
+  const targets = new RouteCache();
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const method = req.method ?? "GET";
     try {
-      const url = parseRequestUrl(req);
-      if (await dispatchEndpoint(req, res, url, app)) return;
+      const { url, match } = targets.resolve(method, req);
+      if (await dispatchMatched(req, res, url, match, app)) return;
       if (method !== "GET" && method !== "HEAD") {
         res.setHeader("allow", "GET, HEAD");
         throw new SvcError("method_not_allowed", `${method} is not allowed on ${url.pathname}`);

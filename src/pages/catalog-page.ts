@@ -1,7 +1,7 @@
 import type { CatalogDocument, CatalogMod } from "../contracts/catalog.ts";
 import { buildLabel, compatibilityOf, type GameBuildMatrix } from "./compatibility.ts";
 import { groupDigits, plural } from "./format.ts";
-import { html, SafeHtml } from "./html.ts";
+import { type HtmlPart, html, type SafeHtml } from "./html.ts";
 import { type PageContext, renderPage } from "./layout.ts";
 
 function byName(a: CatalogMod, b: CatalogMod): number {
@@ -59,7 +59,15 @@ export function renderCatalogPage(
   return renderCatalogPageItems(ctx, catalog, items, matrix);
 }
 
-/** The page from its items, already in page order (a publication reuses the other mods' markup). */
+/** What the page's header counts over all its items: their number, tags and game builds. */
+export interface CatalogPageSummary {
+  count: number;
+  tagCounts: ReadonlyMap<string, number>;
+  /** Every item's game builds, in order of first appearance in the list. */
+  builds: readonly string[];
+}
+
+/** The page from its items, already in page order. */
 export function renderCatalogPageItems(
   ctx: PageContext,
   catalog: Pick<CatalogDocument, "game" | "supportedGameBuilds">,
@@ -68,10 +76,31 @@ export function renderCatalogPageItems(
 ): string {
   const tagCounts = new Map<string, number>();
   for (const item of items) for (const tag of item.tags) tagCounts.set(tag, (tagCounts.get(tag) ?? 0) + 1);
-  const tags = [...tagCounts.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const builds = [...new Set([...catalog.supportedGameBuilds, ...items.flatMap((item) => item.builds)])];
+  const summary = {
+    count: items.length,
+    tagCounts,
+    builds: [...new Set(items.flatMap((item) => item.builds))],
+  };
+  return renderCatalogPageFrame(
+    ctx,
+    catalog,
+    summary,
+    matrix,
+    items.map((item) => item.markup),
+  );
+}
+
+function renderCatalogPageFrame(
+  ctx: PageContext,
+  catalog: Pick<CatalogDocument, "game" | "supportedGameBuilds">,
+  summary: CatalogPageSummary,
+  matrix: GameBuildMatrix,
+  list: HtmlPart,
+): string {
+  const tags = [...summary.tagCounts.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const builds = [...new Set([...catalog.supportedGameBuilds, ...summary.builds])];
   const supported = catalog.supportedGameBuilds;
-  const count = items.length;
+  const count = summary.count;
   const main = html`<h1>Mods for ${catalog.game.name}</h1>
 <p>${plural(count, "mod")} you can install with the mod manager. ${
     supported.length > 0
@@ -86,7 +115,7 @@ export function renderCatalogPageItems(
 </form></search>
 <p id="count" class="count" role="status">${count === 0 ? "No mods have been published yet." : `Showing all ${plural(count, "mod")}.`}</p>
 <ol id="mods" class="mods">
-${items.map((item) => item.markup)}</ol>`;
+${list}</ol>`;
   return renderPage(ctx, {
     title: "Mods",
     root: "",
@@ -105,38 +134,158 @@ const UNESCAPES: Record<string, string> = {
   "&#39;": "'",
 };
 const unescapeHtml = (text: string) => text.replace(/&(amp|lt|gt|quot|#39);/g, (e) => UNESCAPES[e]!);
+
+const LIST_OPEN = Buffer.from('<ol id="mods" class="mods">\n');
+const LIST_CLOSE = Buffer.from("</ol>");
+const ITEM_END = Buffer.from("</li>\n");
+// An item is one line: user text is escaped, so "<" (and with it these sequences) only ever comes
+// from the markup of modItem, and every item starts on a new line.
+const ITEM_START = Buffer.from('\n<li data-tags="');
 const ITEM =
   /^<li data-tags="([^"]*)" data-builds="([^"]*)"><h2><a href="mods\/([a-z0-9-]+)\/">([^<]*)<\/a><\/h2>/;
+/** Where the frame's list goes; a NUL never appears in a rendered page. */
+const LIST_PLACEHOLDER = "\u0000svc-catalog-list\u0000";
+
+interface ParsedItem {
+  id: string;
+  name: string;
+  tags: string;
+  builds: string;
+}
+
+/** The item starting at `start` (its first line, up to the name), or null when it has another shape. */
+function parseItemAt(page: Buffer, start: number, limit: number): ParsedItem | null {
+  const nameEnd = page.indexOf("</a></h2>", start);
+  if (nameEnd === -1 || nameEnd >= limit) return null;
+  const match = ITEM.exec(page.toString("utf8", start, nameEnd + 9));
+  return match ? { tags: match[1]!, builds: match[2]!, id: match[3]!, name: unescapeHtml(match[4]!) } : null;
+}
 
 /**
- * The items of a catalog page as renderCatalogPage wrote it (markup kept byte for byte), or null
- * when the page has another shape: the caller renders it from the catalog then.
+ * The catalog page with one mod's list item replaced, inserted (in page order) or removed, spliced
+ * into the page on disk as bytes: the other 10,000 items are neither parsed nor copied into strings.
+ * The header's counts are recounted from the items' data attributes. Byte-identical to
+ * renderCatalogPage over the same catalog (a test holds it to that); null when the page is not in
+ * the shape renderCatalogPage writes, and the caller renders it whole.
  */
-export function readCatalogPageItems(page: string): CatalogPageItem[] | null {
-  const open = '<ol id="mods" class="mods">\n';
-  const start = page.indexOf(open);
-  const end = page.indexOf("</ol>", start);
-  if (start === -1 || end === -1) return null;
-  const list = page.slice(start + open.length, end);
-  if (list === "") return [];
-  if (!list.endsWith("</li>\n")) return null;
-  const items: CatalogPageItem[] = [];
-  // A list item ends at "</li>\n": user text is escaped, so it cannot contain that sequence.
-  const parts = list.split("</li>\n");
-  parts.pop();
-  for (const part of parts) {
-    const markup = `${part}</li>\n`;
-    const match = ITEM.exec(markup);
-    if (!match) return null;
-    items.push({
-      id: match[3]!,
-      name: unescapeHtml(match[4]!),
-      tags: match[1] === "" ? [] : unescapeHtml(match[1]!).split(" "),
-      builds: match[2] === "" ? [] : unescapeHtml(match[2]!).split(" "),
-      markup: new SafeHtml(markup),
-    });
+export function spliceCatalogPage(
+  ctx: PageContext,
+  catalog: Pick<CatalogDocument, "game" | "supportedGameBuilds">,
+  page: Buffer,
+  modId: string,
+  mod: CatalogMod | null,
+  matrix: GameBuildMatrix,
+): Buffer | null {
+  const open = page.indexOf(LIST_OPEN);
+  if (open === -1) return null;
+  const listStart = open + LIST_OPEN.length;
+  const listEnd = page.indexOf(LIST_CLOSE, listStart);
+  if (listEnd === -1) return null;
+  if (listEnd > listStart && !page.subarray(listEnd - ITEM_END.length, listEnd).equals(ITEM_END)) return null;
+  // Item starts: listStart, and every "<li" that follows a newline inside the list.
+  const nextItem = (from: number) => {
+    if (from <= listStart) return listStart < listEnd ? listStart : listEnd;
+    const at = page.indexOf(ITEM_START, from - 1);
+    return at === -1 || at + 1 >= listEnd ? listEnd : at + 1;
+  };
+  const itemEnd = (start: number) => page.indexOf(ITEM_END, start) + ITEM_END.length;
+
+  const old = { start: -1, end: -1 };
+  const anchor = page.indexOf(`"><h2><a href="mods/${modId}/">`, listStart);
+  if (anchor !== -1 && anchor < listEnd) {
+    old.start = page.lastIndexOf("\n", anchor) + 1;
+    if (old.start < listStart) return null;
+    old.end = itemEnd(old.start);
+    if (parseItemAt(page, old.start, listEnd)?.id !== modId) return null;
   }
-  return items;
+
+  const item = mod ? catalogPageItem(mod, matrix) : null;
+  let insertAt = -1;
+  if (item) {
+    // Binary search over byte offsets (the items are in page order): O(log mods) items are read.
+    // Invariant: every item starting before lo sorts at or before the new one; the first item at or
+    // after hi sorts after it.
+    let lo = listStart;
+    let hi = listEnd;
+    while (lo < hi) {
+      const mid = lo + Math.floor((hi - lo) / 2);
+      const at = nextItem(mid);
+      if (at >= hi) {
+        hi = mid;
+        continue;
+      }
+      const other = parseItemAt(page, at, listEnd);
+      if (!other) return null;
+      if (compareCatalogPageItems(item, other) < 0) hi = at;
+      else lo = at + 1;
+    }
+    insertAt = nextItem(lo);
+  }
+
+  const parts: Buffer[] = [];
+  const markup = item ? Buffer.from(item.markup.text) : null;
+  if (old.start === -1) {
+    if (!markup) return page;
+    parts.push(page.subarray(listStart, insertAt), markup, page.subarray(insertAt, listEnd));
+  } else if (!markup) {
+    parts.push(page.subarray(listStart, old.start), page.subarray(old.end, listEnd));
+  } else if (insertAt <= old.start) {
+    parts.push(
+      page.subarray(listStart, insertAt),
+      markup,
+      page.subarray(insertAt, old.start),
+      page.subarray(old.end, listEnd),
+    );
+  } else {
+    parts.push(
+      page.subarray(listStart, old.start),
+      page.subarray(old.end, insertAt),
+      markup,
+      page.subarray(insertAt, listEnd),
+    );
+  }
+  const summary = summarizeList(parts);
+  if (!summary) return null;
+  const [before, after] = renderCatalogPageFrame(ctx, catalog, summary, matrix, LIST_PLACEHOLDER).split(
+    LIST_PLACEHOLDER,
+  );
+  return Buffer.concat([Buffer.from(before!), ...parts, Buffer.from(after!)]);
+}
+
+/**
+ * Counts the list's items, tags and builds from each item's data attributes; null on another shape.
+ * The list comes in parts, each a run of whole items.
+ */
+function summarizeList(parts: readonly Buffer[]): CatalogPageSummary | null {
+  // Many mods share one set of tags: each distinct attribute is decoded once.
+  const tagSets = new Map<string, number>();
+  const buildSets = new Set<string>();
+  const TAGS = '<li data-tags="';
+  const BUILDS = '" data-builds="';
+  let count = 0;
+  for (const list of parts) {
+    let at = 0;
+    while (at < list.length) {
+      if (list.toString("latin1", at, at + TAGS.length) !== TAGS) return null;
+      const tagsEnd = list.indexOf(34, at + TAGS.length);
+      if (tagsEnd === -1 || list.toString("latin1", tagsEnd, tagsEnd + BUILDS.length) !== BUILDS) return null;
+      const buildsEnd = list.indexOf(34, tagsEnd + BUILDS.length);
+      if (buildsEnd === -1) return null;
+      const tags = list.toString("utf8", at + TAGS.length, tagsEnd);
+      tagSets.set(tags, (tagSets.get(tags) ?? 0) + 1);
+      buildSets.add(list.toString("utf8", tagsEnd + BUILDS.length, buildsEnd));
+      count++;
+      const end = list.indexOf(ITEM_END, buildsEnd);
+      if (end === -1) return null;
+      at = end + ITEM_END.length;
+    }
+  }
+  const tagCounts = new Map<string, number>();
+  for (const [tags, n] of tagSets)
+    if (tags !== "")
+      for (const tag of unescapeHtml(tags).split(" ")) tagCounts.set(tag, (tagCounts.get(tag) ?? 0) + n);
+  const builds = [...buildSets].flatMap((b) => (b === "" ? [] : unescapeHtml(b).split(" ")));
+  return { count, tagCounts, builds: [...new Set(builds)] };
 }
 
 /** /mods/ has no list of its own: it points at the catalog browser. */

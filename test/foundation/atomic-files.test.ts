@@ -73,6 +73,26 @@ describe("commitFiles", () => {
     expect(readdirSync(join(root, ".svc-tmp"))).toEqual([]);
   });
 
+  it("compares a same-size file byte for byte, and writes a file the caller marks changed without comparing", () => {
+    // "old catalog" and "new catalog" have the same size: the size check alone must not settle it.
+    const sameSize = commitFiles(root, {
+      write: new Map<string, string | Uint8Array>([
+        ["api/v1/catalog.json", Buffer.from("new catalog")],
+        ["api/v1/stale.json", "stale"],
+      ]),
+    });
+    expect(sameSize).toMatchObject({ written: ["api/v1/catalog.json"], unchanged: 1 });
+    const marked = commitFiles(root, {
+      write: new Map([["api/v1/mods/a/index.json", "old a"]]),
+      changed: new Set(["api/v1/mods/a/index.json"]),
+    });
+    expect(marked).toMatchObject({ written: ["api/v1/mods/a/index.json"], unchanged: 0 });
+    expect(snapshot()).toMatchObject({
+      "api/v1/catalog.json": "new catalog",
+      "api/v1/mods/a/index.json": "old a",
+    });
+  });
+
   it("leaves every file byte-identical when a step before the commit point fails", () => {
     const before = snapshot();
     expect(() =>

@@ -61359,9 +61359,16 @@ function safeJoin(root, path) {
   return full;
 }
 function sameBytes(path, content) {
-  if (!existsSync2(path)) return false;
+  let size;
+  try {
+    size = statSync2(path).size;
+  } catch {
+    return false;
+  }
+  const length = typeof content === "string" ? Buffer.byteLength(content, "utf8") : content.byteLength;
+  if (size !== length) return false;
   const current = readFileSync4(path);
-  const next = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content);
+  const next = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content.buffer, content.byteOffset, content.byteLength);
   return current.equals(next);
 }
 function ensureDir(dir, touched) {
@@ -61391,7 +61398,8 @@ function commitFiles(root, changes, options = {}) {
   const creates = [];
   let unchanged = 0;
   for (const [path, content] of changes.write) {
-    if (sameBytes(safeJoin(root, path), content)) {
+    const full = safeJoin(root, path);
+    if (!changes.changed?.has(path) && sameBytes(full, content)) {
       unchanged++;
       continue;
     }
@@ -64906,10 +64914,24 @@ function renderCatalogPage(ctx, catalog, matrix) {
 function renderCatalogPageItems(ctx, catalog, items, matrix) {
   const tagCounts = /* @__PURE__ */ new Map();
   for (const item of items) for (const tag of item.tags) tagCounts.set(tag, (tagCounts.get(tag) ?? 0) + 1);
-  const tags = [...tagCounts.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
-  const builds = [.../* @__PURE__ */ new Set([...catalog.supportedGameBuilds, ...items.flatMap((item) => item.builds)])];
+  const summary2 = {
+    count: items.length,
+    tagCounts,
+    builds: [...new Set(items.flatMap((item) => item.builds))]
+  };
+  return renderCatalogPageFrame(
+    ctx,
+    catalog,
+    summary2,
+    matrix,
+    items.map((item) => item.markup)
+  );
+}
+function renderCatalogPageFrame(ctx, catalog, summary2, matrix, list) {
+  const tags = [...summary2.tagCounts.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+  const builds = [.../* @__PURE__ */ new Set([...catalog.supportedGameBuilds, ...summary2.builds])];
   const supported = catalog.supportedGameBuilds;
-  const count = items.length;
+  const count = summary2.count;
   const main = html`<h1>Mods for ${catalog.game.name}</h1>
 <p>${plural(count, "mod")} you can install with the mod manager. ${supported.length > 0 ? html`Supported game ${supported.length === 1 ? "build" : "builds"}: ${supported.map((b, i) => html`${i > 0 ? ", " : ""}<strong>${buildLabel(matrix, b)}</strong>`)}.` : "No game build is currently validated."}</p>
 <search><form id="filters" class="filters" aria-label="Filter mods" hidden>
@@ -64920,7 +64942,7 @@ function renderCatalogPageItems(ctx, catalog, items, matrix) {
 </form></search>
 <p id="count" class="count" role="status">${count === 0 ? "No mods have been published yet." : `Showing all ${plural(count, "mod")}.`}</p>
 <ol id="mods" class="mods">
-${items.map((item) => item.markup)}</ol>`;
+${list}</ol>`;
   return renderPage(ctx, {
     title: "Mods",
     root: "",
@@ -64938,32 +64960,116 @@ var UNESCAPES = {
   "&#39;": "'"
 };
 var unescapeHtml = (text) => text.replace(/&(amp|lt|gt|quot|#39);/g, (e) => UNESCAPES[e]);
+var LIST_OPEN = Buffer.from('<ol id="mods" class="mods">\n');
+var LIST_CLOSE = Buffer.from("</ol>");
+var ITEM_END = Buffer.from("</li>\n");
+var ITEM_START = Buffer.from('\n<li data-tags="');
 var ITEM = /^<li data-tags="([^"]*)" data-builds="([^"]*)"><h2><a href="mods\/([a-z0-9-]+)\/">([^<]*)<\/a><\/h2>/;
-function readCatalogPageItems(page) {
-  const open2 = '<ol id="mods" class="mods">\n';
-  const start = page.indexOf(open2);
-  const end = page.indexOf("</ol>", start);
-  if (start === -1 || end === -1) return null;
-  const list = page.slice(start + open2.length, end);
-  if (list === "") return [];
-  if (!list.endsWith("</li>\n")) return null;
-  const items = [];
-  const parts = list.split("</li>\n");
-  parts.pop();
-  for (const part of parts) {
-    const markup = `${part}</li>
-`;
-    const match = ITEM.exec(markup);
-    if (!match) return null;
-    items.push({
-      id: match[3],
-      name: unescapeHtml(match[4]),
-      tags: match[1] === "" ? [] : unescapeHtml(match[1]).split(" "),
-      builds: match[2] === "" ? [] : unescapeHtml(match[2]).split(" "),
-      markup: new SafeHtml(markup)
-    });
+var LIST_PLACEHOLDER = "\0svc-catalog-list\0";
+function parseItemAt(page, start, limit) {
+  const nameEnd = page.indexOf("</a></h2>", start);
+  if (nameEnd === -1 || nameEnd >= limit) return null;
+  const match = ITEM.exec(page.toString("utf8", start, nameEnd + 9));
+  return match ? { tags: match[1], builds: match[2], id: match[3], name: unescapeHtml(match[4]) } : null;
+}
+function spliceCatalogPage(ctx, catalog, page, modId, mod, matrix) {
+  const open2 = page.indexOf(LIST_OPEN);
+  if (open2 === -1) return null;
+  const listStart = open2 + LIST_OPEN.length;
+  const listEnd = page.indexOf(LIST_CLOSE, listStart);
+  if (listEnd === -1) return null;
+  if (listEnd > listStart && !page.subarray(listEnd - ITEM_END.length, listEnd).equals(ITEM_END)) return null;
+  const nextItem = (from) => {
+    if (from <= listStart) return listStart < listEnd ? listStart : listEnd;
+    const at = page.indexOf(ITEM_START, from - 1);
+    return at === -1 || at + 1 >= listEnd ? listEnd : at + 1;
+  };
+  const itemEnd = (start) => page.indexOf(ITEM_END, start) + ITEM_END.length;
+  const old = { start: -1, end: -1 };
+  const anchor = page.indexOf(`"><h2><a href="mods/${modId}/">`, listStart);
+  if (anchor !== -1 && anchor < listEnd) {
+    old.start = page.lastIndexOf("\n", anchor) + 1;
+    if (old.start < listStart) return null;
+    old.end = itemEnd(old.start);
+    if (parseItemAt(page, old.start, listEnd)?.id !== modId) return null;
   }
-  return items;
+  const item = mod ? catalogPageItem(mod, matrix) : null;
+  let insertAt = -1;
+  if (item) {
+    let lo = listStart;
+    let hi = listEnd;
+    while (lo < hi) {
+      const mid = lo + Math.floor((hi - lo) / 2);
+      const at = nextItem(mid);
+      if (at >= hi) {
+        hi = mid;
+        continue;
+      }
+      const other = parseItemAt(page, at, listEnd);
+      if (!other) return null;
+      if (compareCatalogPageItems(item, other) < 0) hi = at;
+      else lo = at + 1;
+    }
+    insertAt = nextItem(lo);
+  }
+  const parts = [];
+  const markup = item ? Buffer.from(item.markup.text) : null;
+  if (old.start === -1) {
+    if (!markup) return page;
+    parts.push(page.subarray(listStart, insertAt), markup, page.subarray(insertAt, listEnd));
+  } else if (!markup) {
+    parts.push(page.subarray(listStart, old.start), page.subarray(old.end, listEnd));
+  } else if (insertAt <= old.start) {
+    parts.push(
+      page.subarray(listStart, insertAt),
+      markup,
+      page.subarray(insertAt, old.start),
+      page.subarray(old.end, listEnd)
+    );
+  } else {
+    parts.push(
+      page.subarray(listStart, old.start),
+      page.subarray(old.end, insertAt),
+      markup,
+      page.subarray(insertAt, listEnd)
+    );
+  }
+  const summary2 = summarizeList(parts);
+  if (!summary2) return null;
+  const [before, after] = renderCatalogPageFrame(ctx, catalog, summary2, matrix, LIST_PLACEHOLDER).split(
+    LIST_PLACEHOLDER
+  );
+  return Buffer.concat([Buffer.from(before), ...parts, Buffer.from(after)]);
+}
+function summarizeList(parts) {
+  const tagSets = /* @__PURE__ */ new Map();
+  const buildSets = /* @__PURE__ */ new Set();
+  const TAGS = '<li data-tags="';
+  const BUILDS = '" data-builds="';
+  let count = 0;
+  for (const list of parts) {
+    let at = 0;
+    while (at < list.length) {
+      if (list.toString("latin1", at, at + TAGS.length) !== TAGS) return null;
+      const tagsEnd = list.indexOf(34, at + TAGS.length);
+      if (tagsEnd === -1 || list.toString("latin1", tagsEnd, tagsEnd + BUILDS.length) !== BUILDS) return null;
+      const buildsEnd = list.indexOf(34, tagsEnd + BUILDS.length);
+      if (buildsEnd === -1) return null;
+      const tags = list.toString("utf8", at + TAGS.length, tagsEnd);
+      tagSets.set(tags, (tagSets.get(tags) ?? 0) + 1);
+      buildSets.add(list.toString("utf8", tagsEnd + BUILDS.length, buildsEnd));
+      count++;
+      const end = list.indexOf(ITEM_END, buildsEnd);
+      if (end === -1) return null;
+      at = end + ITEM_END.length;
+    }
+  }
+  const tagCounts = /* @__PURE__ */ new Map();
+  for (const [tags, n] of tagSets)
+    if (tags !== "")
+      for (const tag of unescapeHtml(tags).split(" ")) tagCounts.set(tag, (tagCounts.get(tag) ?? 0) + n);
+  const builds = [...buildSets].flatMap((b) => b === "" ? [] : unescapeHtml(b).split(" "));
+  return { count, tagCounts, builds: [...new Set(builds)] };
 }
 function renderModsRedirectPage(ctx) {
   return renderPage(ctx, {
@@ -67939,13 +68045,14 @@ function pruneOldVersions(dir, roles, newest) {
 import { existsSync as existsSync13, readFileSync as readFileSync14 } from "node:fs";
 import { join as join14 } from "node:path";
 var MODS_ARRAY = '\n  "mods": [';
-var ENTRY_PREFIX = '\n    {\n      "id": "';
-var ENTRY_END = "\n    }";
-var DOCUMENT_END = "\n  ]\n}\n";
-function readIndexLayout(text) {
-  const at = text.indexOf(MODS_ARRAY);
+var ENTRY_PREFIX = Buffer.from('\n    {\n      "id": "');
+var ENTRY_END = Buffer.from("\n    }");
+var DOCUMENT_END = Buffer.from("\n  ]\n}\n");
+var EMPTY_END = Buffer.from("]\n}\n");
+function readIndexLayout(bytes) {
+  const at = bytes.indexOf(MODS_ARRAY);
   if (at === -1) return null;
-  const head = text.slice(0, at);
+  const head = bytes.toString("utf8", 0, at);
   let header2;
   try {
     header2 = JSON.parse(`${head.replace(/,$/, "")}
@@ -67954,20 +68061,33 @@ function readIndexLayout(text) {
   } catch {
     return null;
   }
-  const arrayStart = at + MODS_ARRAY.length;
-  if (text.startsWith("]", arrayStart))
-    return text.slice(arrayStart + 1) === "\n}\n" ? { header: header2, arrayStart, arrayClose: arrayStart, empty: true } : null;
-  if (!text.startsWith(ENTRY_PREFIX, arrayStart) || !text.endsWith(DOCUMENT_END)) return null;
-  return { header: header2, arrayStart, arrayClose: text.length - DOCUMENT_END.length, empty: false };
+  const arrayStart = at + Buffer.byteLength(MODS_ARRAY);
+  const headText = bytes.toString("utf8", 0, arrayStart);
+  if (bytes[arrayStart] === 93)
+    return bytes.subarray(arrayStart).equals(EMPTY_END) ? { header: header2, head: headText, arrayStart, arrayClose: arrayStart, empty: true } : null;
+  if (!startsWithAt(bytes, ENTRY_PREFIX, arrayStart) || !endsWith(bytes, DOCUMENT_END)) return null;
+  return {
+    header: header2,
+    head: headText,
+    arrayStart,
+    arrayClose: bytes.length - DOCUMENT_END.length,
+    empty: false
+  };
 }
-function idAt(text, entryStart) {
+function startsWithAt(bytes, prefix, at) {
+  return bytes.subarray(at, at + prefix.length).equals(prefix);
+}
+function endsWith(bytes, suffix) {
+  return bytes.length >= suffix.length && bytes.subarray(bytes.length - suffix.length).equals(suffix);
+}
+function idAt(bytes, entryStart) {
   const from = entryStart + ENTRY_PREFIX.length;
-  return text.slice(from, text.indexOf('"', from));
+  return bytes.toString("latin1", from, bytes.indexOf(34, from));
 }
-function locateEntry(text, layout, modId) {
+function locateEntry(bytes, layout, modId) {
   if (layout.empty) return { start: layout.arrayStart, end: layout.arrayStart, found: false };
   const nextEntry = (from) => {
-    const at = text.indexOf(ENTRY_PREFIX, from);
+    const at = bytes.indexOf(ENTRY_PREFIX, from);
     return at === -1 || at >= layout.arrayClose ? layout.arrayClose : at;
   };
   let lo = layout.arrayStart;
@@ -67976,43 +68096,58 @@ function locateEntry(text, layout, modId) {
     const mid = lo + Math.floor((hi - lo) / 2);
     const at = nextEntry(mid);
     if (at >= hi) hi = mid;
-    else if (idAt(text, at) < modId) lo = at + 1;
+    else if (idAt(bytes, at) < modId) lo = at + 1;
     else hi = at;
   }
   const start = nextEntry(lo);
-  if (start === layout.arrayClose || idAt(text, start) !== modId) return { start, end: start, found: false };
-  return { start, end: text.indexOf(ENTRY_END, start) + ENTRY_END.length, found: true };
+  if (start === layout.arrayClose || idAt(bytes, start) !== modId) return { start, end: start, found: false };
+  return { start, end: bytes.indexOf(ENTRY_END, start) + ENTRY_END.length, found: true };
 }
 function entryText(entry) {
   return `
     ${JSON.stringify(entry, null, 2).replaceAll("\n", "\n    ")}`;
 }
-function patchIndex(text, layout, modId, entry, generatedAt) {
-  const place = locateEntry(text, layout, modId);
-  const next = entry === null ? null : entryText(entry);
-  if (place.found && next === text.slice(place.start, place.end)) return text;
-  if (!place.found && next === null) return text;
+function patchIndex(bytes, layout, modId, entry, generatedAt) {
+  const place = locateEntry(bytes, layout, modId);
+  const next = entry === null ? null : Buffer.from(entryText(entry));
+  if (place.found && next?.equals(bytes.subarray(place.start, place.end))) return bytes;
+  if (!place.found && next === null) return bytes;
   let body;
   let countChange = 0;
+  const COMMA = Buffer.from(",");
   if (place.found && next !== null) {
-    body = text.slice(layout.arrayStart, place.start) + next + text.slice(place.end, layout.arrayClose);
+    body = [
+      bytes.subarray(layout.arrayStart, place.start),
+      next,
+      bytes.subarray(place.end, layout.arrayClose)
+    ];
   } else if (place.found) {
     countChange = -1;
-    const before = text.slice(layout.arrayStart, place.start);
-    const after = text.slice(place.end, layout.arrayClose);
-    body = after.startsWith(",") ? before + after.slice(1) : before.replace(/,$/, "") + after;
+    let before = bytes.subarray(layout.arrayStart, place.start);
+    let after = bytes.subarray(place.end, layout.arrayClose);
+    if (after[0] === 44) after = after.subarray(1);
+    else if (before.at(-1) === 44) before = before.subarray(0, -1);
+    body = [before, after];
   } else {
     countChange = 1;
-    const before = text.slice(layout.arrayStart, place.start);
-    const after = text.slice(place.start, layout.arrayClose);
-    body = layout.empty ? next : after === "" ? `${before},${next}` : `${before}${next},${after}`;
+    const before = bytes.subarray(layout.arrayStart, place.start);
+    const after = bytes.subarray(place.start, layout.arrayClose);
+    body = layout.empty ? [next] : after.length === 0 ? [before, COMMA, next] : [before, next, COMMA, after];
   }
-  let head = text.slice(0, layout.arrayStart).replace(/\n {2}"generatedAt": "[^"]*"/, `
-  "generatedAt": ${JSON.stringify(generatedAt)}`);
+  let head = layout.head.replace(
+    /\n {2}"generatedAt": "[^"]*"/,
+    `
+  "generatedAt": ${JSON.stringify(generatedAt)}`
+  );
   if (typeof layout.header.count === "number")
     head = head.replace(/\n {2}"count": \d+,/, `
   "count": ${layout.header.count + countChange},`);
-  return head + (body === "" ? "]\n}\n" : `${body}${DOCUMENT_END}`);
+  const empty = body.every((part) => part.length === 0);
+  return Buffer.concat([Buffer.from(head), ...body, empty ? EMPTY_END : DOCUMENT_END]);
+}
+function readSiteBytes(siteDir, path) {
+  const full = join14(siteDir, path);
+  return existsSync13(full) ? readFileSync14(full) : void 0;
 }
 function readSite(siteDir, path) {
   const full = join14(siteDir, path);
@@ -68022,14 +68157,15 @@ function renderModChange(input) {
   const { config, siteDir, modId } = input;
   const registry = schemaRegistry(config.baseUrl);
   const stamp = input.now().toISOString();
-  const catalogText = readSite(siteDir, SITE_PATHS.catalog);
-  const indexText = readSite(siteDir, SITE_PATHS.modsIndex);
+  const catalogText = readSiteBytes(siteDir, SITE_PATHS.catalog);
+  const indexText = readSiteBytes(siteDir, SITE_PATHS.modsIndex);
   if (catalogText === void 0 || indexText === void 0 || !existsSync13(join14(siteDir, CHANGES_PATHS.head)))
     return null;
   const catalogLayout = readIndexLayout(catalogText);
   const indexLayout = readIndexLayout(indexText);
   if (!catalogLayout || !indexLayout) return null;
   const files = /* @__PURE__ */ new Map();
+  const changed = /* @__PURE__ */ new Set();
   const schemaFailures = [];
   const stampInto = (path, schema, doc) => {
     const result = stampDocument(registry, siteDir, path, schema, { ...doc }, stamp);
@@ -68070,6 +68206,8 @@ function renderModChange(input) {
   const indexPatched = patchIndex(indexText, indexLayout, modId, indexEntry, stamp);
   files.set(SITE_PATHS.catalog, catalogPatched);
   files.set(SITE_PATHS.modsIndex, indexPatched);
+  if (catalogPatched !== catalogText) changed.add(SITE_PATHS.catalog);
+  if (indexPatched !== indexText) changed.add(SITE_PATHS.modsIndex);
   const catalogPatchedLayout = readIndexLayout(catalogPatched);
   const listed = (id) => catalogPatchedLayout !== null && locateEntry(catalogPatched, catalogPatchedLayout, id).found;
   const miniCatalog = {
@@ -68104,13 +68242,14 @@ function renderModChange(input) {
   mini.set(SITE_PATHS.catalog, serializeDocument(miniCatalog));
   mini.set(SITE_PATHS.modsIndex, serializeDocument(miniIndex));
   for (const [path, text] of files)
-    if (path.startsWith(`api/v1/mods/${modId}/`) || path.startsWith(CHANGES_PATHS.dir)) mini.set(path, text);
+    if (typeof text === "string" && (path.startsWith(`api/v1/mods/${modId}/`) || path.startsWith(CHANGES_PATHS.dir)))
+      mini.set(path, text);
   const failures = checkContractRules(mini).filter((failure) => {
     const dangling = /: dependency (\S+) is not in the catalog$/.exec(failure.message);
     return !(dangling && listed(dangling[1]));
   });
   if (!view && catalogPatched.includes(`"modId": ${JSON.stringify(modId)}`)) {
-    for (const error of parseManagerCatalog(catalogPatched).errors)
+    for (const error of parseManagerCatalog(catalogPatched.toString("utf8")).errors)
       failures.push({ rule: "rule_3_installable", message: `catalog: ${error}` });
   }
   for (const failure of schemaFailures) failures.push({ rule: "schema", message: failure });
@@ -68119,22 +68258,23 @@ function renderModChange(input) {
     readSite(siteDir, SITE_PATHS.gameBuilds) ?? '{"builds":[],"supportedGameBuilds":[]}'
   );
   const header2 = catalogLayout.header;
-  let items = readCatalogPageItems(readSite(siteDir, PAGE_PATHS.catalog) ?? "");
-  if (items) {
-    items = items.filter((item) => item.id !== modId);
-    if (catalogEntry) {
-      const item = catalogPageItem(catalogEntry, matrix);
-      let at = items.findIndex((other) => compareCatalogPageItems(item, other) < 0);
-      if (at === -1) at = items.length;
-      items.splice(at, 0, item);
-    }
+  const page = readSiteBytes(siteDir, PAGE_PATHS.catalog);
+  const spliced = page && spliceCatalogPage(ctx, header2, page, modId, catalogEntry, matrix);
+  if (spliced) {
+    const same = spliced === page || spliced.equals(page);
+    files.set(PAGE_PATHS.catalog, same ? page : spliced);
+    if (!same) changed.add(PAGE_PATHS.catalog);
   } else {
-    const modsIndex = JSON.parse(indexPatched);
-    items = modsIndex.mods.map((m) => ({ ...m, versionsSha256: "", versions: [{ targetGameBuild: m.targetGameBuild }] })).sort(compareCatalogPageItems).map((m) => catalogPageItem(m, matrix));
+    const modsIndex = JSON.parse(indexPatched.toString("utf8"));
+    const items = modsIndex.mods.map((m) => ({ ...m, versionsSha256: "", versions: [{ targetGameBuild: m.targetGameBuild }] })).sort(compareCatalogPageItems).map((m) => catalogPageItem(m, matrix));
+    files.set(PAGE_PATHS.catalog, renderCatalogPageItems(ctx, header2, items, matrix));
   }
-  files.set(PAGE_PATHS.catalog, renderCatalogPageItems(ctx, header2, items, matrix));
   if (detail) {
-    const pageCatalog = { ...header2, mods: items.map((item) => ({ id: item.id })) };
+    const dependencies = new Set(detail.versions.flatMap((v) => v.dependencies.map((d) => d.modId)));
+    const pageCatalog = {
+      ...header2,
+      mods: [...dependencies].filter(listed).map((id) => ({ id }))
+    };
     files.set(
       PAGE_PATHS.modPage(modId),
       renderModPage(ctx, JSON.parse(files.get(SITE_PATHS.modDetail(modId))), pageCatalog, matrix)
@@ -68143,7 +68283,7 @@ function renderModChange(input) {
   const deleted = listFilesUnder(siteDir, [`api/v1/mods/${modId}`, `mods/${modId}`]).filter(
     (p) => !files.has(p)
   );
-  return { files, deleted, changesPage, failures };
+  return { files, changed, deleted, changesPage, failures };
 }
 
 // src/catalog/publisher.ts
@@ -68284,11 +68424,15 @@ ${failures.slice(0, 20).map((f) => `  ${f.rule}: ${f.message}`).join("\n")}${fai
     serializeChangesPage(rendered.changesPage)
   );
   for (const [path, text] of rendered.files)
-    write.set(`${siteRel}/${path}`, text.length > 65536 ? Buffer.from(text) : text);
+    write.set(
+      `${siteRel}/${path}`,
+      typeof text === "string" && text.length > 65536 ? Buffer.from(text) : text
+    );
+  const changed = new Set([...rendered.changed ?? []].map((p) => `${siteRel}/${p}`));
   const create = new Map(artifact?.files ?? []);
   const commit = commitFiles(
     root,
-    { write, delete: rendered.stale.map((p) => `${siteRel}/${p}`), create },
+    { write, changed, delete: rendered.stale.map((p) => `${siteRel}/${p}`), create },
     {
       ...options.commit,
       beforeCommit: () => {

@@ -57946,9 +57946,16 @@ function safeJoin(root, path) {
   return full;
 }
 function sameBytes(path, content) {
-  if (!existsSync2(path)) return false;
+  let size;
+  try {
+    size = statSync2(path).size;
+  } catch {
+    return false;
+  }
+  const length = typeof content === "string" ? Buffer.byteLength(content, "utf8") : content.byteLength;
+  if (size !== length) return false;
   const current = readFileSync3(path);
-  const next = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content);
+  const next = typeof content === "string" ? Buffer.from(content, "utf8") : Buffer.from(content.buffer, content.byteOffset, content.byteLength);
   return current.equals(next);
 }
 function ensureDir(dir, touched) {
@@ -57978,7 +57985,8 @@ function commitFiles(root, changes, options = {}) {
   const creates = [];
   let unchanged = 0;
   for (const [path, content] of changes.write) {
-    if (sameBytes(safeJoin(root, path), content)) {
+    const full = safeJoin(root, path);
+    if (!changes.changed?.has(path) && sameBytes(full, content)) {
       unchanged++;
       continue;
     }
@@ -60382,10 +60390,24 @@ function renderCatalogPage(ctx, catalog, matrix) {
 function renderCatalogPageItems(ctx, catalog, items, matrix) {
   const tagCounts = /* @__PURE__ */ new Map();
   for (const item of items) for (const tag of item.tags) tagCounts.set(tag, (tagCounts.get(tag) ?? 0) + 1);
-  const tags = [...tagCounts.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
-  const builds = [.../* @__PURE__ */ new Set([...catalog.supportedGameBuilds, ...items.flatMap((item) => item.builds)])];
+  const summary2 = {
+    count: items.length,
+    tagCounts,
+    builds: [...new Set(items.flatMap((item) => item.builds))]
+  };
+  return renderCatalogPageFrame(
+    ctx,
+    catalog,
+    summary2,
+    matrix,
+    items.map((item) => item.markup)
+  );
+}
+function renderCatalogPageFrame(ctx, catalog, summary2, matrix, list) {
+  const tags = [...summary2.tagCounts.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+  const builds = [.../* @__PURE__ */ new Set([...catalog.supportedGameBuilds, ...summary2.builds])];
   const supported = catalog.supportedGameBuilds;
-  const count = items.length;
+  const count = summary2.count;
   const main = html`<h1>Mods for ${catalog.game.name}</h1>
 <p>${plural(count, "mod")} you can install with the mod manager. ${supported.length > 0 ? html`Supported game ${supported.length === 1 ? "build" : "builds"}: ${supported.map((b, i) => html`${i > 0 ? ", " : ""}<strong>${buildLabel(matrix, b)}</strong>`)}.` : "No game build is currently validated."}</p>
 <search><form id="filters" class="filters" aria-label="Filter mods" hidden>
@@ -60396,7 +60418,7 @@ function renderCatalogPageItems(ctx, catalog, items, matrix) {
 </form></search>
 <p id="count" class="count" role="status">${count === 0 ? "No mods have been published yet." : `Showing all ${plural(count, "mod")}.`}</p>
 <ol id="mods" class="mods">
-${items.map((item) => item.markup)}</ol>`;
+${list}</ol>`;
   return renderPage(ctx, {
     title: "Mods",
     root: "",
@@ -60406,6 +60428,10 @@ ${items.map((item) => item.markup)}</ol>`;
     main
   });
 }
+var LIST_OPEN = Buffer.from('<ol id="mods" class="mods">\n');
+var LIST_CLOSE = Buffer.from("</ol>");
+var ITEM_END = Buffer.from("</li>\n");
+var ITEM_START = Buffer.from('\n<li data-tags="');
 function renderModsRedirectPage(ctx) {
   return renderPage(ctx, {
     title: "Mods",

@@ -15,6 +15,56 @@ function portalHostedPath(app: AppContext, record: VersionRecord, expected: stri
   return path === `/${expected}` ? expected : null;
 }
 
+/** What the lane answers for one version record, worked out once per record. */
+interface PreparedArtifact {
+  /** What it was worked out under: a portal's configuration object may be replaced while it runs. */
+  baseUrl: string;
+  siteDir: string;
+  rel: string;
+  /** Absolute path when this portal holds the bytes, else null (a redirect to packageUrl). */
+  path: string | null;
+  etag: string;
+  /** Headers of the redirect and of the 304 (validators and caching). */
+  common: Record<string, string>;
+  /** Headers of the download itself; sendFile adds length, range and validator headers. */
+  download: Record<string, string>;
+}
+
+/**
+ * Keyed by the record object itself: PublishedArtifacts builds new records whenever the mod's
+ * versions document changes, so a prepared answer never outlives the record it was made from
+ * (and a record belongs to one mod's document, so its mod id is fixed too). The lane answers the
+ * same few records over and over: paths and headers are built once, not per 4 KiB range.
+ */
+const preparedAnswers = new WeakMap<VersionRecord, PreparedArtifact>();
+
+function prepare(app: AppContext, modId: string, record: VersionRecord, fileName: string): PreparedArtifact {
+  const hit = preparedAnswers.get(record);
+  if (hit && hit.baseUrl === app.config.baseUrl && hit.siteDir === app.siteDir) return hit;
+  const rel = SITE_PATHS.artifact(modId, record.version, fileName);
+  const local = portalHostedPath(app, record, rel);
+  const common = {
+    "cache-control": "private, max-age=31536000, immutable",
+    "x-content-type-options": "nosniff",
+    "x-svc-sha256": record.sha256,
+  };
+  const entry: PreparedArtifact = {
+    baseUrl: app.config.baseUrl,
+    siteDir: app.siteDir,
+    rel,
+    path: local ? join(app.siteDir, local) : null,
+    etag: `"${record.sha256}"`,
+    common,
+    download: {
+      ...common,
+      "content-type": "application/zip",
+      "content-disposition": `attachment; filename="${fileName.replace(/[^A-Za-z0-9._-]/g, "_")}"`,
+    },
+  };
+  preparedAnswers.set(record, entry);
+  return entry;
+}
+
 /**
  * api_key_mod_download: a published, download-enabled artifact with its catalog sha256 as ETag,
  * Content-Length and Range/206; a redirect for artifacts held elsewhere (GitHub Releases store);
@@ -24,26 +74,20 @@ function portalHostedPath(app: AppContext, record: VersionRecord, expected: stri
 export const apiKeyModDownload: Handler = async (req, res, route, app) => {
   await guardRequest(req, res, route, app);
   const { modId = "", version = "", fileName = "" } = route.params;
-  const record = publishedArtifactsFor(app.siteDir).lookup(modId, version, fileName);
+  const artifacts = publishedArtifactsFor(app.siteDir);
+  const record = artifacts.lookup(modId, version, fileName);
   if (!record) {
     throw new SvcError("not_found", `no download-enabled artifact ${modId}/${version}/${fileName}`);
   }
-  const rel = SITE_PATHS.artifact(modId, version, fileName);
-  const local = portalHostedPath(app, record, rel);
-  const common = {
-    "cache-control": "private, max-age=31536000, immutable",
-    "x-content-type-options": "nosniff",
-    "x-svc-sha256": record.sha256,
-  };
-  const artifacts = publishedArtifactsFor(app.siteDir);
-  const file = local ? artifacts.descriptor(modId, join(app.siteDir, local)) : null;
+  const answer = prepare(app, modId, record, fileName);
+  const file = answer.path ? artifacts.descriptor(modId, answer.path) : null;
   if (!file) {
     // Held by another store (GitHub Releases), or a platform whose functions do not carry the
     // site's artifacts: send the client to the immutable public URL, whose bytes the hash covers.
     res.writeHead(302, {
       location: record.packageUrl,
-      etag: `"${record.sha256}"`,
-      ...common,
+      etag: answer.etag,
+      ...answer.common,
       "content-length": 0,
     });
     res.end();
@@ -51,18 +95,14 @@ export const apiKeyModDownload: Handler = async (req, res, route, app) => {
   }
   if (file.size !== record.packageSizeBytes) {
     throw new Error(
-      `artifact ${rel} is ${file.size} bytes on disk but ${record.packageSizeBytes} in the catalog`,
+      `artifact ${answer.rel} is ${file.size} bytes on disk but ${record.packageSizeBytes} in the catalog`,
     );
   }
   await sendFile(req, res, {
-    path: join(app.siteDir, rel),
+    path: answer.path!,
     fd: file.fd,
     size: file.size,
-    etag: `"${record.sha256}"`,
-    headers: {
-      ...common,
-      "content-type": "application/zip",
-      "content-disposition": `attachment; filename="${fileName.replace(/[^A-Za-z0-9._-]/g, "_")}"`,
-    },
+    etag: answer.etag,
+    headers: answer.download,
   });
 };
