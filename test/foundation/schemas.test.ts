@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { generateDocuments, type SiteInputs } from "../../src/catalog/site.ts";
 import { ENDPOINTS } from "../../src/contracts/endpoints.ts";
-import { type SchemaName, schemaFiles, schemaRegistry } from "../../src/contracts/schemas.ts";
+import { type SchemaName, SchemaRegistry, schemaFiles, schemaRegistry } from "../../src/contracts/schemas.ts";
 import { releaseRecord, repoConfig } from "../lib/project.ts";
 
 const config = repoConfig();
@@ -488,6 +488,11 @@ describe("schemas", () => {
       expect(schema.$id).toBe(`https://svc.invalid/${file.publicPath}`);
       expect(() => registry.validate(file.name, {})).not.toThrow();
     }
+  });
+
+  it("every schema file is valid against the 2020-12 meta-schema (portal processes skip that check)", () => {
+    const checked = new SchemaRegistry(config.baseUrl, { checkSchemas: true });
+    for (const file of schemaFiles()) expect(() => checked.validate(file.name, {}), file.name).not.toThrow();
   });
 
   it("has a valid fixture for every schema", () => {
