@@ -3,6 +3,7 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
+import * as precompiled from "./validators.generated.js";
 
 /** The base every source schema in schemas/ carries; publication rewrites it to the portal's baseUrl. */
 export const SOURCE_SCHEMA_BASE = "https://svc.invalid";
@@ -88,44 +89,57 @@ export function schemaId(name: SchemaName, baseUrl: string): string {
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
+/** The validators bin/build-validators.mjs precompiled, by schema name (changes_head -> changes-head). */
+const PRECOMPILED = new Map<string, ValidateFunction>(
+  Object.entries(precompiled).map(([name, validate]) => [name.replaceAll("_", "-"), validate]),
+);
+
 /**
- * Compiled validators for one base URL. Schemas that pin the base URL (the backend contract's
- * baseUrl const) therefore validate documents of exactly this portal.
+ * Validators for one base URL. Each schema's validator was compiled ahead of time
+ * (src/contracts/validators.generated.js, from schemas/ by bin/build-validators.mjs; a test fails
+ * while it differs from what that writes): compiling at start-up cost a fresh process about half a
+ * second of CPU, paid by every CLI command, action run and serverless cold start. A schema whose
+ * consts name the base URL (the backend contract pins its own baseUrl) validates documents of
+ * exactly this portal, so it is compiled here, from the schemas as published for the base URL, as is
+ * every schema when checkSchemas asks for the 2020-12 meta-schema check too (the schema test does).
  */
 export class SchemaRegistry {
   readonly baseUrl: string;
-  private readonly ajv: Ajv2020;
+  private readonly checkSchemas: boolean;
+  private compiler: Ajv2020 | undefined;
   private readonly validators = new Map<SchemaName, ValidateFunction>();
 
-  /**
-   * checkSchemas: also validate every schema against the 2020-12 meta-schema as it is added (the
-   * schema test does). A portal process skips it, and Ajv's optimizing pass over the code it
-   * generates: the schemas are fixed files the tests check, and the two cost a fresh process about
-   * 0.35 s of CPU (0.75 -> 0.4 s to compile what a publication validates), paid by every CLI
-   * command, action run and serverless cold start. Strict mode still refuses an unknown keyword at
-   * compile time, and the validators accept and refuse the same documents.
-   */
   constructor(baseUrl: string, options: { checkSchemas?: boolean } = {}) {
     this.baseUrl = baseUrl;
-    this.ajv = new Ajv2020({
+    this.checkSchemas = options.checkSchemas ?? false;
+  }
+
+  /** Ajv with every published schema, made at the first schema that is not precompiled. */
+  private ajv(): Ajv2020 {
+    if (this.compiler) return this.compiler;
+    const ajv = new Ajv2020({
       strict: true,
       strictTypes: false,
       strictRequired: false,
       allErrors: true,
       allowUnionTypes: true,
-      validateSchema: options.checkSchemas ?? false,
-      code: { optimize: false },
+      validateSchema: this.checkSchemas,
     });
-    addFormats(this.ajv);
-    for (const file of schemaFiles()) this.ajv.addSchema(JSON.parse(publishedSchemaText(file, baseUrl)));
+    addFormats(ajv);
+    for (const file of schemaFiles()) ajv.addSchema(JSON.parse(publishedSchemaText(file, this.baseUrl)));
+    this.compiler = ajv;
+    return ajv;
   }
 
   validate<T>(name: SchemaName, document: unknown): SchemaResult<T> {
     let validator = this.validators.get(name);
     if (!validator) {
-      const found = this.ajv.getSchema(schemaId(name, this.baseUrl));
-      if (!found) throw new Error(`schema ${name} is not registered`);
-      validator = found;
+      validator = this.checkSchemas ? undefined : PRECOMPILED.get(name);
+      if (!validator) {
+        const found = this.ajv().getSchema(schemaId(name, this.baseUrl));
+        if (!found) throw new Error(`schema ${name} is not registered`);
+        validator = found;
+      }
       this.validators.set(name, validator);
     }
     if (validator(document)) return { ok: true, value: document as T };

@@ -1,4 +1,7 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+// @ts-expect-error: plain .mjs scripts without types
+import * as validatorsBuild from "../../bin/build-validators.mjs";
 import { generateDocuments, type SiteInputs } from "../../src/catalog/site.ts";
 import { ENDPOINTS } from "../../src/contracts/endpoints.ts";
 import { type SchemaName, SchemaRegistry, schemaFiles, schemaRegistry } from "../../src/contracts/schemas.ts";
@@ -493,6 +496,34 @@ describe("schemas", () => {
   it("every schema file is valid against the 2020-12 meta-schema (portal processes skip that check)", () => {
     const checked = new SchemaRegistry(config.baseUrl, { checkSchemas: true });
     for (const file of schemaFiles()) expect(() => checked.validate(file.name, {}), file.name).not.toThrow();
+  });
+
+  it("the precompiled validators are what bin/build-validators.mjs writes from schemas/ (npm run build:validators)", async () => {
+    const build = validatorsBuild as {
+      VALIDATORS_FILE: string;
+      VALIDATORS_TYPES: string;
+      generateValidatorsSource: () => Promise<string>;
+      generateValidatorsTypes: () => string;
+    };
+    expect(readFileSync(build.VALIDATORS_FILE, "utf8")).toBe(await build.generateValidatorsSource());
+    expect(readFileSync(build.VALIDATORS_TYPES, "utf8")).toBe(build.generateValidatorsTypes());
+  });
+
+  it("precompiled and compiled-at-run-time validators give the same answers and issues", () => {
+    const compiled = new SchemaRegistry(config.baseUrl, { checkSchemas: true });
+    const cases: Array<[SchemaName, unknown]> = [
+      ...Object.entries(VALID).map(
+        ([name, document]) => [name as SchemaName, document] as [SchemaName, unknown],
+      ),
+      ...INVALID.map(([name, , mutate]): [SchemaName, unknown] => {
+        const document = structuredClone(VALID[name]);
+        mutate(document);
+        return [name, document];
+      }),
+      ...schemaFiles().map((f): [SchemaName, unknown] => [f.name, { unexpected: true }]),
+    ];
+    for (const [name, document] of cases)
+      expect(registry.validate(name, document), name).toEqual(compiled.validate(name, document));
   });
 
   it("has a valid fixture for every schema", () => {
