@@ -1,3 +1,4 @@
+import * as crypto from "node:crypto";
 import { createHash } from "node:crypto";
 import { readSync } from "node:fs";
 import { open } from "node:fs/promises";
@@ -101,6 +102,13 @@ export interface ValidationInput {
   scanConcurrency?: number;
 }
 
+// One-shot hashing (Node 20.12+) skips the Hash object a small entry would otherwise cost.
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: "hex") => string })
+  .hash;
+function sha256Hex(data: Uint8Array): string {
+  return oneShotHash ? oneShotHash("sha256", data, "hex") : createHash("sha256").update(data).digest("hex");
+}
+
 const HASH_CHUNK = 4 * 1024 * 1024;
 const READ_WINDOW = 1024 * 1024;
 const SCAN_BATCH_BYTES = 64 * 1024 * 1024;
@@ -162,15 +170,21 @@ async function openPackage(source: ValidationInput["package"], maxBytes: number)
   // Entries are visited in file order, so small reads (headers, small files) are served from one
   // 1 MiB window instead of a system call each. A window is never reused, so returned slices stay valid.
   let window: { base: number; buf: Buffer } = { base: 0, buf: Buffer.alloc(0) };
+  // Each pass over the entries (local headers, then contents) starts again near the front: those
+  // restarts may refill the window backwards. Past this budget a backward read costs a small read
+  // of its own, so hostile offsets (a central directory that points backwards and forwards) cost
+  // at most this many extra megabytes, never one per entry.
+  let backwardRefills = 16;
   return {
     source: {
       size,
       read(offset, length) {
         if (length > READ_WINDOW / 4) return direct(offset, length);
         if (offset < window.base || offset + length > window.base + window.buf.length) {
-          // Only forward moves refill the window, so hostile offsets (an archive whose central
-          // directory points backwards and forwards) cost a small read each, never a megabyte.
-          if (offset < window.base + window.buf.length) return direct(offset, length);
+          if (offset < window.base + window.buf.length) {
+            if (backwardRefills === 0) return direct(offset, length);
+            backwardRefills--;
+          }
           window = { base: offset, buf: direct(offset, Math.max(READ_WINDOW, length)) };
         }
         const start = offset - window.base;
@@ -385,6 +399,7 @@ export async function analyzePackage(input: ValidationInput): Promise<PackageAna
 async function analyzeSource(input: ValidationInput, source: ByteSource): Promise<PackageAnalysis> {
   const policy = input.policy;
   const progress = input.onProgress ?? (() => {});
+  const reportsProgress = input.onProgress !== undefined;
   const scanState = input.antivirusDisabled ? "disabled" : input.scanner ? null : "not_configured";
   const total = source.size;
   const scanner = input.scanner;
@@ -431,10 +446,12 @@ async function analyzeSource(input: ValidationInput, source: ByteSource): Promis
   );
   const caps = zipCapsFromPolicy(policy);
   const structure = readZipStructure(source, caps);
-  const nameFindings: ZipFinding[] = [
-    ...structure.entries.flatMap((e) => analyzeName(e, caps)),
-    ...analyzeCollisions(structure.entries),
-  ];
+  const nameFindings: ZipFinding[] = [];
+  for (const entry of structure.entries) {
+    const found = analyzeName(entry, caps);
+    if (found.length > 0) nameFindings.push(...found);
+  }
+  for (const finding of analyzeCollisions(structure.entries)) nameFindings.push(finding);
   const entries: InspectedEntry[] = structure.entries.map((entry) => ({ entry, kind: null }));
   const inflateFindings: ZipFinding[] = [];
   const files = new Map<string, Buffer>();
@@ -463,7 +480,7 @@ async function analyzeSource(input: ValidationInput, source: ByteSource): Promis
       if (entry.isDirectory) continue;
       const result = inflateEntry(source, entry);
       inspected += entry.compressedSize;
-      progress({ phase: "inspecting", doneBytes: inspected, totalBytes: total });
+      if (reportsProgress) progress({ phase: "inspecting", doneBytes: inspected, totalBytes: total });
       if (!result.ok) {
         inflateFindings.push({ code: result.code, entry: entry.name, message: result.message });
         continue;
@@ -474,10 +491,12 @@ async function analyzeSource(input: ValidationInput, source: ByteSource): Promis
       installFiles.push({
         path: entry.name,
         sizeBytes: data.length,
-        sha256: createHash("sha256").update(data).digest("hex"),
+        sha256: sha256Hex(data),
       });
       item.kind = sniffFileType(
-        tailAware(data.subarray(0, 4096), data.subarray(Math.max(0, data.length - 4096)), data.length),
+        data.length <= 4096
+          ? data
+          : tailAware(data.subarray(0, 4096), data.subarray(data.length - 4096), data.length),
       );
       // First one wins, as for the manifest above; duplicates fail zip_path_safety anyway.
       if (keep.has(entry.name) && !files.has(entry.name)) files.set(entry.name, Buffer.from(data));

@@ -79,38 +79,45 @@ export function checkArchiveContentPolicy(ctx: CheckContext): CheckOutcome {
     ".html",
   ]);
   const configs = new Set(configExtensions);
+  const add = (name: string, code: ZipFinding["code"], why: string) =>
+    findings.push({ code, entry: name, message: `${JSON.stringify(name)}: ${why}` });
   for (const { entry, kind } of pkg.entries) {
     if (entry.isDirectory) continue;
     const name = entry.name;
-    const shown = JSON.stringify(name);
     const ext = extensionOf(name);
-    const add = (code: ZipFinding["code"], why: string) =>
-      findings.push({ code, entry: name, message: `${shown}: ${why}` });
     if (forbidden.has(ext)) {
-      if (ARCHIVE_LIKE.has(ext)) add("nested_archive", `${ext} archives may not be nested in a package`);
-      else if (SCRIPT_LIKE.has(ext)) add("script_file", `${ext} scripts and shortcuts are not allowed`);
-      else add("forbidden_extension", `${ext} files are not allowed`);
+      if (ARCHIVE_LIKE.has(ext))
+        add(name, "nested_archive", `${ext} archives may not be nested in a package`);
+      else if (SCRIPT_LIKE.has(ext)) add(name, "script_file", `${ext} scripts and shortcuts are not allowed`);
+      else add(name, "forbidden_extension", `${ext} files are not allowed`);
     } else if (!allowed.has(ext)) {
       add(
+        name,
         "extension_not_allowed",
         ext ? `${ext} is not an allowed extension` : "files without an extension are not allowed",
       );
     }
     const base = name.slice(name.lastIndexOf("/") + 1);
-    const parts = base.split(".");
+    // Two dots at least, the first not opening the name: only then is split worth its arrays.
+    const firstDot = base.indexOf(".");
+    const parts = firstDot > 0 && base.indexOf(".", firstDot + 1) !== -1 ? base.split(".") : [];
     if (parts.length >= 3 && parts[0] !== "") {
       const inner = `.${parts[parts.length - 2]!.toLowerCase()}`;
       if (known.has(inner) && (risky.has(ext) || !allowed.has(ext) || risky.has(inner))) {
-        add("double_extension", `the name hides its type behind ${inner}${ext}`);
+        add(name, "double_extension", `the name hides its type behind ${inner}${ext}`);
       }
     }
     const nestedByName = forbidden.has(ext) && ARCHIVE_LIKE.has(ext);
     if (kind !== null && ARCHIVE_KINDS.has(kind) && !nestedByName) {
       // Nested archives are never inspected, so even a policy depth above 0 cannot pass unread bytes.
-      add("nested_archive", `content is a ${kind} archive; nested archives are not allowed or inspected`);
+      add(
+        name,
+        "nested_archive",
+        `content is a ${kind} archive; nested archives are not allowed or inspected`,
+      );
     }
     if (kind !== null && configs.has(ext) && !TEXT_KINDS.has(kind))
-      add("config_not_text", `config file content is ${kind}`);
+      add(name, "config_not_text", `config file content is ${kind}`);
   }
   if (findings.length > 0) return failedWithFindings(ID, findings);
   const blocker = contentBlocker(ctx);

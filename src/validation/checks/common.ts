@@ -77,9 +77,9 @@ export function firstNotPassed(ctx: CheckContext, ids: string[]): string | null 
 
 /** Lower-case extension including the dot ('' when none) of the last path segment. */
 export function extensionOf(path: string): string {
-  const base = path.slice(path.lastIndexOf("/") + 1);
-  const dot = base.lastIndexOf(".");
-  return dot > 0 ? base.slice(dot).toLowerCase() : "";
+  // A dot that opens the last segment (".hidden") starts no extension.
+  const dot = path.lastIndexOf(".");
+  return dot > path.lastIndexOf("/") + 1 ? path.slice(dot).toLowerCase() : "";
 }
 
 export function isUnderDirectory(path: string, directory: string): boolean {

@@ -36,9 +36,23 @@ export function checkEntrypointPresence(ctx: CheckContext): CheckOutcome {
       `svc-mod.json: ${show(manifest.entrypoints)}`,
     ]);
   }
+  // Only the entrypoints' own names are looked up; the full name list (for the "did you mean" hint)
+  // is built only when one is missing.
+  const wanted = new Set(manifest.entrypoints.map((e) => e.path));
   const files = new Map<string, boolean>();
-  for (const { entry } of ctx.pkg.entries) files.set(entry.name.replace(/\/$/, ""), entry.isDirectory);
-  const lower = new Map([...files.keys()].map((n) => [n.toLowerCase(), n]));
+  for (const { entry } of ctx.pkg.entries) {
+    const name = entry.name.endsWith("/") ? entry.name.slice(0, -1) : entry.name;
+    if (wanted.has(name)) files.set(name, entry.isDirectory);
+  }
+  let lower: Map<string, string> | undefined;
+  const nearName = (path: string) => {
+    if (!lower) {
+      const all = new Map<string, boolean>();
+      for (const { entry } of ctx.pkg.entries) all.set(entry.name.replace(/\/$/, ""), entry.isDirectory);
+      lower = new Map([...all.keys()].map((n) => [n.toLowerCase(), n]));
+    }
+    return lower.get(path.toLowerCase());
+  };
   const { nativeBinaryDirectory, nativeBinaryExtensions } = ctx.policy.content;
   const log: string[] = [];
   let code: "entrypoint_missing" | "entrypoint_unsafe" | null = null;
@@ -46,7 +60,7 @@ export function checkEntrypointPresence(ctx: CheckContext): CheckOutcome {
     const isDir = files.get(e.path);
     if (isDir === undefined) {
       code ??= "entrypoint_missing";
-      const near = lower.get(e.path.toLowerCase());
+      const near = nearName(e.path);
       log.push(
         `${e.kind} entrypoint ${e.path} is not in the package${near ? ` (did you mean ${near}? names are case-sensitive)` : ""}`,
       );

@@ -146,7 +146,9 @@ export const MAX_VERSION_NEEDED = 20;
  */
 const UNIX_MODE_HOSTS: ReadonlySet<number> = new Set([2, 3, 5, 12, 13, 16, 17, 19, 30]);
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM keeps a leading U+FEFF in the name, as extractors do: dropped, "\uFEFFa" would read as
+// "a", escape the invisible-character rule and collide unseen with a real "a".
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 const S_IFMT = 0o170000;
 const S_IFREG = 0o100000;
@@ -188,9 +190,18 @@ function emptyStructure(findings: ZipFinding[]): ZipStructure {
   };
 }
 
+function hasNonAscii(bytes: Uint8Array): boolean {
+  for (let i = 0; i < bytes.length; i++) if (bytes[i]! >= 0x80) return true;
+  return false;
+}
+
+/** First offset in [start, end) where the 4-byte little-endian `sig` lies whole, or -1. */
 function indexOfSignature(bytes: Buffer, start: number, end: number, sig: number): number {
-  for (let i = start; i + 4 <= end; i++) if (bytes.readUInt32LE(i) === sig) return i;
-  return -1;
+  // Native search: the end record's window is 64 KiB and is searched whole on every package.
+  const needle = Buffer.alloc(4);
+  needle.writeUInt32LE(sig, 0);
+  const at = bytes.subarray(start, Math.max(start, end)).indexOf(needle);
+  return at === -1 ? -1 : start + at;
 }
 
 /** Find the one end record that ends exactly at the end of the file; `tail` holds the last 64 KiB + 22 bytes. */
@@ -373,8 +384,10 @@ export function readZipStructure(input: Buffer | ByteSource, caps: ZipCaps): Zip
     let name: string;
     let nameDecoded = true;
     try {
-      if (!utf8Flag && rawName.some((b) => b >= 0x80)) throw new Error("non-ASCII without UTF-8 flag");
-      name = utf8.decode(rawName);
+      // ASCII reads the same in every encoding (and carries no UTF-8 byte-order mark to strip).
+      if (!hasNonAscii(rawName)) name = rawName.toString("latin1");
+      else if (!utf8Flag) throw new Error("non-ASCII without UTF-8 flag");
+      else name = utf8.decode(rawName);
     } catch {
       nameDecoded = false;
       name = rawName.toString("latin1");

@@ -110,7 +110,53 @@ const MP3_FRAME = [0xff, 0xfb];
 const UASSET = [0xc1, 0x83, 0x2a, 0x9e];
 const PAK_FOOTER = [0xe1, 0x12, 0x6f, 0x5a];
 
+/**
+ * First bytes of every magic tested at offset 0 below. Any other first byte can only be tar (its
+ * magic is at 257), text, TGA, an Unreal pak or unknown: the sniffer runs per entry, and most
+ * entries (text, data) skip the thirty-odd prefix tests that way.
+ */
+const MAGIC_FIRST_BYTES = new Uint8Array(256);
+for (const byte of [
+  0x4d, // MZ, MSCF, Microsoft C/C++ MSF
+  0x7f, // ELF
+  0xfe, // Mach-O BE
+  0xce, // Mach-O LE 32
+  0xcf, // Mach-O LE 64
+  0xca, // CAFEBABE
+  0x00, // wasm, TrueType
+  0x50, // PK
+  0x37, // 7z
+  0x52, // Rar!, RIFF
+  0x1f, // gzip
+  0x42, // BZh, BM
+  0xfd, // xz
+  0x28, // zstd
+  0xd0, // OLE
+  0x4c, // LNK
+  0x89, // PNG
+  0xff, // JPEG, MP3 frame
+  0x47, // GIF
+  0x74, // true
+  0x4f, // OTTO, OggS
+  0x44, // DDS
+  0x66, // fLaC
+  0x49, // ID3
+  0x25, // %PDF-
+  0xc1, // uasset
+  0x23, // #!
+])
+  MAGIC_FIRST_BYTES[byte] = 1;
+
 export function sniffFileType(bytes: Uint8Array): FileKind {
+  if (bytes.length > 0 && MAGIC_FIRST_BYTES[bytes[0]!] === 0) {
+    if (ascii(bytes, 257, "ustar")) return "tar";
+    return sniffWithoutPrefix(bytes);
+  }
+  return sniffByEveryMagic(bytes);
+}
+
+/** sniffFileType without the first-byte shortcut: every test in order (exported for its test). */
+export function sniffByEveryMagic(bytes: Uint8Array): FileKind {
   if (bytes.length === 0) return "empty";
   if (isPe(bytes)) return "pe";
   if (startsWith(bytes, ELF)) return "elf";
@@ -158,6 +204,11 @@ export function sniffFileType(bytes: Uint8Array): FileKind {
   if (ascii(bytes, 0, "%PDF-")) return "pdf";
   if (startsWith(bytes, UASSET)) return "ue_uasset";
   if (ascii(bytes, 0, "#!")) return "shebang";
+  return sniffWithoutPrefix(bytes);
+}
+
+/** The kinds that have no magic at offset 0, in the order sniffFileType tests them. */
+function sniffWithoutPrefix(bytes: Uint8Array): FileKind {
   if (looksLikeText(bytes)) return "text";
   if (isTruevisionTga(bytes)) return "tga";
   if (hasPakFooter(bytes)) return "ue_pak";

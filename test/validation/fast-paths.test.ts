@@ -1,0 +1,161 @@
+import { describe, expect, it } from "vitest";
+import { analyzeName } from "../../src/validation/zip/names.ts";
+import type { ZipEntry } from "../../src/validation/zip/reader.ts";
+import { sniffByEveryMagic, sniffFileType } from "../../src/validation/zip/sniff.ts";
+
+// The validator takes shortcuts for the common case (plain ASCII names, content whose first byte
+// opens no known magic). Each must give exactly what the general path gives.
+
+const caps = { maxNameBytes: 200, maxPathDepth: 8 };
+
+function entryNamed(name: string): ZipEntry {
+  const rawName = Buffer.from(name, "utf8");
+  return {
+    index: 0,
+    rawName,
+    name,
+    nameDecoded: true,
+    utf8Flag: true,
+    flags: 0x0800,
+    method: 8,
+    crc32: 0,
+    compressedSize: 1,
+    uncompressedSize: 1,
+    localHeaderOffset: 0,
+    dataOffset: 30,
+    endOffset: 31,
+    versionMadeBy: (3 << 8) | 20,
+    externalAttributes: (0o100644 << 16) >>> 0,
+    unixMode: 0o100644,
+    isDirectory: name.endsWith("/"),
+    unicodePathName: null,
+  };
+}
+
+/** The per-character name tests as the validator ran them on every name before the shortcut. */
+function characterFindings(name: string): string[] {
+  const out: string[] = [];
+  const add = (code: string, why: string) => out.push(`${code} ${JSON.stringify(name)}: ${why}`);
+  if (name.includes("\u0000")) add("control_character_in_name", "name contains NUL");
+  else if (/[\u0000-\u001f\u007f-\u009f]/.test(name))
+    add("control_character_in_name", "name contains a control character");
+  if (/[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/.test(name))
+    add("bidi_character_in_name", "name contains a bidi override or invisible character");
+  if (name.includes("\\")) add("backslash_in_name", "name contains a backslash");
+  if (/^[/\\]{2}/.test(name)) add("absolute_path", "name is a UNC path");
+  else if (/^[/\\]/.test(name)) add("absolute_path", "name is an absolute path");
+  else if (/^[A-Za-z]:/.test(name)) add("absolute_path", "name starts with a drive letter");
+  if (name.includes(":")) add("colon_in_name", "name contains ':' (drive or NTFS stream syntax)");
+  if (/[<>"|?*]/.test(name)) add("forbidden_character_in_name", 'name contains one of < > " | ? *');
+  return out;
+}
+
+const CHARACTER_CODES = new Set([
+  "control_character_in_name",
+  "bidi_character_in_name",
+  "backslash_in_name",
+  "absolute_path",
+  "colon_in_name",
+  "forbidden_character_in_name",
+]);
+
+describe("plain-name shortcut in analyzeName", () => {
+  const samples = [
+    ...Array.from({ length: 0xa1 }, (_, i) => String.fromCharCode(i)),
+    ...[0xe9, 0x061c, 0x200b, 0x200f, 0x202a, 0x202e, 0x2060, 0x2066, 0x2069, 0x4e2d, 0xfeff].map((c) =>
+      String.fromCharCode(c),
+    ),
+  ];
+  it("finds the same character problems as the full tests, for every ASCII character and the risky Unicode ones", () => {
+    let compared = 0;
+    for (const c of samples) {
+      for (const name of [`${c}a/b.txt`, `a${c}/b.txt`, `a/b${c}.txt`, `${c}${c}x`, `C${c}x`, `${c}`]) {
+        const got = analyzeName(entryNamed(name), caps)
+          .filter((f) => CHARACTER_CODES.has(f.code))
+          .map((f) => `${f.code} ${f.message}`);
+        expect(got, JSON.stringify(name)).toEqual(characterFindings(name));
+        compared++;
+      }
+    }
+    expect(compared).toBe(samples.length * 6);
+  });
+});
+
+describe("first-byte shortcut in sniffFileType", () => {
+  // Every magic the sniffer tests at offset 0, each followed by filler long enough for its length rules.
+  const magics = [
+    "MZ",
+    "\x7fELF",
+    "\xfe\xed\xfa\xce",
+    "\xfe\xed\xfa\xcf",
+    "\xce\xfa\xed\xfe",
+    "\xcf\xfa\xed\xfe",
+    "\xca\xfe\xba\xbe\x00\x00\x00\x02",
+    "\x00asm",
+    "PK\x03\x04",
+    "PK\x05\x06",
+    "PK\x07\x08",
+    "7z\xbc\xaf\x27\x1c",
+    "Rar!\x1a\x07",
+    "\x1f\x8b",
+    "BZh",
+    "\xfd7zXZ\x00",
+    "\x28\xb5\x2f\xfd",
+    "MSCF",
+    "\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1",
+    "L\x00\x00\x00\x01\x14\x02\x00",
+    "\x89PNG\r\n\x1a\n",
+    "\xff\xd8\xff",
+    "GIF87a",
+    "GIF89a",
+    "BM",
+    "RIFF",
+    "\x00\x01\x00\x00\x00",
+    "true",
+    "OTTO",
+    "Microsoft C/C++ MSF 7.00",
+    "DDS ",
+    "OggS",
+    "fLaC",
+    "ID3",
+    "\xff\xfb",
+    "%PDF-",
+    "\xc1\x83\x2a\x9e",
+    "#!",
+  ];
+  const withTar = Buffer.alloc(512, 0x20);
+  withTar.write("ustar", 257, "latin1");
+  const withTga = Buffer.concat([Buffer.alloc(40, 0x01), Buffer.from("TRUEVISION-XFILE.\0", "latin1")]);
+  const withPak = Buffer.concat([
+    Buffer.alloc(300, 0x02),
+    Buffer.from([0xe1, 0x12, 0x6f, 0x5a]),
+    Buffer.alloc(8),
+  ]);
+  const bodies = [
+    ...magics.map((m) => Buffer.concat([Buffer.from(m, "latin1"), Buffer.alloc(300, 0x41)])),
+    withTar,
+    withTga,
+    withPak,
+    Buffer.from("health_1 = 2 ; 3\n".repeat(20)),
+    Buffer.from([0x05, 0x06, 0x07]),
+  ];
+
+  it("gives what every magic test in order gives, whatever the first byte", () => {
+    const kinds = new Set<string>();
+    for (const body of bodies) {
+      for (let first = 0; first < 256; first++) {
+        const bytes = Buffer.from(body);
+        bytes[0] = first;
+        const expected = sniffByEveryMagic(bytes);
+        expect(sniffFileType(bytes), `first byte ${first} of ${body.subarray(0, 8).toString("hex")}`).toBe(
+          expected,
+        );
+        kinds.add(expected);
+      }
+      expect(sniffFileType(body)).toBe(sniffByEveryMagic(body));
+    }
+    // The samples reach the magic kinds as well as the kinds without one.
+    for (const kind of ["pe", "zip", "mp3", "tar", "tga", "ue_pak", "text", "unknown"])
+      expect(kinds).toContain(kind);
+  });
+});
