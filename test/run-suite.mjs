@@ -1,17 +1,23 @@
-// `npm test` after lint, the CLI bundle and `svc check`: the type check and the vitest suite run side
-// by side. The suite leaves about a third of this 2-core machine idle (tests waiting on servers,
-// Chromium and child processes), and `tsc --noEmit` needs ~25 s of CPU; run at a lower priority it
-// fills those gaps instead of adding its wall time before the first test. Both must pass; the type
-// check's output is printed whole after the suite, so it is not interleaved with test output.
+// `npm test` after the CLI bundle and `svc check`: the vitest suite, with the type check and the lint
+// beside it. The suite leaves part of this 2-core machine idle (tests waiting on servers, Chromium and
+// child processes; it keeps the cores about 85% busy), and `tsc --noEmit` (~25 s of CPU) and
+// `biome check` (~3 s) run at a lower priority fill those gaps instead of adding their wall time
+// before the first test. All three must pass; each check's output is printed whole after the suite,
+// so it is not interleaved with test output.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 
 const require = createRequire(import.meta.url);
-const tsc = require.resolve("typescript/bin/tsc");
-const vitest = join(dirname(require.resolve("vitest/package.json")), "vitest.mjs");
+const packageDir = (name) => dirname(require.resolve(`${name}/package.json`));
+const vitest = join(packageDir("vitest"), "vitest.mjs");
 const nice = ["/usr/bin/nice", "/bin/nice"].find((path) => existsSync(path));
+
+const CHECKS = [
+  { label: "typecheck (tsc --noEmit)", args: [require.resolve("typescript/bin/tsc"), "--noEmit"] },
+  { label: "lint (biome check .)", args: [join(packageDir("@biomejs/biome"), "bin", "biome"), "check", "."] },
+];
 
 function run(command, args, options) {
   return new Promise((resolve) => {
@@ -29,20 +35,20 @@ function run(command, args, options) {
 }
 
 const started = Date.now();
-const typecheckArgs = [process.execPath, tsc, "--noEmit"];
-const typecheck = run(
-  nice ?? typecheckArgs[0],
-  nice ? ["-n", "10", ...typecheckArgs] : typecheckArgs.slice(1),
-  {
+const checks = CHECKS.map(({ label, args }) => {
+  const command = [process.execPath, ...args];
+  return run(nice ?? command[0], nice ? ["-n", "10", ...command] : command.slice(1), {
     stdio: ["ignore", "pipe", "pipe"],
-  },
-).then((result) => ({ ...result, seconds: (Date.now() - started) / 1000 }));
+  }).then((result) => ({ ...result, label, seconds: (Date.now() - started) / 1000 }));
+});
 const suite = await run(process.execPath, [vitest, "run", ...process.argv.slice(2)], { stdio: "inherit" });
-const types = await typecheck;
-
-process.stdout.write(
-  types.code === 0
-    ? `typecheck (tsc --noEmit, beside the suite): passed in ${types.seconds.toFixed(0)} s\n`
-    : `typecheck (tsc --noEmit, beside the suite): FAILED\n${types.output}`,
-);
-process.exitCode = suite.code !== 0 ? suite.code : types.code;
+let failed = suite.code;
+for (const check of await Promise.all(checks)) {
+  process.stdout.write(
+    check.code === 0
+      ? `${check.label}, beside the suite: passed in ${check.seconds.toFixed(0)} s\n`
+      : `${check.label}, beside the suite: FAILED\n${check.output}`,
+  );
+  if (check.code !== 0 && failed === 0) failed = check.code;
+}
+process.exitCode = failed;
