@@ -27,12 +27,8 @@ import {
   addDays,
   buildRoot,
   EXPIRY_DAYS,
-  generateKey,
-  ONLINE_ROLES,
   type OnlineKeys,
   signerFor,
-  type TufKeyFile,
-  type TufRole,
   TUF_SPEC_VERSION,
   tufTime,
 } from "../../src/distribution/tuf-keys.ts";
@@ -45,6 +41,7 @@ import {
   writeRoot,
 } from "../../src/distribution/tuf-repository.ts";
 import { StaticSite } from "../../src/http/static-site.ts";
+import { operatorKeys } from "../../test/distribution/support.ts";
 
 const { values } = parseArgs({
   options: { mods: { type: "string" }, versions: { type: "string" } },
@@ -119,19 +116,6 @@ function changesPage(page: number, entries: number): string {
     return JSON.stringify({ sequence, modId: modId(sequence % MODS), version: "1.0.0", kind: "publish" });
   });
   return `{"schema":"svc.changes-page.v1","page":${page},"entries":[\n${lines.join(",\n")}\n]}\n`;
-}
-
-function operatorKeys(): { root: TufKeyFile; online: OnlineKeys } {
-  const all = Object.fromEntries(
-    (["root", ...ONLINE_ROLES] as TufRole[]).map((r) => [r, generateKey(r)]),
-  ) as Record<TufRole, TufKeyFile>;
-  return {
-    root: all.root,
-    online: {
-      schema: "svc.tuf-online-keys.v1",
-      keys: { targets: all.targets, snapshot: all.snapshot, timestamp: all.timestamp },
-    },
-  };
 }
 
 /** The previous layout, for the baseline: one targets.json listing every target, pretty-printed. */

@@ -8,7 +8,9 @@ import { provenanceSubjects } from "../distribution/provenance.ts";
 import {
   buildRoot,
   generateKey,
+  generateKeySet,
   ONLINE_ROLES,
+  onlineKeyBundle,
   type OnlineKeys,
   parseKeyFile,
   parseOnlineKeys,
@@ -251,17 +253,12 @@ function init(keysDir: string | undefined, siteDir: string, io: CliIo): number {
       `${siteDir}/${TUF_DIR} already has a root; use svc keys rotate`,
     );
   }
-  const keys = Object.fromEntries(
-    (["root", ...ONLINE_ROLES] as TufRole[]).map((r) => [r, generateKey(r)]),
-  ) as Record<TufRole, TufKeyFile>;
+  const keys = generateKeySet();
   const root = new Metadata(buildRoot(1, keys, new Date()));
   root.sign(signerFor(keys.root));
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   writeSecret(join(dir, "root.key.json"), keys.root);
-  writeSecret(join(dir, "online.keys.json"), {
-    schema: "svc.tuf-online-keys.v1",
-    keys: { targets: keys.targets, snapshot: keys.snapshot, timestamp: keys.timestamp },
-  });
+  writeSecret(join(dir, "online.keys.json"), onlineKeyBundle(keys));
   const written = writeRoot(siteDir, root);
   io.stdout.write(
     `svc keys init: keys in ${dir} (root.key.json: move it offline; online.keys.json: the publish secret)\n` +
@@ -290,10 +287,7 @@ function rotate(role: string | undefined, keysDir: string | undefined, siteDir: 
   const metadata = rotateRoot(latest.metadata, oldRootKey, next, next.root, new Date());
   const written = writeRoot(siteDir, metadata);
   writeSecret(join(dir, "root.key.json"), next.root);
-  writeSecret(join(dir, "online.keys.json"), {
-    schema: "svc.tuf-online-keys.v1",
-    keys: { targets: next.targets, snapshot: next.snapshot, timestamp: next.timestamp },
-  });
+  writeSecret(join(dir, "online.keys.json"), onlineKeyBundle(next));
   io.stdout.write(
     `svc keys rotate: new ${role} key; root v${metadata.signed.version} signed by the old and new root keys\n` +
       written.map((p) => `  wrote site/${p}\n`).join("") +

@@ -65,6 +65,21 @@ export function generateKey(role: TufRole): TufKeyFile {
   };
 }
 
+/** A fresh key for every role (svc keys init). */
+export function generateKeySet(): Record<TufRole, TufKeyFile> {
+  return Object.fromEntries(
+    (["root", ...ONLINE_ROLES] as TufRole[]).map((role) => [role, generateKey(role)]),
+  ) as Record<TufRole, TufKeyFile>;
+}
+
+/** The online keys of a key set as the bundle the publish job holds (online.keys.json, the secret). */
+export function onlineKeyBundle(keys: Record<TufRole, TufKeyFile>): OnlineKeys {
+  return {
+    schema: "svc.tuf-online-keys.v1",
+    keys: { targets: keys.targets, snapshot: keys.snapshot, timestamp: keys.timestamp },
+  };
+}
+
 export function tufKey(file: Pick<TufKeyFile, "keyid" | "publicKey">): Key {
   return new Key({
     keyID: file.keyid,

@@ -8,12 +8,11 @@ import { publishRelease } from "../../src/catalog/publisher.ts";
 import { ManagerClient } from "../../src/distribution/manager-client.ts";
 import {
   buildRoot,
-  generateKey,
-  ONLINE_ROLES,
+  generateKeySet,
+  onlineKeyBundle,
   type OnlineKeys,
   signerFor,
   type TufKeyFile,
-  type TufRole,
 } from "../../src/distribution/tuf-keys.ts";
 import { signSite, writeRoot } from "../../src/distribution/tuf-repository.ts";
 import { catalogProject, type ModFixture, modRelease, publisherOptions } from "../support/catalog-project.ts";
@@ -75,16 +74,8 @@ export async function startMirror(siteDir: string) {
 export type Mirror = Awaited<ReturnType<typeof startMirror>>;
 
 export function operatorKeys(): { root: TufKeyFile; online: OnlineKeys } {
-  const all = Object.fromEntries(
-    (["root", ...ONLINE_ROLES] as TufRole[]).map((r) => [r, generateKey(r)]),
-  ) as Record<TufRole, TufKeyFile>;
-  return {
-    root: all.root,
-    online: {
-      schema: "svc.tuf-online-keys.v1",
-      keys: { targets: all.targets, snapshot: all.snapshot, timestamp: all.timestamp },
-    },
-  };
+  const all = generateKeySet();
+  return { root: all.root, online: onlineKeyBundle(all) };
 }
 
 /** A temp portal served by a loopback mirror, with a first signed root; publish() imports and re-signs. */
