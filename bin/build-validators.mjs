@@ -33,20 +33,13 @@ function schemaSources() {
 }
 
 export async function generateValidatorsSource() {
-  const { Ajv2020 } = await import("ajv/dist/2020.js");
   const { _ } = await import("ajv");
   const standaloneCode = (await import("ajv/dist/standalone/index.js")).default;
-  const addFormats = (await import("ajv-formats")).default;
-  // The same options as src/contracts/schemas.ts's SchemaRegistry, plus source generation.
-  const ajv = new Ajv2020({
-    strict: true,
-    strictTypes: false,
-    strictRequired: false,
-    allErrors: true,
-    allowUnionTypes: true,
+  // The run-time registry's own Ajv, so both compile with the same options.
+  const { contractAjv } = await import("../src/contracts/contract-ajv.ts");
+  const ajv = contractAjv({
     code: { source: true, esm: true, formats: _`require("ajv-formats/dist/formats").fullFormats` },
   });
-  addFormats(ajv);
   const sources = schemaSources();
   for (const s of sources) ajv.addSchema(s.schema);
   const exported = {};
@@ -87,6 +80,9 @@ export function generateValidatorsTypes() {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  // The options module is TypeScript (shared with the run-time registry): load it through tsx.
+  const { register } = await import("tsx/esm/api");
+  register();
   writeFileSync(VALIDATORS_FILE, await generateValidatorsSource());
   writeFileSync(VALIDATORS_TYPES, generateValidatorsTypes());
   console.log(`wrote ${VALIDATORS_FILE.slice(ROOT.length + 1)}`);

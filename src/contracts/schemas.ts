@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
-import addFormatsModule from "ajv-formats";
+import type { Ajv2020, ErrorObject, ValidateFunction } from "ajv/dist/2020.js";
+import { contractAjv } from "./contract-ajv.ts";
 import * as precompiled from "./validators.generated.js";
 
 /** The base every source schema in schemas/ carries; publication rewrites it to the portal's baseUrl. */
@@ -87,8 +87,6 @@ export function schemaId(name: SchemaName, baseUrl: string): string {
   return `${baseUrl}/${file.publicPath}`;
 }
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
-
 /** The validators bin/build-validators.mjs precompiled, by schema name (changes_head -> changes-head). */
 const PRECOMPILED = new Map<string, ValidateFunction>(
   Object.entries(precompiled).map(([name, validate]) => [name.replaceAll("_", "-"), validate]),
@@ -117,15 +115,7 @@ export class SchemaRegistry {
   /** Ajv with every published schema, made at the first schema that is not precompiled. */
   private ajv(): Ajv2020 {
     if (this.compiler) return this.compiler;
-    const ajv = new Ajv2020({
-      strict: true,
-      strictTypes: false,
-      strictRequired: false,
-      allErrors: true,
-      allowUnionTypes: true,
-      validateSchema: this.checkSchemas,
-    });
-    addFormats(ajv);
+    const ajv = contractAjv({ validateSchema: this.checkSchemas });
     for (const file of schemaFiles()) ajv.addSchema(JSON.parse(publishedSchemaText(file, this.baseUrl)));
     this.compiler = ajv;
     return ajv;

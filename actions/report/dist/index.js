@@ -51648,11 +51648,26 @@ function getOctokit(token, options, ...additionalPlugins) {
 }
 
 // src/contracts/schemas.ts
-var import__ = __toESM(require__(), 1);
-var import_ajv_formats = __toESM(require_dist2(), 1);
 import { readdirSync, readFileSync as readFileSync2 } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+
+// src/contracts/contract-ajv.ts
+var import__ = __toESM(require__(), 1);
+var import_ajv_formats = __toESM(require_dist2(), 1);
+var addFormats = import_ajv_formats.default;
+function contractAjv(extra = {}) {
+  const ajv = new import__.Ajv2020({
+    strict: true,
+    strictTypes: false,
+    strictRequired: false,
+    allErrors: true,
+    allowUnionTypes: true,
+    ...extra
+  });
+  addFormats(ajv);
+  return ajv;
+}
 
 // src/contracts/validators.generated.js
 var validators_generated_exports = {};
@@ -78220,7 +78235,6 @@ function schemaId(name, baseUrl2) {
   if (!file) throw new Error(`unknown schema ${name}`);
   return `${baseUrl2}/${file.publicPath}`;
 }
-var addFormats = import_ajv_formats.default;
 var PRECOMPILED = new Map(
   Object.entries(validators_generated_exports).map(([name, validate]) => [name.replaceAll("_", "-"), validate])
 );
@@ -78236,15 +78250,7 @@ var SchemaRegistry = class {
   /** Ajv with every published schema, made at the first schema that is not precompiled. */
   ajv() {
     if (this.compiler) return this.compiler;
-    const ajv = new import__.Ajv2020({
-      strict: true,
-      strictTypes: false,
-      strictRequired: false,
-      allErrors: true,
-      allowUnionTypes: true,
-      validateSchema: this.checkSchemas
-    });
-    addFormats(ajv);
+    const ajv = contractAjv({ validateSchema: this.checkSchemas });
     for (const file of schemaFiles()) ajv.addSchema(JSON.parse(publishedSchemaText(file, this.baseUrl)));
     this.compiler = ajv;
     return ajv;
