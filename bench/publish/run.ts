@@ -109,25 +109,33 @@ const catalogUrl = `${config.baseUrl}/api/v1/catalog.json`;
 const managerFull = await timeAsync(() => fetchManagerIndex(catalogUrl, diskFetch));
 const fullFetchRawBytes = transferred;
 
-const stubReport: ValidationReport = { passed: true, checks: [] };
-const { packageBytes, sidecar } = modRelease({ modId: "mod-00042", name: "Mod 42", version: "2.0.0" });
-// The publisher stores the validator's per-file hashes; listed here, outside the timed publication.
-stubReport.files = (
-  await stubValidator()({ packageBytes } as unknown as Parameters<PackageValidator>[0])
-).files;
-const publish = await timeAsync(() =>
-  publishRelease(
-    {
-      root,
-      recordsDir,
-      siteDir,
-      config,
-      store: filesystemArtifactStore({ root, siteDir, baseUrl: config.baseUrl }),
-      validate: async () => stubReport,
-    },
-    { packageBytes, sidecar, source: { kind: "import" } },
-  ),
-);
+/**
+ * Publishes one release with a stub validator; the per-file hashes the publisher stores are listed
+ * first, outside the timed publication.
+ */
+async function timedPublication(release: ReturnType<typeof modRelease>) {
+  const files = (
+    await stubValidator()({
+      packageBytes: release.packageBytes,
+    } as unknown as Parameters<PackageValidator>[0])
+  ).files;
+  const report: ValidationReport = { passed: true, checks: [], files };
+  return timeAsync(() =>
+    publishRelease(
+      {
+        root,
+        recordsDir,
+        siteDir,
+        config,
+        store: filesystemArtifactStore({ root, siteDir, baseUrl: config.baseUrl }),
+        validate: async () => report,
+      },
+      { packageBytes: release.packageBytes, sidecar: release.sidecar, source: { kind: "import" } },
+    ),
+  );
+}
+
+const publish = await timedPublication(modRelease({ modId: "mod-00042", name: "Mod 42", version: "2.0.0" }));
 const written = publish.value.written;
 
 transferred = 0;
@@ -158,23 +166,7 @@ for (const [n, version] of [
   [45, "2.0.0"],
 ] as const) {
   const modId = `mod-${String(n).padStart(5, "0")}`;
-  const next = modRelease({ modId, name: `Mod ${n}`, version });
-  const files = (
-    await stubValidator()({ packageBytes: next.packageBytes } as unknown as Parameters<PackageValidator>[0])
-  ).files;
-  const timed = await timeAsync(() =>
-    publishRelease(
-      {
-        root,
-        recordsDir,
-        siteDir,
-        config,
-        store: filesystemArtifactStore({ root, siteDir, baseUrl: config.baseUrl }),
-        validate: async () => ({ passed: true, checks: [], files }),
-      },
-      { packageBytes: next.packageBytes, sidecar: next.sidecar, source: { kind: "import" } },
-    ),
-  );
+  const timed = await timedPublication(modRelease({ modId, name: `Mod ${n}`, version }));
   later.push(timed.ms);
 }
 const laterMedian = later.sort((a, b) => a - b)[1]!;
