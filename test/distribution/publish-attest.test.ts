@@ -12,49 +12,17 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
-import { register } from "tsx/esm/api";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   startPublishScenario,
   type PublishScenario,
   scheduleEvent,
 } from "../github/support/publish-scenario.ts";
+import { type Plain, readWorkflow } from "../github/support/workflow-file.ts";
 import { REPO_ROOT } from "../support/catalog-project.ts";
 import { clamscanPath, shouldSkip } from "../validation/clamav.ts";
 
-// @actions/workflow-parser imports its schema JSON without an import attribute (see workflow-lint.test.ts).
-register();
-const { NoOperationTraceWriter, parseWorkflow } = await import("@actions/workflow-parser");
-
-type Plain = any;
-function toPlain(token: unknown): Plain {
-  if (token === null || typeof token !== "object") return token;
-  const t = token as {
-    type?: number;
-    map?: Array<{ Key: unknown; Value: unknown }>;
-    seq?: unknown[];
-    expr?: string;
-  };
-  if (t.type === 2 && Array.isArray(t.map))
-    return Object.fromEntries(t.map.map(({ Key, Value }) => [String(toPlain(Key)), toPlain(Value)]));
-  if (t.type === 1 && Array.isArray(t.seq)) return t.seq.map(toPlain);
-  if (t.type === 3 && typeof t.expr === "string") return `\${{ ${t.expr} }}`;
-  return token;
-}
-
-const workflow = toPlain(
-  JSON.parse(
-    JSON.stringify(
-      parseWorkflow(
-        {
-          name: "publish.yml",
-          content: readFileSync(join(REPO_ROOT, ".github/workflows/publish.yml"), "utf8"),
-        },
-        new NoOperationTraceWriter(),
-      ).value,
-    ),
-  ),
-);
+const workflow = readWorkflow("publish.yml").doc;
 const publishSteps: Plain[] = workflow.jobs.publish.steps;
 const step = (pred: (s: Plain) => boolean, what: string): Plain => {
   const found = publishSteps.find(pred) ?? workflow.jobs.attest.steps.find(pred);

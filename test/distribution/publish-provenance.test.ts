@@ -3,42 +3,15 @@
  * secret reaches one step of the publish job; attestation permissions belong to the attest job
  * alone, whose action is pinned by commit SHA and attests the subjects the publish job computed.
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { register } from "tsx/esm/api";
 import { describe, expect, it } from "vitest";
+import { type Plain, readWorkflow } from "../github/support/workflow-file.ts";
 
-// @actions/workflow-parser imports its schema JSON without an import attribute (see workflow-lint.test.ts).
-register();
-const { NoOperationTraceWriter, parseWorkflow } = await import("@actions/workflow-parser");
-
-type Plain = any;
-function toPlain(token: unknown): Plain {
-  if (token === null || typeof token !== "object") return token;
-  const t = token as {
-    type?: number;
-    map?: Array<{ Key: unknown; Value: unknown }>;
-    seq?: unknown[];
-    expr?: string;
-  };
-  if (t.type === 2 && Array.isArray(t.map))
-    return Object.fromEntries(t.map.map(({ Key, Value }) => [String(toPlain(Key)), toPlain(Value)]));
-  if (t.type === 1 && Array.isArray(t.seq)) return t.seq.map(toPlain);
-  if (t.type === 3 && typeof t.expr === "string") return `\${{ ${t.expr} }}`;
-  return token;
-}
-
-const file = join(import.meta.dirname, "..", "..", ".github/workflows/publish.yml");
-const parsed = parseWorkflow(
-  { name: "publish.yml", content: readFileSync(file, "utf8") },
-  new NoOperationTraceWriter(),
-);
-const doc = toPlain(JSON.parse(JSON.stringify(parsed.value)));
+const { doc, errors } = readWorkflow("publish.yml");
 const expression = (expr: string) => ["$", "{{ ", expr, " }}"].join("");
 
 describe("publish.yml: signing and build provenance", () => {
   it("parses without errors", () => {
-    expect(parsed.context.errors.getErrors()).toEqual([]);
+    expect(errors).toEqual([]);
   });
 
   it("signs in the publish job with the online keys secret, read by the signing step only", () => {

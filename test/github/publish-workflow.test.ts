@@ -4,38 +4,13 @@
  * workflow token only reads; the app's key comes from the `publish` environment; publication runs on
  * push, on a schedule and on a plain dispatch, in one never-cancelled concurrency group.
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { register } from "tsx/esm/api";
 import { describe, expect, it } from "vitest";
-
-// @actions/workflow-parser imports its schema JSON without an import attribute (see workflow-lint.test.ts).
-register();
-const { NoOperationTraceWriter, parseWorkflow } = await import("@actions/workflow-parser");
-
-const ROOT = new URL("../../", import.meta.url).pathname;
-
-type Plain = any;
-function toPlain(token: unknown): Plain {
-  if (token === null || typeof token !== "object") return token;
-  const t = token as {
-    type?: number;
-    map?: Array<{ Key: unknown; Value: unknown }>;
-    seq?: unknown[];
-    expr?: string;
-  };
-  if (t.type === 2 && Array.isArray(t.map))
-    return Object.fromEntries(t.map.map(({ Key, Value }) => [String(toPlain(Key)), toPlain(Value)]));
-  if (t.type === 1 && Array.isArray(t.seq)) return t.seq.map(toPlain);
-  if (t.type === 3 && typeof t.expr === "string") return `\${{ ${t.expr} }}`;
-  return token;
-}
+import { type Plain, readWorkflow } from "./support/workflow-file.ts";
 
 function workflow(name: string): Plain {
-  const file = join(ROOT, ".github/workflows", name);
-  const parsed = parseWorkflow({ name, content: readFileSync(file, "utf8") }, new NoOperationTraceWriter());
-  expect(parsed.context.errors.getErrors()).toEqual([]);
-  return toPlain(JSON.parse(JSON.stringify(parsed.value)));
+  const { doc, errors } = readWorkflow(name);
+  expect(errors).toEqual([]);
+  return doc;
 }
 
 /** An expression as the parser renders it: `${{ expr }}` (built, so no string looks like a template). */
