@@ -31,6 +31,19 @@ import { GitHubApiServer } from "./support/github-api-server.ts";
 import { PullRequestWorld } from "./support/pull-request-world.ts";
 import { expectReportArtifact, SIDECAR_PATH, sidecar, submissionReport } from "./support/scenario.ts";
 
+/** One entry of GET /pulls/{pull_number}/files: a file the pull request adds. */
+const addedFile = (filename: string) => ({
+  sha: "0".repeat(40),
+  filename,
+  status: "added",
+  additions: 1,
+  deletions: 0,
+  changes: 1,
+  blob_url: "",
+  raw_url: "",
+  contents_url: "",
+});
+
 let github: GitHubApiServer;
 let dir: string;
 let project: CatalogProject | undefined;
@@ -89,19 +102,7 @@ describe("actions/validate from its bundle", () => {
     (side.package as Record<string, unknown>).sha256 = sha256(pkg);
     (side.package as Record<string, unknown>).sizeBytes = pkg.length;
     github.expect("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", {
-      body: [
-        {
-          sha: "0".repeat(40),
-          filename: SIDECAR_PATH,
-          status: "added",
-          additions: 1,
-          deletions: 0,
-          changes: 1,
-          blob_url: "",
-          raw_url: "",
-          contents_url: "",
-        },
-      ],
+      body: [addedFile(SIDECAR_PATH)],
     });
     github.expect("GET /repos/{owner}/{repo}/contents/{path}", (req) => {
       expect(req.query.get("ref")).toBe(headSha);
@@ -169,19 +170,7 @@ describe("actions/validate from its bundle", () => {
     const side = { ...again.sidecar, package: { ...again.sidecar.package, url } };
     const path = "submissions/better-hud/1.0.0.json";
     github.expect("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", {
-      body: [
-        {
-          sha: "0".repeat(40),
-          filename: path,
-          status: "added",
-          additions: 1,
-          deletions: 0,
-          changes: 1,
-          blob_url: "",
-          raw_url: "",
-          contents_url: "",
-        },
-      ],
+      body: [addedFile(path)],
     });
     github.expect("GET /repos/{owner}/{repo}/contents/{path}", {
       body: {
