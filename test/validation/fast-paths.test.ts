@@ -1,6 +1,7 @@
+import { deflateRawSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { analyzeName } from "../../src/validation/zip/names.ts";
-import type { ZipEntry } from "../../src/validation/zip/reader.ts";
+import { inflateOneShot, reusedInflater, type ZipEntry } from "../../src/validation/zip/reader.ts";
 import { sniffByEveryMagic, sniffFileType } from "../../src/validation/zip/sniff.ts";
 
 // The validator takes shortcuts for the common case (plain ASCII names, content whose first byte
@@ -157,5 +158,44 @@ describe("first-byte shortcut in sniffFileType", () => {
     // The samples reach the magic kinds as well as the kinds without one.
     for (const kind of ["pe", "zip", "mp3", "tar", "tga", "ue_pak", "text", "unknown"])
       expect(kinds).toContain(kind);
+  });
+});
+
+describe("the reused inflater", () => {
+  const text = Buffer.from("health_1 = 2 ; 3\n".repeat(60));
+  const deflated = deflateRawSync(text);
+  // Stored (uncompressed) deflate blocks, as deflate writes for incompressible data.
+  const stored = deflateRawSync(Buffer.from(Array.from({ length: 300 }, (_, i) => (i * 7919) % 251)), {
+    level: 0,
+  });
+  const cases: Array<[string, Buffer, number]> = [
+    ["a small text", deflated, text.length],
+    ["stored blocks", stored, 300],
+    ["an empty file", deflateRawSync(Buffer.alloc(0)), 0],
+    ["a declared size one byte short", deflated, text.length - 1],
+    ["a declared size far too small", deflated, 10],
+    ["a declared size larger than the data", deflated, text.length + 5],
+    ["bytes after the end of the stream", Buffer.concat([deflated, Buffer.from("hidden")]), text.length],
+    ["a truncated stream", deflated.subarray(0, deflated.length - 4), text.length],
+    ["no data at all", Buffer.alloc(0), 10],
+    ["corrupt data", Buffer.from([0xff, 0xff, 0xff, 0xff, 0x00, 0x01]), 10],
+    ["a block type that does not exist", Buffer.from([0x07, 0x00]), 10],
+  ];
+
+  it("is available on this runtime (else every small entry pays for a zlib stream of its own)", () => {
+    expect(reusedInflater()).not.toBeNull();
+  });
+
+  it("answers every case as inflateRawSync does, also right after a failure", () => {
+    const reused = reusedInflater()!;
+    // Twice through, so each case also follows the others (a failure must not leak into the next).
+    for (const round of [1, 2]) {
+      for (const [label, data, declared] of cases) {
+        const want = inflateOneShot(data, declared);
+        const got = reused(data, declared);
+        expect({ round, label, got }).toEqual({ round, label, got: want });
+      }
+    }
+    expect(reused(deflated, text.length)).toEqual({ data: text, unread: 0 });
   });
 });
