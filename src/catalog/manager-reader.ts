@@ -1,5 +1,5 @@
 import { sha256Hex } from "./artifact-store.ts";
-import semver from "semver";
+import * as semver from "../contracts/semver.ts";
 import {
   type SchemaName,
   type SchemaRegistry,

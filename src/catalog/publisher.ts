@@ -1,7 +1,7 @@
 import type { Sidecar } from "../validation/types.ts";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
-import semver from "semver";
+import * as semver from "../contracts/semver.ts";
 import type { PortalConfig } from "../config/portal-config.ts";
 import { formatIssues, schemaRegistry } from "../contracts/schemas.ts";
 import { SvcError } from "../errors.ts";

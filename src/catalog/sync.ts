@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import semver from "semver";
+import * as semver from "../contracts/semver.ts";
 import type { GameBuildEntry, PortalConfig } from "../config/portal-config.ts";
 import { SvcError } from "../errors.ts";
 import { recoverPending } from "./atomic-files.ts";

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import semver from "semver";
+import * as semver from "./semver.ts";
 import type { PortalConfig } from "../config/portal-config.ts";
 import type {
   Author,

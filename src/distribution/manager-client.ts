@@ -15,7 +15,7 @@ import {
 } from "node:fs";
 import { dirname, isAbsolute, join, resolve, sep } from "node:path";
 import type { TargetFile } from "@tufjs/models";
-import semver from "semver";
+import * as semver from "../contracts/semver.ts";
 import { BaseFetcher, Updater } from "tuf-js";
 // Not re-exported by the package root; the updater recognises a 404 on N.root.json only by this class.
 import { DownloadHTTPError } from "tuf-js/dist/error.js";

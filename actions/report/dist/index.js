@@ -47028,7 +47028,7 @@ var require__ = __commonJS({
     var discriminator_1 = require_discriminator();
     var json_schema_2020_12_1 = require_json_schema_2020_12();
     var META_SCHEMA_ID = "https://json-schema.org/draft/2020-12/schema";
-    var Ajv20202 = class extends core_1.default {
+    var Ajv2020 = class extends core_1.default {
       constructor(opts = {}) {
         super({
           ...opts,
@@ -47055,11 +47055,11 @@ var require__ = __commonJS({
         return this.opts.defaultMeta = super.defaultMeta() || (this.getSchema(META_SCHEMA_ID) ? META_SCHEMA_ID : void 0);
       }
     };
-    exports.Ajv2020 = Ajv20202;
-    module.exports = exports = Ajv20202;
-    module.exports.Ajv2020 = Ajv20202;
+    exports.Ajv2020 = Ajv2020;
+    module.exports = exports = Ajv2020;
+    module.exports.Ajv2020 = Ajv2020;
     Object.defineProperty(exports, "__esModule", { value: true });
-    exports.default = Ajv20202;
+    exports.default = Ajv2020;
     var validate_1 = require_validate();
     Object.defineProperty(exports, "KeywordCxt", { enumerable: true, get: function() {
       return validate_1.KeywordCxt;
@@ -47630,12 +47630,12 @@ var require_dist2 = __commonJS({
     var fastName = new codegen_1.Name("fastFormats");
     var formatsPlugin = (ajv, opts = { keywords: true }) => {
       if (Array.isArray(opts)) {
-        addFormats2(ajv, opts, formats_1.fullFormats, fullName);
+        addFormats(ajv, opts, formats_1.fullFormats, fullName);
         return ajv;
       }
       const [formats, exportName] = opts.mode === "fast" ? [formats_1.fastFormats, fastName] : [formats_1.fullFormats, fullName];
       const list = opts.formats || formats_1.formatNames;
-      addFormats2(ajv, list, formats, exportName);
+      addFormats(ajv, list, formats, exportName);
       if (opts.keywords)
         (0, limit_1.default)(ajv);
       return ajv;
@@ -47647,7 +47647,7 @@ var require_dist2 = __commonJS({
         throw new Error(`Unknown format "${name}"`);
       return f;
     };
-    function addFormats2(ajv, list, fs, exportName) {
+    function addFormats(ajv, list, fs, exportName) {
       var _a;
       var _b;
       (_a = (_b = ajv.opts.code).formats) !== null && _a !== void 0 ? _a : _b.formats = (0, codegen_1._)`require("ajv-formats/dist/formats").${exportName}`;
@@ -51653,11 +51653,18 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 // src/contracts/contract-ajv.ts
-var import__ = __toESM(require__(), 1);
-var import_ajv_formats = __toESM(require_dist2(), 1);
-var addFormats = import_ajv_formats.default;
+import { createRequire } from "node:module";
+function load() {
+  if (typeof __require === "function") return pick(require__(), require_dist2());
+  const sourceRequire = createRequire(__svcSourceUrl("src/contracts/contract-ajv.ts"));
+  return pick(sourceRequire("ajv/dist/2020.js"), sourceRequire("ajv-formats"));
+}
+function pick(ajv, formats) {
+  return { Ajv2020: ajv.Ajv2020, addFormats: formats.default ?? formats };
+}
 function contractAjv(extra = {}) {
-  const ajv = new import__.Ajv2020({
+  const { Ajv2020, addFormats } = load();
+  const ajv = new Ajv2020({
     strict: true,
     strictTypes: false,
     strictRequired: false,

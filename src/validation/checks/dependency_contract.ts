@@ -1,4 +1,4 @@
-import semver from "semver";
+import * as semver from "../../contracts/semver.ts";
 import type { Dependency } from "../../catalog/records.ts";
 import type { CheckContext, CheckOutcome } from "../types.ts";
 import { blocked, canonical, failed, firstNotPassed, passed } from "./common.ts";

@@ -1,4 +1,4 @@
-import semver from "semver";
+import * as semver from "../../contracts/semver.ts";
 import { parseManagerCatalog } from "../../catalog/manager-reader.ts";
 import {
   type CatalogDocument,

@@ -1,4 +1,4 @@
-import semver from "semver";
+import * as semver from "../../contracts/semver.ts";
 import { portalUrls } from "../../contracts/urls.ts";
 import type { CheckContext, CheckOutcome } from "../types.ts";
 import { blocked, failed, passed } from "./common.ts";
