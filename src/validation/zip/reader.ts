@@ -37,6 +37,11 @@ class View {
   slice(start: number, end: number): Buffer {
     return this.buf.subarray(start - this.base, end - this.base);
   }
+  /** Whether the `length` bytes at `offset` are exactly `other`, without a slice of their own. */
+  equals(offset: number, length: number, other: Buffer): boolean {
+    const start = offset - this.base;
+    return length === other.length && this.buf.compare(other, 0, length, start, start + length) === 0;
+  }
 }
 
 /**
@@ -382,7 +387,8 @@ export function readZipStructure(input: Buffer | ByteSource, caps: ZipCaps): Zip
       });
       return { ...emptyStructure(findings), entries };
     }
-    const rawName = Buffer.from(cd.slice(p + CENTRAL_SIZE, p + CENTRAL_SIZE + nameLength));
+    // A view, not a copy: the bytes read for the directory are never reused or written to.
+    const rawName = cd.slice(p + CENTRAL_SIZE, p + CENTRAL_SIZE + nameLength);
     const extra = cd.slice(p + CENTRAL_SIZE + nameLength, p + CENTRAL_SIZE + nameLength + extraLength);
     p = recordEnd;
 
@@ -600,9 +606,8 @@ function checkLocalHeaders(
     }
     if (!bytes.has(o, LOCAL_SIZE + nameLength + extraLength))
       bytes = View.of(source, o, LOCAL_SIZE + nameLength + extraLength);
-    const localExtra = bytes.slice(o + LOCAL_SIZE + nameLength, dataOffset);
-    for (let e = 0; e + 4 <= localExtra.length; e += 4 + localExtra.readUInt16LE(e + 2)) {
-      if (localExtra.readUInt16LE(e) === 0x0001) {
+    for (let e = o + LOCAL_SIZE + nameLength; e + 4 <= dataOffset; e += 4 + bytes.u16(e + 2)) {
+      if (bytes.u16(e) === 0x0001) {
         findings.push({
           code: "zip64_unsupported",
           entry: label,
@@ -628,9 +633,8 @@ function checkLocalHeaders(
         message: `${label}: local header ${localFlagsProblem}`,
       });
     }
-    const localName = bytes.slice(o + LOCAL_SIZE, o + LOCAL_SIZE + nameLength);
     const differences: string[] = [];
-    if (!localName.equals(entry.rawName)) differences.push("name");
+    if (!bytes.equals(o + LOCAL_SIZE, nameLength, entry.rawName)) differences.push("name");
     if (method !== entry.method) differences.push("compression method");
     // Encryption, descriptor and UTF-8 bits must agree; other bits (deflate level hints) may not.
     const significant =
