@@ -320,6 +320,20 @@ function rollForward(root: string, txn: string): void {
   // Every rename is durable before the journal that could redo it disappears.
   for (const d of touched) fsyncPath(d);
   rmSync(txn, { recursive: true, force: true });
+  for (const listener of treeListeners) listener(root);
+}
+
+const treeListeners = new Set<(root: string) => void>();
+
+/**
+ * Calls `listener` with the tree's root after every transaction of this process lands (commit or
+ * recovery), before commitFiles returns: a reader that keeps what it read of the tree (the download
+ * lane's index of public versions) forgets it at once, so a hide takes effect on the next request.
+ * Returns the way to stop listening.
+ */
+export function onTreeChanged(listener: (root: string) => void): () => void {
+  treeListeners.add(listener);
+  return () => treeListeners.delete(listener);
 }
 
 /** Undoes an uncommitted transaction: only create-only files were placed, and only ours are removed. */

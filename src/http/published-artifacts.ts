@@ -1,5 +1,6 @@
 import { closeSync, fstatSync, openSync, readFileSync, type Stats, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve, sep } from "node:path";
+import { onTreeChanged } from "../catalog/atomic-files.ts";
 import type { ModVersionsDocument, VersionRecord } from "../contracts/catalog.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
 
@@ -11,7 +12,13 @@ import { SITE_PATHS } from "../contracts/urls.ts";
  * restores the same URL) are answered 404 by the static site and the API-key lane alike. One small
  * document per mod is read, and re-read only when it changes, so the cost is O(one mod), never the
  * whole catalog.
+ *
+ * When it changes: a publication of this process (every one goes through commitFiles) is seen on
+ * the next request; a publication by another process writing the same site folder (`svc import`
+ * beside a running `npm start`) within RECHECK_MS, when the document is looked at again. Looking at
+ * it on every request cost a stat(2) per API-key request, about a tenth of the lane's CPU time.
  */
+export const RECHECK_MS = 1000;
 const MAX_CACHED_MODS = 2048;
 /**
  * Artifacts kept open for small range reads: a stat, an open and a close per request cost more
@@ -27,6 +34,9 @@ interface ModEntry {
   mtimeMs: number;
   ino: number;
   versions: Map<string, VersionRecord>;
+  /** When the identity was last compared with the file (performance.now()), and in which generation. */
+  checkedAt: number;
+  generation: number;
 }
 
 interface OpenArtifact {
@@ -50,7 +60,17 @@ export class PublishedArtifacts {
   /** Versions document paths by mod id (a path join per request showed in profiles). */
   private readonly documentPaths = new Map<string, string>();
 
-  constructor(private readonly siteDir: string) {}
+  /** Moves on every transaction this process lands in the site folder: every entry is then re-checked. */
+  private generation = 0;
+
+  constructor(private readonly siteDir: string) {
+    const root = resolve(siteDir);
+    // A publication commits the project tree the site folder lies in, a rebuild the site itself.
+    onTreeChanged((changed) => {
+      const tree = resolve(changed);
+      if (root === tree || root.startsWith(tree + sep)) this.generation++;
+    });
+  }
 
   /** The version record that makes this artifact public, or null (unknown, hidden or not download-enabled). */
   lookup(modId: string, version: string, fileName: string): VersionRecord | null {
@@ -107,8 +127,13 @@ export class PublishedArtifacts {
       if (this.documentPaths.size >= MAX_CACHED_MODS) this.documentPaths.clear();
       this.documentPaths.set(modId, path);
     }
-    // Every request: the document's identity is what makes a version public (no exception for a
-    // missing one, which an unknown mod id would otherwise cost on every request).
+    const known = this.mods.get(modId);
+    const now = performance.now();
+    if (known && known.generation === this.generation && now - known.checkedAt < RECHECK_MS) {
+      return known.versions;
+    }
+    // The document's identity is what makes a version public (no exception for a missing one,
+    // which an unknown mod id would otherwise cost on every request).
     let stats: Stats | undefined;
     try {
       stats = statSync(path, { throwIfNoEntry: false });
@@ -119,9 +144,10 @@ export class PublishedArtifacts {
       this.mods.delete(modId);
       return null;
     }
-    const hit = this.mods.get(modId);
-    if (hit && hit.size === stats.size && hit.mtimeMs === stats.mtimeMs && hit.ino === stats.ino) {
-      return hit.versions;
+    if (known && known.size === stats.size && known.mtimeMs === stats.mtimeMs && known.ino === stats.ino) {
+      known.checkedAt = now;
+      known.generation = this.generation;
+      return known.versions;
     }
     let document: ModVersionsDocument;
     try {
@@ -135,7 +161,14 @@ export class PublishedArtifacts {
       if (record?.downloadEnabled === true) versions.set(`${record.version}/${record.fileName}`, record);
     }
     this.mods.delete(modId);
-    this.mods.set(modId, { size: stats.size, mtimeMs: stats.mtimeMs, ino: stats.ino, versions });
+    this.mods.set(modId, {
+      size: stats.size,
+      mtimeMs: stats.mtimeMs,
+      ino: stats.ino,
+      versions,
+      checkedAt: now,
+      generation: this.generation,
+    });
     if (this.mods.size > MAX_CACHED_MODS) this.mods.delete(this.mods.keys().next().value as string);
     return versions;
   }

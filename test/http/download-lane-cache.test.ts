@@ -4,10 +4,12 @@ import { Agent, request, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { commitFiles } from "../../src/catalog/atomic-files.ts";
 import { loadPortalConfig } from "../../src/config/portal-config.ts";
 import { parseSettings } from "../../src/config/settings.ts";
 import { createAppContext } from "../../src/http/app.ts";
 import type { AppContext } from "../../src/http/context.ts";
+import { RECHECK_MS } from "../../src/http/published-artifacts.ts";
 import { createPortalServer, listen } from "../../src/http/server.ts";
 import type { Store } from "../../src/store/index.ts";
 import { openTestStore } from "./harness.ts";
@@ -35,34 +37,47 @@ let apiKeyId: string;
 let accountId: string;
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
-/** Writes the artifact and the mod's versions document the way a publication does: replaced by rename. */
+/** The mod's versions document listing one version of `bytes`. */
+function versionsDocument(bytes: Buffer, options: { downloadEnabled?: boolean; baseUrl?: string }): string {
+  return JSON.stringify({
+    schema: "svc.mod-versions.v1",
+    modId,
+    latestVersion: version,
+    versions: [
+      {
+        version,
+        fileName,
+        packageUrl: `${options.baseUrl ?? app.config.baseUrl}/${rel}`,
+        packageSizeBytes: bytes.length,
+        sha256: createHash("sha256").update(bytes).digest("hex"),
+        downloadEnabled: options.downloadEnabled ?? true,
+        status: "published",
+      },
+    ],
+  });
+}
+
+const documentRel = `api/v1/mods/${modId}/versions.json`;
+
+/** Writes the artifact and the mod's versions document the way a publication of this process does. */
 function publish(bytes: Buffer, options: { downloadEnabled?: boolean; baseUrl?: string } = {}): string {
-  const sha256 = createHash("sha256").update(bytes).digest("hex");
+  commitFiles(siteDir, {
+    write: new Map<string, string | Uint8Array>([
+      [rel, bytes],
+      [documentRel, versionsDocument(bytes, options)],
+    ]),
+  });
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+/** The same, by another process writing the site folder: plain renames this process never hears of. */
+function publishFromOutside(bytes: Buffer, options: { downloadEnabled?: boolean } = {}): void {
   const artifact = join(siteDir, rel);
   writeFileSync(`${artifact}.tmp`, bytes);
   renameSync(`${artifact}.tmp`, artifact);
-  const document = join(siteDir, "api/v1/mods", modId, "versions.json");
-  writeFileSync(
-    `${document}.tmp`,
-    JSON.stringify({
-      schema: "svc.mod-versions.v1",
-      modId,
-      latestVersion: version,
-      versions: [
-        {
-          version,
-          fileName,
-          packageUrl: `${options.baseUrl ?? app.config.baseUrl}/${rel}`,
-          packageSizeBytes: bytes.length,
-          sha256,
-          downloadEnabled: options.downloadEnabled ?? true,
-          status: "published",
-        },
-      ],
-    }),
-  );
+  const document = join(siteDir, documentRel);
+  writeFileSync(`${document}.tmp`, versionsDocument(bytes, options));
   renameSync(`${document}.tmp`, document);
-  return sha256;
 }
 
 interface Answer {
@@ -160,6 +175,23 @@ describe("API-key lane answers kept across requests", () => {
     expect(hidden.status).toBe(404);
     expect((await get(`/${rel}`)).status).toBe(404);
     publish(bytes);
+    expect((await get(lane, auth())).status).toBe(200);
+  });
+
+  it("follows another process's publication within RECHECK_MS, without a stat per request before that", async () => {
+    const bytes = Buffer.alloc(4000, 6);
+    publish(bytes);
+    expect((await get(lane, auth())).status).toBe(200);
+    publishFromOutside(bytes, { downloadEnabled: false });
+    const checkedBefore = Date.now();
+    // Until the document is looked at again the lane still answers from what it read.
+    const stillKnown = await get(lane, auth());
+    if (Date.now() - checkedBefore < RECHECK_MS / 2) expect(stillKnown.status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, RECHECK_MS + 50));
+    expect((await get(lane, auth())).status).toBe(404);
+    expect((await get(`/${rel}`)).status).toBe(404);
+    publishFromOutside(bytes);
+    await new Promise((resolve) => setTimeout(resolve, RECHECK_MS + 50));
     expect((await get(lane, auth())).status).toBe(200);
   });
 
