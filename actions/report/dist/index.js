@@ -78470,6 +78470,11 @@ var View = class _View {
   slice(start, end) {
     return this.buf.subarray(start - this.base, end - this.base);
   }
+  /** Whether the `length` bytes at `offset` are exactly `other`, without a slice of their own. */
+  equals(offset, length, other) {
+    const start = offset - this.base;
+    return length === other.length && this.buf.compare(other, 0, length, start, start + length) === 0;
+  }
 };
 var SIG_LOCAL = 67324752;
 var SIG_CENTRAL = 33639248;
@@ -78687,7 +78692,7 @@ function readZipStructure(input, caps) {
       });
       return { ...emptyStructure(findings), entries };
     }
-    const rawName = Buffer.from(cd.slice(p + CENTRAL_SIZE, p + CENTRAL_SIZE + nameLength));
+    const rawName = cd.slice(p + CENTRAL_SIZE, p + CENTRAL_SIZE + nameLength);
     const extra = cd.slice(p + CENTRAL_SIZE + nameLength, p + CENTRAL_SIZE + nameLength + extraLength);
     p = recordEnd;
     const utf8Flag = (flags & FLAG_UTF8) !== 0;
@@ -78877,9 +78882,8 @@ function checkLocalHeaders(source, entries, cdOffset, findings) {
     }
     if (!bytes.has(o, LOCAL_SIZE + nameLength + extraLength))
       bytes = View.of(source, o, LOCAL_SIZE + nameLength + extraLength);
-    const localExtra = bytes.slice(o + LOCAL_SIZE + nameLength, dataOffset);
-    for (let e = 0; e + 4 <= localExtra.length; e += 4 + localExtra.readUInt16LE(e + 2)) {
-      if (localExtra.readUInt16LE(e) === 1) {
+    for (let e = o + LOCAL_SIZE + nameLength; e + 4 <= dataOffset; e += 4 + bytes.u16(e + 2)) {
+      if (bytes.u16(e) === 1) {
         findings.push({
           code: "zip64_unsupported",
           entry: label,
@@ -78904,9 +78908,8 @@ function checkLocalHeaders(source, entries, cdOffset, findings) {
         message: `${label}: local header ${localFlagsProblem}`
       });
     }
-    const localName = bytes.slice(o + LOCAL_SIZE, o + LOCAL_SIZE + nameLength);
     const differences = [];
-    if (!localName.equals(entry.rawName)) differences.push("name");
+    if (!bytes.equals(o + LOCAL_SIZE, nameLength, entry.rawName)) differences.push("name");
     if (method !== entry.method) differences.push("compression method");
     const significant = FLAG_ENCRYPTED | FLAG_DATA_DESCRIPTOR | FLAG_STRONG_ENCRYPTION | FLAG_UTF8 | FLAG_MASKED_HEADERS;
     if ((flags & significant) !== (entry.flags & significant)) differences.push("flags");

@@ -57313,7 +57313,9 @@ function rollForward(root, txn) {
   }
   for (const d of touched) fsyncPath(d);
   rmSync2(txn, { recursive: true, force: true });
+  for (const listener of treeListeners) listener(root);
 }
+var treeListeners = /* @__PURE__ */ new Set();
 function rollBack(root, txn) {
   const journal = readJournal(txn);
   if (Array.isArray(journal)) {
