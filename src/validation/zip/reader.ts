@@ -89,7 +89,7 @@ export interface ZipEntry {
   unicodePathName: string | null;
 }
 
-/** What inflating an entry needs of it: enough to send to the inspection helper thread. */
+/** What inflating an entry needs of it. */
 export type InflatableEntry = Pick<
   ZipEntry,
   "name" | "method" | "crc32" | "compressedSize" | "uncompressedSize" | "dataOffset"
@@ -807,12 +807,11 @@ let reused: Inflate | null | undefined;
 
 /**
  * zlib.inflateRawSync builds a zlib stream for every call and frees it after: ~10 µs an entry
- * before a byte is inflated, most of the cost of a package of 20,000 small files (unzip -t spends
- * ~1 µs). This inflater resets one stream per thread instead and writes each entry through the
+ * before a byte is inflated, most of the cost of a package of 20,000 small files. This inflater resets one stream per thread instead and writes each entry through the
  * handle Node's own inflateRawSync writes through (lib/zlib.js processChunkSync: writeSync into a
  * buffer, then the two counters it leaves in _writeState), with the same Z_FINISH and the same
  * errors. Those are Node internals: when a runtime lacks them this returns null and every entry
- * takes inflateRawSync; test/validation/inflate.test.ts checks both answer alike.
+ * takes inflateRawSync; test/validation/fast-paths.test.ts checks both answer alike.
  */
 export function reusedInflater(): Inflate | null {
   if (reused !== undefined) return reused;
