@@ -320,7 +320,12 @@ function rollForward(root: string, txn: string): void {
   // Every rename is durable before the journal that could redo it disappears.
   for (const d of touched) fsyncPath(d);
   rmSync(txn, { recursive: true, force: true });
-  for (const listener of treeListeners) listener(root);
+  for (const listener of treeListeners) {
+    // The transaction has landed: a listener that fails must not make it look as if it had not.
+    try {
+      listener(root);
+    } catch {}
+  }
 }
 
 const treeListeners = new Set<(root: string) => void>();

@@ -57313,7 +57313,12 @@ function rollForward(root, txn) {
   }
   for (const d of touched) fsyncPath(d);
   rmSync2(txn, { recursive: true, force: true });
-  for (const listener of treeListeners) listener(root);
+  for (const listener of treeListeners) {
+    try {
+      listener(root);
+    } catch {
+    }
+  }
 }
 var treeListeners = /* @__PURE__ */ new Set();
 function rollBack(root, txn) {
