@@ -3,7 +3,7 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Ajv2020, ErrorObject, ValidateFunction } from "ajv/dist/2020.js";
 import { contractAjv } from "./contract-ajv.ts";
-import * as precompiled from "./validators.generated.js";
+import { loadValidator } from "./validators.generated.js";
 
 /** The base every source schema in schemas/ carries; publication rewrites it to the portal's baseUrl. */
 export const SOURCE_SCHEMA_BASE = "https://svc.invalid";
@@ -87,14 +87,10 @@ export function schemaId(name: SchemaName, baseUrl: string): string {
   return `${baseUrl}/${file.publicPath}`;
 }
 
-/** The validators bin/build-validators.mjs precompiled, by schema name (changes_head -> changes-head). */
-const PRECOMPILED = new Map<string, ValidateFunction>(
-  Object.entries(precompiled).map(([name, validate]) => [name.replaceAll("_", "-"), validate]),
-);
-
 /**
  * Validators for one base URL. Each schema's validator was compiled ahead of time
- * (src/contracts/validators.generated.js, from schemas/ by bin/build-validators.mjs; a test fails
+ * (src/contracts/validators/, one module per schema loaded on first use through
+ * validators.generated.js, from schemas/ by bin/build-validators.mjs; a test fails
  * while it differs from what that writes): compiling at start-up cost a fresh process about half a
  * second of CPU, paid by every CLI command, action run and serverless cold start. A schema whose
  * consts name the base URL (the backend contract pins its own baseUrl) validates documents of
@@ -124,7 +120,7 @@ export class SchemaRegistry {
   validate<T>(name: SchemaName, document: unknown): SchemaResult<T> {
     let validator = this.validators.get(name);
     if (!validator) {
-      validator = this.checkSchemas ? undefined : PRECOMPILED.get(name);
+      validator = this.checkSchemas ? undefined : loadValidator(name);
       if (!validator) {
         const found = this.ajv().getSchema(schemaId(name, this.baseUrl));
         if (!found) throw new Error(`schema ${name} is not registered`);

@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: plain .mjs scripts without types
 import * as validatorsBuild from "../../bin/build-validators.mjs";
@@ -500,13 +501,17 @@ describe("schemas", () => {
 
   it("the precompiled validators are what bin/build-validators.mjs writes from schemas/ (npm run build:validators)", async () => {
     const build = validatorsBuild as {
-      VALIDATORS_FILE: string;
-      VALIDATORS_TYPES: string;
-      generateValidatorsSource: () => Promise<string>;
-      generateValidatorsTypes: () => string;
+      VALIDATORS_DIR: string;
+      generateValidatorFiles: () => Promise<Map<string, string>>;
     };
-    expect(readFileSync(build.VALIDATORS_FILE, "utf8")).toBe(await build.generateValidatorsSource());
-    expect(readFileSync(build.VALIDATORS_TYPES, "utf8")).toBe(build.generateValidatorsTypes());
+    const files = await build.generateValidatorFiles();
+    for (const [path, text] of files) expect(readFileSync(path, "utf8"), path).toBe(text);
+    // No module of a schema that is gone (or pins the base URL) is left beside them.
+    expect(
+      readdirSync(build.VALIDATORS_DIR)
+        .map((name) => join(build.VALIDATORS_DIR, name))
+        .sort(),
+    ).toEqual([...files.keys()].filter((path) => path.startsWith(join(build.VALIDATORS_DIR, "/"))).sort());
   });
 
   it("precompiled and compiled-at-run-time validators give the same answers and issues", () => {
