@@ -52,9 +52,8 @@ export async function generateValidatorFiles() {
   const sources = schemaSources();
   for (const s of sources) ajv.addSchema(s.schema);
   const files = new Map();
-  const names = sources.filter((s) => !s.pinsBaseUrl).map((s) => s.name);
-  for (const s of sources) {
-    if (s.pinsBaseUrl) continue;
+  const precompiled = sources.filter((s) => !s.pinsBaseUrl);
+  for (const s of precompiled) {
     files.set(
       join(VALIDATORS_DIR, `${s.name}.cjs`),
       `${NOTICE}\n${standaloneCode(ajv, { validate: s.schema.$id })}\n`,
@@ -73,16 +72,14 @@ export async function generateValidatorFiles() {
       "/** The precompiled validator of a schema (file name without .schema.json), or undefined. */",
       "export function loadValidator(name) {",
       "  switch (name) {",
-      ...names.map(
-        (name) =>
+      ...precompiled.map(
+        ({ name }) =>
           `    case ${JSON.stringify(name)}:\n      return (sourceRequire ? sourceRequire(${JSON.stringify(`./validators/${name}.cjs`)}) : require(${JSON.stringify(`./validators/${name}.cjs`)})).validate;`,
       ),
       "    default:",
       "      return undefined;",
       "  }",
       "}",
-      "",
-      `export const validatorNames = ${JSON.stringify(names)};`,
       "",
     ].join("\n"),
   );
@@ -92,7 +89,6 @@ export async function generateValidatorFiles() {
       NOTICE,
       'import type { ValidateFunction } from "ajv";',
       "export declare function loadValidator(name: string): ValidateFunction | undefined;",
-      "export declare const validatorNames: readonly string[];",
       "",
     ].join("\n"),
   );

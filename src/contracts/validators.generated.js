@@ -52,5 +52,3 @@ export function loadValidator(name) {
       return undefined;
   }
 }
-
-export const validatorNames = ["artifact","catalog","changes-head","changes-page","framework","game-builds","manager","mod-detail","mod-manifest","mod-versions","mods-index","portal-config","post-publish-smoke","readiness","release-record","runtime","submission-report","workflow","game-publishing-validation","mod-release-submission","upload-submission"];

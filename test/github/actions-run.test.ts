@@ -28,21 +28,11 @@ import { writeZip } from "../support/zip.ts";
 import { ROOT, runAction } from "./support/action-runner.ts";
 import { BOT_LOGIN, examplePayload, PORTAL } from "./support/bot-harness.ts";
 import { GitHubApiServer } from "./support/github-api-server.ts";
-import { PullRequestWorld } from "./support/pull-request-world.ts";
+import { PullRequestWorld, pullRequestFile } from "./support/pull-request-world.ts";
 import { expectReportArtifact, SIDECAR_PATH, sidecar, submissionReport } from "./support/scenario.ts";
 
 /** One entry of GET /pulls/{pull_number}/files: a file the pull request adds. */
-const addedFile = (filename: string) => ({
-  sha: "0".repeat(40),
-  filename,
-  status: "added",
-  additions: 1,
-  deletions: 0,
-  changes: 1,
-  blob_url: "",
-  raw_url: "",
-  contents_url: "",
-});
+const addedFile = (filename: string) => pullRequestFile(filename, "added");
 
 let github: GitHubApiServer;
 let dir: string;

@@ -84421,7 +84421,7 @@ function checkLayout(entries, cdOffset, findings) {
     );
   }
 }
-var oneShotInflate = (compressed, declaredSize) => {
+var inflateOneShot = (compressed, declaredSize) => {
   try {
     const result = zlib2.inflateRawSync(compressed, {
       maxOutputLength: declaredSize + 1,
@@ -84469,7 +84469,7 @@ function inflateEntry(input, entry) {
   if (entry.method === 0) {
     data = compressed;
   } else {
-    const inflated = entry.uncompressedSize <= SMALL_ENTRY_BYTES ? (reusedInflater() ?? oneShotInflate)(compressed, entry.uncompressedSize) : oneShotInflate(compressed, entry.uncompressedSize);
+    const inflated = entry.uncompressedSize <= SMALL_ENTRY_BYTES ? (reusedInflater() ?? inflateOneShot)(compressed, entry.uncompressedSize) : inflateOneShot(compressed, entry.uncompressedSize);
     if ("failure" in inflated) {
       const { failure } = inflated;
       if (failure === "too_large") {

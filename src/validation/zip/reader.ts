@@ -89,12 +89,6 @@ export interface ZipEntry {
   unicodePathName: string | null;
 }
 
-/** What inflating an entry needs of it. */
-export type InflatableEntry = Pick<
-  ZipEntry,
-  "name" | "method" | "crc32" | "compressedSize" | "uncompressedSize" | "dataOffset"
->;
-
 export interface ZipFinding {
   code: ReasonCode;
   message: string;
@@ -771,7 +765,8 @@ type Inflate = (
   declaredSize: number,
 ) => { data: Buffer; unread: number } | { failure: "too_large" | { corrupt: string } };
 
-const oneShotInflate: Inflate = (compressed, declaredSize) => {
+/** One inflateRawSync call per entry: every entry on a runtime without the reused inflater, and large ones. */
+export const inflateOneShot: Inflate = (compressed, declaredSize) => {
   try {
     const result = zlib.inflateRawSync(compressed, {
       maxOutputLength: declaredSize + 1,
@@ -848,14 +843,11 @@ export function reusedInflater(): Inflate | null {
   return reused;
 }
 
-/** The one-shot inflater, for tests that compare it with the reused one. */
-export const inflateOneShot: Inflate = oneShotInflate;
-
 /**
  * Inflate one entry whose structure passed readZipStructure. The output cap is the declared size
  * plus one byte, so a lying size is caught without ever allocating more than the cap allows.
  */
-export function inflateEntry(input: Buffer | ByteSource, entry: InflatableEntry): InflateResult {
+export function inflateEntry(input: Buffer | ByteSource, entry: ZipEntry): InflateResult {
   const source = Buffer.isBuffer(input) ? bufferSource(input) : input;
   const compressed = source.read(entry.dataOffset, entry.compressedSize);
   let data: Buffer;
@@ -864,8 +856,8 @@ export function inflateEntry(input: Buffer | ByteSource, entry: InflatableEntry)
   } else {
     const inflated =
       entry.uncompressedSize <= SMALL_ENTRY_BYTES
-        ? (reusedInflater() ?? oneShotInflate)(compressed, entry.uncompressedSize)
-        : oneShotInflate(compressed, entry.uncompressedSize);
+        ? (reusedInflater() ?? inflateOneShot)(compressed, entry.uncompressedSize)
+        : inflateOneShot(compressed, entry.uncompressedSize);
     if ("failure" in inflated) {
       const { failure } = inflated;
       if (failure === "too_large") {

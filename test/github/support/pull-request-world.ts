@@ -19,6 +19,21 @@ export interface WorldReview {
   commit_id: string;
 }
 
+/** One entry of GET /pulls/{pull_number}/files, the `index`th file of the pull request. */
+export function pullRequestFile(filename: string, status: string, index = 0) {
+  return {
+    sha: `${index}`.padStart(40, "0"),
+    filename,
+    status,
+    additions: 1,
+    deletions: 0,
+    changes: 1,
+    blob_url: "",
+    raw_url: "",
+    contents_url: "",
+  };
+}
+
 export class PullRequestWorld {
   number = 1;
   headSha = "a".repeat(40);
@@ -199,17 +214,7 @@ export class PullRequestWorld {
   }
 
   fileList(): unknown[] {
-    return this.files.map((f, i) => ({
-      sha: `${i}`.padStart(40, "0"),
-      filename: f.filename,
-      status: f.status,
-      additions: 1,
-      deletions: 0,
-      changes: 1,
-      blob_url: "",
-      raw_url: "",
-      contents_url: "",
-    }));
+    return this.files.map((f, i) => pullRequestFile(f.filename, f.status, i));
   }
 
   commentList(): unknown[] {
