@@ -63,7 +63,7 @@ describe("the bundled CLI (dist/svc.js)", () => {
     let help: string;
     try {
       await build(await cliBuildOptions(outdir));
-      const files = readdirSync(outdir);
+      const files = readdirSync(outdir).filter((f) => f.endsWith(".js"));
       // The entry and one chunk per lazily loaded command: start-up loads none of their packages.
       expect(files).toContain("svc.js");
       expect(files.filter((f) => /^svc-[A-Z0-9]+\.js$/.test(f)).length).toBeGreaterThan(5);
@@ -89,6 +89,22 @@ describe("the bundled CLI (dist/svc.js)", () => {
         { encoding: "utf8", cwd: ROOT },
       );
       expect(importHelp).toMatch(/usage: svc import/);
+      // The schema validators stay files of their own beside the bundle, loaded on first use: no
+      // chunk carries them, and a command that validates documents finds them there.
+      expect(readdirSync(join(outdir, "validators")).sort()).toEqual(
+        readdirSync(join(ROOT, "src", "contracts", "validators")).sort(),
+      );
+      for (const f of files) expect(readFileSync(join(outdir, f), "utf8")).not.toContain("src/contracts/validators/");
+      const checked = execFileSync(
+        process.execPath,
+        [
+          "--input-type=module",
+          "-e",
+          `const { main } = await import(${JSON.stringify(join(outdir, "svc.js"))}); process.exitCode = await main(["check"]);`,
+        ],
+        { encoding: "utf8", cwd: ROOT },
+      );
+      expect(checked).toMatch(/contract rules 1-6 hold/);
     } finally {
       rmSync(outdir, { recursive: true, force: true });
     }
