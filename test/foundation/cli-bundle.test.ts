@@ -94,7 +94,8 @@ describe("the bundled CLI (dist/svc.js)", () => {
       expect(readdirSync(join(outdir, "validators")).sort()).toEqual(
         readdirSync(join(ROOT, "src", "contracts", "validators")).sort(),
       );
-      for (const f of files) expect(readFileSync(join(outdir, f), "utf8")).not.toContain("src/contracts/validators/");
+      for (const f of files)
+        expect(readFileSync(join(outdir, f), "utf8")).not.toContain("src/contracts/validators/");
       const checked = execFileSync(
         process.execPath,
         [
