@@ -5,14 +5,17 @@
  * does), checks its CRC-32 and hashes it (svc keeps a per-file sha256). No names, no caps, no
  * checks, no report: what is left is Node's start-up and its zlib, so this is the floor svc
  * validate's figure is measured against, beside the native tools.
- *   node bench/validate/floor.mjs PACKAGE
+ *   node bench/validate/floor.mjs PACKAGE [--timings]
+ * --timings prints its steps' milliseconds as JSON (the bench sets them beside svc validate --timings).
  */
 import { createHash, hash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import * as zlib from "node:zlib";
 
+const started = performance.now();
 const bytes = readFileSync(process.argv[2]);
 createHash("sha256").update(bytes).digest("hex");
+const hashed = performance.now();
 const end = bytes.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
 const count = bytes.readUInt16LE(end + 10);
 const stream = zlib.createInflateRaw();
@@ -39,3 +42,8 @@ for (let i = 0, p = bytes.readUInt32LE(end + 16); i < count; i++) {
   hash("sha256", data, "hex");
 }
 if (bad > 0) throw new Error(`${bad} entries failed their CRC`);
+if (process.argv.includes("--timings")) {
+  // performance.now() counts from the process's start, so `started` is Node's own start-up.
+  const steps = { start: started, hash: hashed - started, entries: performance.now() - hashed };
+  process.stdout.write(`${JSON.stringify(steps)}\n`);
+}

@@ -233,6 +233,92 @@ interface SvcRun {
   failed: string[];
 }
 
+/**
+ * Where one run's time goes: `svc validate --timings` step by step, grouped, beside the floor
+ * script's own steps on the same package (a run of each outside the timed ones).
+ */
+function stepTable(zipPath: string, metadata: string): string[][] {
+  const r = spawnSync(
+    process.execPath,
+    [
+      SVC,
+      "validate",
+      "--package",
+      zipPath,
+      "--metadata",
+      metadata,
+      "--site",
+      SITE,
+      "--json",
+      "--no-antivirus",
+      "--timings",
+    ],
+    { encoding: "utf8", maxBuffer: 256 * 1024 * 1024 },
+  );
+  const steps = new Map(
+    [...r.stderr.matchAll(/^ {2}(\S.*?) +(\d+\.\d) ms +\d+\.\d%$/gm)].map((m) => [m[1]!, Number(m[2])]),
+  );
+  if (!steps.has("total"))
+    throw new Error(`svc validate --timings printed no table: ${r.stderr.slice(0, 500)}`);
+  const floor = JSON.parse(
+    execFileSync(process.execPath, [FLOOR, zipPath, "--timings"], { encoding: "utf8" }),
+  ) as {
+    start: number;
+    hash: number;
+    entries: number;
+  };
+  const take = (test: (step: string) => boolean) => {
+    let sum = 0;
+    for (const [step, ms] of steps)
+      if (step !== "total" && test(step)) {
+        sum += ms;
+        steps.delete(step);
+      }
+    return sum;
+  };
+  const ms = (n: number) => `${n.toFixed(0)} ms`;
+  const rows: Array<[string, number, number | null, string]> = [
+    [
+      "start Node, load the code",
+      take((s) => s === "start Node and load svc"),
+      floor.start,
+      "svc's modules over Node's own start",
+    ],
+    ["hash the package", take((s) => s === "hash the package"), floor.hash, "the same sha256"],
+    [
+      "inflate, CRC and sha256 each entry",
+      take((s) => s === "inflate, verify and hash the entries"),
+      floor.entries,
+      "svc also sniffs each entry's type and keeps config files; the floor also walks the directory here",
+    ],
+    [
+      "read the ZIP structure",
+      take((s) => s === "read the ZIP structure"),
+      null,
+      "every header against its central record, caps, layout",
+    ],
+    [
+      "name and collision rules",
+      take((s) => s === "check the names"),
+      null,
+      "20 name rules and 5 collision rules per entry",
+    ],
+    ["the checks", take((s) => s.startsWith("check ")), null, "the contract's checks on the report"],
+  ];
+  rows.push(["the rest", take(() => true), null, "documents, sidecar, manifest, report"]);
+  const total = rows.reduce((t, [, svcMs]) => t + svcMs, 0);
+  const floorTotal = floor.start + floor.hash + floor.entries;
+  return [
+    ...rows.map(([step, svcMs, floorMs, note]) => [
+      step,
+      ms(svcMs),
+      floorMs === null ? "-" : ms(floorMs),
+      note,
+    ]),
+    ["total", ms(total), ms(floorTotal), `svc ${(total / floorTotal).toFixed(2)}x the floor`],
+  ];
+}
+
 function svc(zipPath: string, metadata: string, antivirus: string[] | null, entry = SVC): SvcRun {
   const args = [
     entry,
@@ -322,12 +408,16 @@ function printAntivirus(rows: AntivirusRow[]): boolean {
       r.clamscanDefault === null ? "n/a" : `${fmt(r.svcClamd / r.clamscanDefault)}x`,
     ];
   });
-  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
-  const line = (c: string[]) => c.map((x, i) => x.padEnd(widths[i]!)).join("  ");
+  printTable(head, cells);
+  return rows.every((r) => r.clamscanFull !== null && r.svcClamd / r.clamscanFull <= goal);
+}
+
+function printTable(head: string[], rows: string[][]): void {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ");
   console.log(line(head));
   console.log(widths.map((w) => "-".repeat(w)).join("  "));
-  for (const c of cells) console.log(line(c));
-  return rows.every((r) => r.clamscanFull !== null && r.svcClamd / r.clamscanFull <= goal);
+  for (const r of rows) console.log(line(r));
 }
 
 function fmt(n: number, digits = 2): string {
@@ -371,6 +461,7 @@ async function main(): Promise<void> {
 
     console.log(`\n${RUNS} run(s) each, median wall time; node ${process.version}\n`);
     const rows: string[][] = [];
+    const stepTables: Array<[string, string[][]]> = [];
     const antivirusRows: AntivirusRow[] = [];
     let worstRatio = 0;
     let worstRss = 0;
@@ -432,6 +523,7 @@ async function main(): Promise<void> {
           return (JSON.parse(out) as { seconds: number }).seconds;
         }),
       );
+      stepTables.push([p.label, stepTable(p.zipPath, p.metadata)]);
       const ratio = offS / base;
       worstRatio = Math.max(worstRatio, ratio);
       // Node itself takes ~50-90 MiB, so the RSS target is about the ~100 MiB package.
@@ -461,11 +553,7 @@ async function main(): Promise<void> {
       "engine only",
       "svc with clamd",
     ];
-    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-    const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ");
-    console.log(line(head));
-    console.log(widths.map((w) => "-".repeat(w)).join("  "));
-    for (const r of rows) console.log(line(r));
+    printTable(head, rows);
     console.log(
       "\nsvc: node bin/svc.js validate --json (the shipped CLI bundle, start-up included); " +
         "engine only: runValidation in a warm process; node floor: bench/validate/floor.mjs, the least a\n" +
@@ -474,6 +562,12 @@ async function main(): Promise<void> {
         `peak RSS <= 2x package for the ~100 MiB package (${fmt(worstRss)}x: ${worstRss <= 2 ? "met" : "MISSED"})` +
         (TIME ? "" : " [peak RSS unavailable without /usr/bin/time]"),
     );
+    for (const [label, table] of stepTables) {
+      console.log(
+        `\nwhere the time goes, ${label} (one run of svc validate --timings beside floor.mjs --timings)`,
+      );
+      printTable(["step", "svc validate", "node floor", "what"], table);
+    }
     const antivirusMet = antivirusRows.length === 0 || printAntivirus(antivirusRows);
     // Like the other benches: a missed goal is a failed run, so CI or a script cannot read it as met.
     if (worstRatio > 1.5 || worstRss > 2 || !antivirusMet) process.exitCode = 1;

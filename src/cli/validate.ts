@@ -30,6 +30,8 @@ options:
   --clamscan-db PATH      signature database for --clamscan
   --no-antivirus          skip scanning; antivirus_scan then FAILS (a package never passes unscanned)
   --json                  print the report as JSON
+  --timings               also print how long each step took (start-up, hashing, structure,
+                          names, entries, each check) to standard error
   -h, --help
 
 exit status: 0 every required check passed, 1 a check failed, 2 usage or internal error.
@@ -91,6 +93,21 @@ async function progressBar(
   };
 }
 
+/** The --timings table: each step with its milliseconds and share, the slowest marked. */
+export function renderTimings(steps: ReadonlyArray<readonly [string, number]>): string {
+  const total = steps.reduce((sum, [, ms]) => sum + ms, 0);
+  const width = Math.max(5, ...steps.map(([step]) => step.length));
+  const row = (step: string, ms: number) =>
+    `  ${step.padEnd(width)}  ${ms.toFixed(1).padStart(8)} ms  ${((100 * ms) / (total || 1)).toFixed(1).padStart(5)}%`;
+  return [
+    "svc validate: time per step",
+    ...steps.map(([step, ms]) => row(step, ms)),
+    `  ${"-".repeat(width)}  ${"-".repeat(11)}  ${"-".repeat(6)}`,
+    row("total", total),
+    "",
+  ].join("\n");
+}
+
 export async function run(args: string[], io: CliIo): Promise<number> {
   let values: ReturnType<typeof parse>["values"];
   const parse = (a: string[]) =>
@@ -107,6 +124,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
         "clamscan-db": { type: "string" },
         "no-antivirus": { type: "boolean" },
         json: { type: "boolean" },
+        timings: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -150,8 +168,14 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     io.stderr.write(`svc validate: ${(error as Error).message}\n`);
     return EXIT_USAGE;
   }
+  const steps: Array<[string, number]> = [];
+  const stepDone = (step: string, milliseconds: number) => steps.push([step, milliseconds]);
+  let last = performance.now();
+  // performance.now() counts from the process's start: Node's own start-up and loading svc's modules.
+  stepDone("start Node and load svc", last);
   const metadataBytes = readFileSync(metadataPath);
   const sidecar = parseUntrustedJson(metadataBytes, SIDECAR_JSON_LIMITS);
+  stepDone("read the sidecar and the site's documents", performance.now() - last);
   const report = await runValidation({
     package: { path: packagePath },
     sidecar: sidecar.ok ? sidecar.value : undefined,
@@ -166,12 +190,18 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     scanner,
     antivirusDisabled: values["no-antivirus"] === true,
     ...(values.json ? {} : { onProgress: await progressBar(io, statSync(packagePath).size) }),
+    ...(values.timings ? { onStepTimed: stepDone } : {}),
   });
+  last = performance.now();
   if (values.json) {
     io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } else {
     const { renderReport } = await import("../validation/render-report.ts");
     io.stdout.write(renderReport(report, { columns: io.stdout.columns ?? 100 }));
+  }
+  if (values.timings) {
+    stepDone("write the report", performance.now() - last);
+    io.stderr.write(renderTimings(steps));
   }
   return report.passed ? EXIT_OK : EXIT_FAILED;
 }

@@ -97,6 +97,11 @@ export interface ValidationInput {
   /** --no-antivirus: the scan is skipped and antivirus_scan fails (never passes). */
   antivirusDisabled?: boolean;
   onProgress?: (progress: ValidationProgress) => void;
+  /**
+   * Told how long each step took, in order, as it ends: hashing the package, reading its ZIP
+   * structure, the names, inspecting the entries, and each check (`svc validate --timings`).
+   */
+  onStepTimed?: (step: string, milliseconds: number) => void;
   clock?: () => Date;
   /** Concurrent scanner requests (clamd); default 4. */
   scanConcurrency?: number;
@@ -369,7 +374,21 @@ export function readAt(fd: number, size: number, offset: number, length: number)
   return buffer.subarray(0, got);
 }
 
-export async function analyzePackage(input: ValidationInput): Promise<PackageAnalysis> {
+/** Times consecutive steps for onStepTimed: each call ends the step running since the last one. */
+function stepTimer(report: ValidationInput["onStepTimed"]): (step: string) => void {
+  if (!report) return () => {};
+  let last = performance.now();
+  return (step) => {
+    const now = performance.now();
+    report(step, now - last);
+    last = now;
+  };
+}
+
+export async function analyzePackage(
+  input: ValidationInput,
+  stepDone = stepTimer(input.onStepTimed),
+): Promise<PackageAnalysis> {
   const opened = await openPackage(input.package, input.policy.package.maxPackageBytes);
   if ("unreadable" in opened) {
     return {
@@ -388,7 +407,7 @@ export async function analyzePackage(input: ValidationInput): Promise<PackageAna
     };
   }
   try {
-    const analysis = await analyzeSource(input, opened.source);
+    const analysis = await analyzeSource(input, opened.source, stepDone);
     if (!(await opened.unchanged())) throw new Error("the package file changed while it was being validated");
     return analysis;
   } finally {
@@ -396,7 +415,11 @@ export async function analyzePackage(input: ValidationInput): Promise<PackageAna
   }
 }
 
-async function analyzeSource(input: ValidationInput, source: ByteSource): Promise<PackageAnalysis> {
+async function analyzeSource(
+  input: ValidationInput,
+  source: ByteSource,
+  stepDone: (step: string) => void,
+): Promise<PackageAnalysis> {
   const policy = input.policy;
   const progress = input.onProgress ?? (() => {});
   const reportsProgress = input.onProgress !== undefined;
@@ -444,14 +467,17 @@ async function analyzeSource(input: ValidationInput, source: ByteSource): Promis
   const packageKind = sniffFileType(
     tailAware(source.read(0, 4096), source.read(Math.max(0, total - 4096), 4096), total),
   );
+  stepDone("hash the package");
   const caps = zipCapsFromPolicy(policy);
   const structure = readZipStructure(source, caps);
+  stepDone("read the ZIP structure");
   const nameFindings: ZipFinding[] = [];
   for (const entry of structure.entries) {
     const found = analyzeName(entry, caps);
     if (found.length > 0) nameFindings.push(...found);
   }
   for (const finding of analyzeCollisions(structure.entries)) nameFindings.push(finding);
+  stepDone("check the names");
   const entries: InspectedEntry[] = structure.entries.map((entry) => ({ entry, kind: null }));
   const inflateFindings: ZipFinding[] = [];
   const files = new Map<string, Buffer>();
@@ -513,6 +539,7 @@ async function analyzeSource(input: ValidationInput, source: ByteSource): Promis
       }
     }
   }
+  if (!structure.unsafeToInflate) stepDone("inflate, verify and hash the entries");
   const contentInspected = !structure.unsafeToInflate && inflateFindings.length === 0;
   let scan: PackageAnalysis["scan"];
   if (scanState) scan = { state: scanState };
@@ -525,6 +552,7 @@ async function analyzeSource(input: ValidationInput, source: ByteSource): Promis
       entryCoverage: entriesInsidePackage ? "package" : "each",
     };
   } else scan = { state: "not_run" };
+  if (queue) stepDone("wait for the antivirus scanner");
   return {
     sizeBytes: total,
     sha256,
@@ -558,6 +586,7 @@ export async function runValidation(input: ValidationInput): Promise<ValidationR
  * their sizes and sha256 from the same pass (what the publisher stores in the release record).
  */
 export async function validatePackage(input: ValidationInput): Promise<ValidationOutcome> {
+  const stepDone = stepTimer(input.onStepTimed);
   const clock = input.clock ?? (() => new Date());
   const startedAt = clock().toISOString();
   const schemaBaseUrl =
@@ -594,7 +623,8 @@ export async function validatePackage(input: ValidationInput): Promise<Validatio
     return { report, files: null };
   }
 
-  const pkg = await analyzePackage(input);
+  stepDone("check the policy and the sidecar");
+  const pkg = await analyzePackage(input, stepDone);
   const manifestRead = pkg.structure ? readManifest(pkg, input.policy.manifestFileName, schemaBaseUrl) : null;
   const results = new Map<string, CheckOutcome>();
   const ctx: CheckContext = {
@@ -612,6 +642,7 @@ export async function validatePackage(input: ValidationInput): Promise<Validatio
     now: startedAt,
     results,
   };
+  stepDone("read the manifest");
   const checks: CheckResult[] = [];
   for (const { id, required } of order) {
     const fn = PACKAGE_CHECKS[id];
@@ -635,6 +666,7 @@ export async function validatePackage(input: ValidationInput): Promise<Validatio
     }
     results.set(id, outcome);
     checks.push({ ...outcome, required });
+    stepDone(`check ${id}`);
   }
   const report: ValidationReport = {
     schema: "svc.validation-report.v1",

@@ -83,6 +83,45 @@ describe("svc validate", () => {
     ]);
   });
 
+  it("--timings prints the time of every step to standard error and leaves the report alone", async () => {
+    const r = await svc(
+      ["--package", "good.zip", "--metadata", "good.json", "--json", "--no-antivirus", "--timings"],
+      dir,
+    );
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout) as ValidationReport;
+    const rows = new Map(
+      [...r.stderr.matchAll(/^ {2}(\S.*?) +(\d+\.\d) ms +(\d+\.\d)%$/gm)].map((m) => [m[1]!, Number(m[2])]),
+    );
+    expect(r.stderr).toMatch(/^svc validate: time per step\n/);
+    const steps = [
+      "start Node and load svc",
+      "read the sidecar and the site's documents",
+      "check the policy and the sidecar",
+      "hash the package",
+      "read the ZIP structure",
+      "check the names",
+      "inflate, verify and hash the entries",
+      "read the manifest",
+      ...report.checks.map((c) => `check ${c.id}`),
+      "write the report",
+    ];
+    expect([...rows.keys()]).toEqual([...steps, "total"]);
+    // Start-up is the process's age when the command began: never zero, and part of the total.
+    expect(rows.get("start Node and load svc")).toBeGreaterThan(0);
+    const sum = steps.reduce((t, step) => t + rows.get(step)!, 0);
+    expect(Math.abs(rows.get("total")! - sum)).toBeLessThan(0.05 * steps.length + 0.1);
+    // Without the flag, standard error stays quiet.
+    const quiet = await svc(
+      ["--package", "good.zip", "--metadata", "good.json", "--json", "--no-antivirus"],
+      dir,
+    );
+    expect(quiet.stderr).toBe("");
+    expect(JSON.parse(quiet.stdout).checks.map((c: { id: string }) => c.id)).toEqual(
+      report.checks.map((c) => c.id),
+    );
+  });
+
   it.skipIf(!clamdPath)(
     "passes a good package with clamd and exits 0; a human table names every check",
     async () => {
@@ -94,6 +133,15 @@ describe("svc validate", () => {
       expect(r.code).toBe(0);
       for (const check of policy().requiredChecks) expect(r.stdout).toContain(check);
       expect(r.stdout).toContain("PASSED");
+      // With a scanner, the wait for its verdicts is a step of its own, before the checks.
+      const timed = await svc(
+        ["--package", "good.zip", "--metadata", "good.json", "--clamd", clamd!.socket, "--timings"],
+        dir,
+      );
+      expect(timed.code).toBe(0);
+      expect(timed.stderr).toMatch(
+        /inflate, verify and hash the entries .*\n {2}wait for the antivirus scanner .*\n {2}read the manifest/,
+      );
     },
   );
 

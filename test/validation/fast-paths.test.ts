@@ -1,6 +1,6 @@
 import { deflateRawSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { analyzeName } from "../../src/validation/zip/names.ts";
+import { analyzeName, analyzeNameFully } from "../../src/validation/zip/names.ts";
 import { inflateOneShot, reusedInflater, type ZipEntry } from "../../src/validation/zip/reader.ts";
 import { sniffByEveryMagic, sniffFileType } from "../../src/validation/zip/sniff.ts";
 
@@ -79,6 +79,80 @@ describe("plain-name shortcut in analyzeName", () => {
       }
     }
     expect(compared).toBe(samples.length * 6);
+  });
+});
+
+describe("clean-name shortcut in analyzeName", () => {
+  const segments = [
+    "a",
+    "Content",
+    "d00",
+    ".hidden",
+    "a b",
+    "x.",
+    "x ",
+    "x. ",
+    ".",
+    "..",
+    "...",
+    "",
+    "CON",
+    "con.txt",
+    "Con .txt",
+    "conx",
+    "com1",
+    "COM9.dll",
+    "LPT1",
+    "nul",
+    "aux.",
+    "prn.a.b",
+    "CONOUT$",
+    "conin$.x",
+    "Console",
+    "lpt¹",
+    "a:b",
+    "a\\b",
+  ];
+  const names = new Set<string>();
+  for (const a of segments) {
+    names.add(a);
+    names.add(`${a}/`);
+    for (const b of segments) {
+      names.add(`${a}/${b}`);
+      names.add(`${a}/${b}/`);
+      names.add(`Mod/${a}/x/${b}`);
+    }
+  }
+  const depth = (n: number) => Array.from({ length: n }, (_, i) => `d${i}`).join("/");
+  for (const n of [7, 8, 9]) for (const tail of ["", "/", "/f.txt"]) names.add(depth(n) + tail);
+  names.add("a".repeat(200));
+  names.add("a".repeat(201));
+  names.add(`${"b/".repeat(99)}c`);
+
+  it("answers exactly like every rule applied, for files, folders, links and mismatched names", () => {
+    let clean = 0;
+    let compared = 0;
+    for (const name of names) {
+      const variants: ZipEntry[] = [
+        entryNamed(name),
+        { ...entryNamed(name), isDirectory: true },
+        { ...entryNamed(name), unixMode: 0o120777, externalAttributes: (0o120777 << 16) >>> 0 },
+        { ...entryNamed(name), unixMode: 0o010644 },
+        { ...entryNamed(name), unixMode: null },
+        { ...entryNamed(name), unicodePathName: `${name}x` },
+        { ...entryNamed(name), unicodePathName: name },
+        { ...entryNamed(name), nameDecoded: false },
+      ];
+      for (const entry of variants) {
+        const full = analyzeNameFully(entry, caps);
+        expect(analyzeName(entry, caps), JSON.stringify(entry.name)).toEqual(full);
+        if (full.length === 0) clean++;
+        compared++;
+      }
+    }
+    // Both kinds were compared in numbers: clean names (the shortcut's answer) and refused ones.
+    expect(clean).toBeGreaterThan(500);
+    expect(compared - clean).toBeGreaterThan(10000);
   });
 });
 

@@ -338,6 +338,15 @@ describe("name safety", () => {
     expect(collide(["caf\u00e9.txt", "cafe\u0301.txt"])).toEqual(["unicode_normalization_collision"]);
     expect(collide(["a", "a/b"])).toEqual(["file_directory_collision"]);
     expect(collide(["a/b", "a/c", "A/d"])).toEqual([]);
+    // One non-ASCII name makes normalization matter for all: U+212A KELVIN SIGN is "K" in NFC,
+    // whichever comes first.
+    expect(collide(["K.txt", "\u212a.txt"])).toEqual(["unicode_normalization_collision"]);
+    expect(collide(["\u212a.txt", "K.txt"])).toEqual(["unicode_normalization_collision"]);
+    // The parent-folder memo: siblings apart, a folder that is also a file seen late, deep first.
+    expect(collide(["a/b/c", "a/b/d", "x/y", "a/b/e", "a/b"])).toEqual(["file_directory_collision"]);
+    expect(collide(["p/q/r/s", "p/q", "p/t"])).toEqual(["file_directory_collision"]);
+    expect(collide(["ab/c", "a/b", "a"])).toEqual(["file_directory_collision"]);
+    expect(collide(["m/", "m/n", "m/o/", "m/o/p"])).toEqual([]);
   });
 });
 

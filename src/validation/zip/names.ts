@@ -39,11 +39,66 @@ export function isReservedDeviceName(segment: string): boolean {
   let end = segment.indexOf(".");
   if (end === -1) end = segment.length;
   while (end > 0 && segment.charCodeAt(end - 1) === 0x20) end--;
+  // CON, COM1, CONIN$, CONOUT$: 3, 4, 6 or 7 characters.
+  if (end < 3 || end === 5 || end > 7) return false;
   return RESERVED.has(segment.slice(0, end).toUpperCase());
 }
 
 /** Problems with one name on its own. */
 export function analyzeName(
+  entry: ZipEntry,
+  caps: Pick<ZipCaps, "maxNameBytes" | "maxPathDepth">,
+): ZipFinding[] {
+  return isCleanPlainName(entry, caps) ? [] : analyzeNameFully(entry, caps);
+}
+
+/**
+ * The common case in one pass over the name, without the findings' closures or a split: a plain
+ * ASCII name (PLAIN_NAME) of a file or folder, within the caps, whose segments are neither empty,
+ * "." nor "..", end in no dot or space and name no Windows device. False sends the name through
+ * every rule (analyzeNameFully), which then reports what this shortcut saw; the fast-paths test
+ * checks the two agree.
+ */
+function isCleanPlainName(entry: ZipEntry, caps: Pick<ZipCaps, "maxNameBytes" | "maxPathDepth">): boolean {
+  const name = entry.name;
+  if (
+    !entry.nameDecoded ||
+    entry.unicodePathName !== null ||
+    entry.rawName.length > caps.maxNameBytes ||
+    name.length === 0 ||
+    isSymlink(entry) ||
+    isSpecialFile(entry) ||
+    !PLAIN_NAME.test(name)
+  )
+    return false;
+  // A folder's one trailing slash ends its last segment (analyzeNameFully drops that empty segment).
+  const end = entry.isDirectory && name.charCodeAt(name.length - 1) === 0x2f ? name.length - 1 : name.length;
+  let depth = 0;
+  for (let start = 0; ; ) {
+    let slash = name.indexOf("/", start);
+    if (slash === -1 || slash > end) slash = end;
+    const length = slash - start;
+    if (length === 0) return false;
+    const first = name.charCodeAt(start);
+    if (first === 0x2e && (length === 1 || (length === 2 && name.charCodeAt(start + 1) === 0x2e)))
+      return false;
+    const last = name.charCodeAt(slash - 1);
+    if (last === 0x2e || last === 0x20) return false;
+    const lower = first | 0x20;
+    if (
+      (lower === 0x63 || lower === 0x70 || lower === 0x61 || lower === 0x6e || lower === 0x6c) &&
+      isReservedDeviceName(name.slice(start, slash))
+    )
+      return false;
+    depth++;
+    if (slash >= end) break;
+    start = slash + 1;
+  }
+  return depth <= caps.maxPathDepth;
+}
+
+/** Every rule for one name, each problem reported (analyzeName's shortcut aside). */
+export function analyzeNameFully(
   entry: ZipEntry,
   caps: Pick<ZipCaps, "maxNameBytes" | "maxPathDepth">,
 ): ZipFinding[] {
@@ -139,13 +194,22 @@ export function analyzeCollisions(entries: ZipEntry[]): ZipFinding[] {
   const folded = new Map<string, string>();
   const files = new Map<string, string>();
   const dirs = new Map<string, string>();
-  for (const entry of entries) {
+  // latin1 maps bytes to code units one to one: an exact key for the raw name. An ASCII name as
+  // long as its raw bytes (no byte-order mark was dropped in decoding) is its own latin1 form,
+  // and no other raw name's, and is already in NFC.
+  const ascii = entries.map(
+    (entry) => entry.nameDecoded && entry.rawName.length === entry.name.length && ASCII_ONLY.test(entry.name),
+  );
+  // NFC is the identity on ASCII: when every name is ASCII no two differ only in normalization, and
+  // the NFC map is skipped. One non-ASCII name keeps it for all (U+212A KELVIN SIGN is "K" in NFC).
+  const normalizationMatters = ascii.includes(false);
+  // The last parent folder recorded: siblings usually follow each other, and theirs is known.
+  let lastParent = "";
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i]!;
     const name = entry.name;
-    // latin1 maps bytes to code units one to one: an exact key for the raw name. An ASCII name as
-    // long as its raw bytes (no byte-order mark was dropped in decoding) is its own latin1 form,
-    // and no other raw name's, and is already in NFC.
-    const ascii = entry.nameDecoded && entry.rawName.length === name.length && ASCII_ONLY.test(name);
-    const raw = ascii ? name : entry.rawName.toString("latin1");
+    const isAscii = ascii[i]!;
+    const raw = isAscii ? name : entry.rawName.toString("latin1");
     const bare = name.endsWith("/") ? name.replace(/\/+$/, "") : name;
     const prior = exact.get(raw);
     if (prior !== undefined) {
@@ -157,17 +221,19 @@ export function analyzeCollisions(entries: ZipEntry[]): ZipFinding[] {
       continue;
     }
     exact.set(raw, name);
-    const n = ascii ? bare : bare.normalize("NFC");
-    const nfcTwin = nfc.get(n);
-    if (nfcTwin !== undefined && nfcTwin !== bare) {
-      found.push({
-        code: "unicode_normalization_collision",
-        entry: name,
-        message: `${JSON.stringify(name)}: same name as ${JSON.stringify(nfcTwin)} after Unicode NFC normalization`,
-      });
-      continue;
+    const n = isAscii ? bare : bare.normalize("NFC");
+    if (normalizationMatters) {
+      const nfcTwin = nfc.get(n);
+      if (nfcTwin !== undefined && nfcTwin !== bare) {
+        found.push({
+          code: "unicode_normalization_collision",
+          entry: name,
+          message: `${JSON.stringify(name)}: same name as ${JSON.stringify(nfcTwin)} after Unicode NFC normalization`,
+        });
+        continue;
+      }
+      nfc.set(n, bare);
     }
-    nfc.set(n, bare);
     // Case folding is on the NFC form, as file systems that ignore case compare names.
     const f = n.toLowerCase();
     const caseTwin = folded.get(f);
@@ -183,7 +249,10 @@ export function analyzeCollisions(entries: ZipEntry[]): ZipFinding[] {
     if (entry.isDirectory) dirs.set(f, bare);
     else files.set(f, bare);
     // Ancestors, nearest first: once one is known, all of its ancestors are too.
-    for (let slash = f.lastIndexOf("/"); slash > 0; slash = f.lastIndexOf("/", slash - 1)) {
+    const parentEnd = f.lastIndexOf("/");
+    if (parentEnd > 0 && parentEnd === lastParent.length && f.startsWith(lastParent)) continue;
+    if (parentEnd > 0) lastParent = f.slice(0, parentEnd);
+    for (let slash = parentEnd; slash > 0; slash = f.lastIndexOf("/", slash - 1)) {
       const dir = f.slice(0, slash);
       if (dirs.has(dir)) break;
       dirs.set(dir, dir);
