@@ -128,6 +128,15 @@ describe("a good package", () => {
       const fromBytes = await runValidation(input(bytes, sidecar));
       expect(fromPath).toEqual(fromBytes);
       expect(fromPath.passed).toBe(true);
+      // Past 16 MiB the file is read through a window of positional reads instead of whole.
+      const large = goodPackage({ modConfig: MOD_CONFIG, pakBytes: 17 * 1024 * 1024 });
+      writeFileSync(join(dir, "large.zip"), large.bytes);
+      const largeFromPath = await runValidation({
+        ...input(large.bytes, large.sidecar),
+        package: { path: join(dir, "large.zip") },
+      });
+      expect(largeFromPath).toEqual(await runValidation(input(large.bytes, large.sidecar)));
+      expect(largeFromPath.passed).toBe(true);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

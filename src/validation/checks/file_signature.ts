@@ -25,12 +25,11 @@ export function checkFileSignature(ctx: CheckContext): CheckOutcome {
     for (const { entry, kind } of pkg.entries) {
       if (entry.isDirectory || kind === null) continue;
       const ext = extensionOf(entry.name);
-      const shown = JSON.stringify(entry.name);
       if (NATIVE_KINDS.has(kind) && !native.has(ext)) {
         findings.push({
           code: kind === "pe" ? "disguised_executable" : "non_windows_binary",
           entry: entry.name,
-          message: `${shown}: content is a ${kind} executable but the name says ${ext || "no extension"}`,
+          message: `${JSON.stringify(entry.name)}: content is a ${kind} executable but the name says ${ext || "no extension"}`,
         });
         continue;
       }
@@ -38,7 +37,7 @@ export function checkFileSignature(ctx: CheckContext): CheckOutcome {
         findings.push({
           code: NATIVE_KINDS.has(kind) ? "non_windows_binary" : "forbidden_signature",
           entry: entry.name,
-          message: `${shown}: content is ${kind}, which the policy refuses anywhere`,
+          message: `${JSON.stringify(entry.name)}: content is ${kind}, which the policy refuses anywhere`,
         });
         continue;
       }
@@ -47,7 +46,7 @@ export function checkFileSignature(ctx: CheckContext): CheckOutcome {
         findings.push({
           code: "signature_mismatch",
           entry: entry.name,
-          message: `${shown}: a ${ext} file must be ${expected.join(" or ")}, but its content is ${kind}`,
+          message: `${JSON.stringify(entry.name)}: a ${ext} file must be ${expected.join(" or ")}, but its content is ${kind}`,
         });
       }
     }
