@@ -2,6 +2,7 @@
 // without compiling TypeScript at run time. Run by `npm ci`/`npm install` (prepare) and `npm test`;
 // bin/svc.js uses the bundle only while no file under src/ is newer than it.
 import { cpSync, readdirSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -30,6 +31,19 @@ function validatorsBeside(outdir) {
 }
 
 /**
+ * semver, though a package, goes into the bundle: its functions are a dozen small CommonJS files,
+ * each a module load of its own at start-up (resolve, read, compile) when left outside.
+ */
+const semverInside = {
+  name: "semver-inside",
+  setup(build) {
+    build.onResolve({ filter: /^semver\// }, (args) => ({
+      path: createRequire(args.importer).resolve(args.path),
+    }));
+  },
+};
+
+/**
  * One entry (dist/svc.js) and a chunk per command beside it: each command's module is imported only
  * when it runs (src/cli/main.ts), and with its own chunk so are the packages it needs. A single file
  * would hoist every package import (Octokit, PGlite, pg, tuf-js, ...) to start-up: `svc import`
@@ -48,7 +62,7 @@ export async function cliBuildOptions(outdir = join(ROOT, "dist")) {
   });
   return {
     ...options,
-    plugins: [...options.plugins, validatorsBeside(outdir)],
+    plugins: [...options.plugins, validatorsBeside(outdir), semverInside],
     outdir,
     splitting: true,
     entryNames: "svc",
