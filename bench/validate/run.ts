@@ -301,7 +301,7 @@ function stepTable(zipPath: string, metadata: string): string[][] {
       "name and collision rules",
       take((s) => s === "check the names"),
       null,
-      "20 name rules and 5 collision rules per entry",
+      "16 name rules per entry, 4 collision rules between entries",
     ],
     ["the checks", take((s) => s.startsWith("check ")), null, "the contract's checks on the report"],
   ];
