@@ -91,13 +91,19 @@ async function waitForPort(port: number, child: ChildProcess, what: string): Pro
   throw new Error(`${what} did not listen on ${port}`);
 }
 
-/** Debian's nginx with the settings a static host uses (sendfile, tcp_nopush), one worker like the portal. */
+/**
+ * Debian's nginx with the settings a static host uses (sendfile, tcp_nopush), one worker like the
+ * portal. A second server of the same process has sendfile off: nginx then copies each byte through
+ * user space with read(2) and write(2), as every Node.js server must (Node has no sendfile), so
+ * that row is the ceiling of a read+write server, measured beside the real baseline.
+ */
 async function startNginx(
   binary: string,
   root: string,
   siteDir: string,
-): Promise<{ port: number; stop(): void }> {
+): Promise<{ port: number; copyPort: number; stop(): void }> {
   const port = await freePort();
+  const copyPort = await freePort();
   const conf = join(root, "nginx.conf");
   const temp = (name: string) => join(root, "nginx-temp", name);
   mkdirSync(join(root, "nginx-temp"), { recursive: true });
@@ -119,6 +125,8 @@ async function startNginx(
       `  client_body_temp_path ${temp("body")}; proxy_temp_path ${temp("proxy")};`,
       `  fastcgi_temp_path ${temp("fastcgi")}; uwsgi_temp_path ${temp("uwsgi")}; scgi_temp_path ${temp("scgi")};`,
       `  server { listen 127.0.0.1:${port}; root ${siteDir}; }`,
+      // Reads of 1 MiB, the size the portal's lanes read in.
+      `  server { listen 127.0.0.1:${copyPort}; root ${siteDir}; sendfile off; output_buffers 2 1m; }`,
       "}",
       "",
     ].join("\n"),
@@ -136,7 +144,8 @@ async function startNginx(
     child.kill("SIGKILL");
     throw new Error(`${(error as Error).message}: ${stderr}`);
   }
-  return { port, stop: () => child.kill("SIGQUIT") };
+  await waitForPort(copyPort, child, "nginx (sendfile off)");
+  return { port, copyPort, stop: () => child.kill("SIGQUIT") };
 }
 
 /**
@@ -360,6 +369,7 @@ async function main(): Promise<number> {
     const urls = {
       nginx: { url: `http://127.0.0.1:${web.port}/${rel}`, headers: {} },
       bare: { url: `http://127.0.0.1:${bare.port}/${rel}`, headers: {} },
+      copy: { url: `http://127.0.0.1:${web.copyPort}/${rel}`, headers: {} },
       static: { url: `http://127.0.0.1:${portalPort}/${rel}`, headers: {} },
       lane: { url: `http://127.0.0.1:${portalPort}/api/v1/${rel}`, headers: auth },
     };
@@ -395,6 +405,7 @@ async function main(): Promise<number> {
 
     const rows: Array<{ what: string; value: number; baseline: number; ratio: number; met: boolean }> = [];
     const nodeStreams: Array<{ parallel: number; value: number; ratio: number }> = [];
+    const copyCeilings: Array<{ parallel: number; value: number; ratio: number }> = [];
     log("");
     log(
       `download of ${SIZE / MIB} MiB with curl on loopback, median of ${ROUNDS} rounds (MiB/s; x${PARALLEL}: aggregate)`,
@@ -422,6 +433,12 @@ async function main(): Promise<number> {
       nodeStreams.push({ parallel, value, ratio: value / baseline });
       log(
         `  ${`(bare node:http stream x${parallel})`.padEnd(28)}${value.toFixed(0).padStart(9)}${baseline.toFixed(0).padStart(9)}${`${(value / baseline).toFixed(2)}x`.padStart(8)}   Node's own ceiling`,
+      );
+      // Not a goal either: nginx itself without sendfile, the ceiling of copying through user space.
+      const copy = rate("copy", parallel);
+      copyCeilings.push({ parallel, value: copy, ratio: copy / baseline });
+      log(
+        `  ${`(nginx, sendfile off x${parallel})`.padEnd(28)}${copy.toFixed(0).padStart(9)}${baseline.toFixed(0).padStart(9)}${`${(copy / baseline).toFixed(2)}x`.padStart(8)}   read+write ceiling`,
       );
     }
     const latencyMet = laneLoad.p99ms <= GOALS.p99Ms && laneLoad.requestsPerSecond >= GOALS.requestsPerSecond;
@@ -452,6 +469,12 @@ async function main(): Promise<number> {
       ),
       bareNodeStream: Object.fromEntries(
         nodeStreams.map((r) => [
+          `x${r.parallel}`,
+          { MiBps: Math.round(r.value), ratio: Number(r.ratio.toFixed(2)) },
+        ]),
+      ),
+      nginxSendfileOff: Object.fromEntries(
+        copyCeilings.map((r) => [
           `x${r.parallel}`,
           { MiBps: Math.round(r.value), ratio: Number(r.ratio.toFixed(2)) },
         ]),
