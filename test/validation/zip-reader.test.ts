@@ -20,8 +20,19 @@ const caps: ZipCaps = {
   compressionRatioMinBytes: 64 * 1024,
 };
 
+/**
+ * The findings of an archive, read both ways the validator reads packages: whole in memory (one view
+ * over every byte) and through positional reads of a source that holds none of them, as a package
+ * over 16 MiB is read. The two must agree, hostile layouts included.
+ */
 function codes(bytes: Buffer, c: ZipCaps = caps): string[] {
-  return readZipStructure(bytes, c).findings.map((f) => f.code);
+  const whole = readZipStructure(bytes, c);
+  const windowed = readZipStructure(
+    { size: bytes.length, read: (offset, length) => Buffer.from(bytes.subarray(offset, offset + length)) },
+    c,
+  );
+  expect(windowed).toEqual(whole);
+  return whole.findings.map((f) => f.code);
 }
 
 function nameCodes(

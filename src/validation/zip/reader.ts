@@ -7,12 +7,15 @@ export interface ByteSource {
   readonly size: number;
   /** Up to `length` bytes at `offset` (fewer only at the end of the source). */
   read(offset: number, length: number): Buffer;
+  /** Every byte, when the source holds them in memory: parsing then needs no window per record. */
+  readonly bytes?: Buffer;
 }
 
 export function bufferSource(bytes: Buffer): ByteSource {
   return {
     size: bytes.length,
     read: (offset, length) => bytes.subarray(offset, Math.min(offset + length, bytes.length)),
+    bytes,
   };
 }
 
@@ -24,6 +27,10 @@ class View {
   ) {}
   static of(source: ByteSource, offset: number, length: number): View {
     return new View(source.read(offset, Math.max(0, length)), offset);
+  }
+  /** The whole source when it is in memory, else a window of it. */
+  static over(source: ByteSource, offset: number, length: number): View {
+    return source.bytes ? new View(source.bytes, 0) : View.of(source, offset, length);
   }
   has(offset: number, length: number): boolean {
     return offset >= this.base && offset + length <= this.base + this.buf.length;
@@ -383,7 +390,8 @@ export function readZipStructure(input: Buffer | ByteSource, caps: ZipCaps): Zip
     }
     // A view, not a copy: the bytes read for the directory are never reused or written to.
     const rawName = cd.slice(p + CENTRAL_SIZE, p + CENTRAL_SIZE + nameLength);
-    const extra = cd.slice(p + CENTRAL_SIZE + nameLength, p + CENTRAL_SIZE + nameLength + extraLength);
+    const extraStart = p + CENTRAL_SIZE + nameLength;
+    const extraEnd = extraStart + extraLength;
     p = recordEnd;
 
     const utf8Flag = (flags & FLAG_UTF8) !== 0;
@@ -409,13 +417,13 @@ export function readZipStructure(input: Buffer | ByteSource, caps: ZipCaps): Zip
 
     let unicodePathName: string | null = null;
     let zip64Extra = false;
-    for (let e = 0; e + 4 <= extra.length; ) {
-      const id = extra.readUInt16LE(e);
-      const size = extra.readUInt16LE(e + 2);
+    for (let e = extraStart; e + 4 <= extraEnd; ) {
+      const id = cd.u16(e);
+      const size = cd.u16(e + 2);
       if (id === 0x0001) zip64Extra = true;
-      if (id === 0x7075 && size >= 5 && e + 4 + size <= extra.length) {
+      if (id === 0x7075 && size >= 5 && e + 4 + size <= extraEnd) {
         try {
-          unicodePathName = utf8.decode(extra.subarray(e + 9, e + 4 + size));
+          unicodePathName = utf8.decode(cd.slice(e + 9, e + 4 + size));
         } catch {
           unicodePathName = "\uFFFD";
         }
@@ -564,15 +572,14 @@ function checkLocalHeaders(
   cdOffset: number,
   findings: ZipFinding[],
 ): void {
+  const whole = source.bytes ? View.over(source, 0, source.size) : null;
   for (const entry of entries) {
     const label = entry.nameDecoded ? entry.name : `<entry ${entry.index + 1}>`;
     const o = entry.localHeaderOffset;
     // One read covers the header, the name and a typical extra field; a larger extra is read again.
-    let bytes = View.of(
-      source,
-      o,
-      Math.min(LOCAL_SIZE + entry.rawName.length + 256, Math.max(0, cdOffset - o)),
-    );
+    let bytes =
+      whole ??
+      View.of(source, o, Math.min(LOCAL_SIZE + entry.rawName.length + 256, Math.max(0, cdOffset - o)));
     if (o + LOCAL_SIZE > cdOffset || bytes.u32(o) !== SIG_LOCAL) {
       findings.push({
         code: "local_header_invalid",
