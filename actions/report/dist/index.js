@@ -81857,7 +81857,8 @@ var crc322 = typeof native === "function" ? (d, i = 0) => native(d, i) >>> 0 : t
 function bufferSource(bytes) {
   return {
     size: bytes.length,
-    read: (offset, length) => bytes.subarray(offset, Math.min(offset + length, bytes.length))
+    read: (offset, length) => bytes.subarray(offset, Math.min(offset + length, bytes.length)),
+    bytes
   };
 }
 var View = class _View {
@@ -81869,6 +81870,10 @@ var View = class _View {
   base;
   static of(source, offset, length) {
     return new _View(source.read(offset, Math.max(0, length)), offset);
+  }
+  /** The whole source when it is in memory, else a window of it. */
+  static over(source, offset, length) {
+    return source.bytes ? new _View(source.bytes, 0) : _View.of(source, offset, length);
   }
   has(offset, length) {
     return offset >= this.base && offset + length <= this.base + this.buf.length;
@@ -82105,7 +82110,8 @@ function readZipStructure(input, caps) {
       return { ...emptyStructure(findings), entries };
     }
     const rawName = cd.slice(p + CENTRAL_SIZE, p + CENTRAL_SIZE + nameLength);
-    const extra = cd.slice(p + CENTRAL_SIZE + nameLength, p + CENTRAL_SIZE + nameLength + extraLength);
+    const extraStart = p + CENTRAL_SIZE + nameLength;
+    const extraEnd = extraStart + extraLength;
     p = recordEnd;
     const utf8Flag = (flags & FLAG_UTF8) !== 0;
     let name;
@@ -82125,13 +82131,13 @@ function readZipStructure(input, caps) {
     const isDirectory = name.endsWith("/") || unixMode !== null && (unixMode & S_IFMT) === S_IFDIR;
     let unicodePathName = null;
     let zip64Extra = false;
-    for (let e = 0; e + 4 <= extra.length; ) {
-      const id = extra.readUInt16LE(e);
-      const size = extra.readUInt16LE(e + 2);
+    for (let e = extraStart; e + 4 <= extraEnd; ) {
+      const id = cd.u16(e);
+      const size = cd.u16(e + 2);
       if (id === 1) zip64Extra = true;
-      if (id === 28789 && size >= 5 && e + 4 + size <= extra.length) {
+      if (id === 28789 && size >= 5 && e + 4 + size <= extraEnd) {
         try {
-          unicodePathName = utf82.decode(extra.subarray(e + 9, e + 4 + size));
+          unicodePathName = utf82.decode(cd.slice(e + 9, e + 4 + size));
         } catch {
           unicodePathName = "\uFFFD";
         }
@@ -82259,14 +82265,11 @@ function readZipStructure(input, caps) {
   };
 }
 function checkLocalHeaders(source, entries, cdOffset, findings) {
+  const whole = source.bytes ? View.over(source, 0, source.size) : null;
   for (const entry of entries) {
     const label = entry.nameDecoded ? entry.name : `<entry ${entry.index + 1}>`;
     const o = entry.localHeaderOffset;
-    let bytes = View.of(
-      source,
-      o,
-      Math.min(LOCAL_SIZE + entry.rawName.length + 256, Math.max(0, cdOffset - o))
-    );
+    let bytes = whole ?? View.of(source, o, Math.min(LOCAL_SIZE + entry.rawName.length + 256, Math.max(0, cdOffset - o)));
     if (o + LOCAL_SIZE > cdOffset || bytes.u32(o) !== SIG_LOCAL) {
       findings.push({
         code: "local_header_invalid",

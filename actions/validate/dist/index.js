@@ -83856,7 +83856,8 @@ var crc322 = typeof native === "function" ? (d, i = 0) => native(d, i) >>> 0 : t
 function bufferSource(bytes) {
   return {
     size: bytes.length,
-    read: (offset, length) => bytes.subarray(offset, Math.min(offset + length, bytes.length))
+    read: (offset, length) => bytes.subarray(offset, Math.min(offset + length, bytes.length)),
+    bytes
   };
 }
 var View = class _View {
@@ -83868,6 +83869,10 @@ var View = class _View {
   base;
   static of(source, offset, length) {
     return new _View(source.read(offset, Math.max(0, length)), offset);
+  }
+  /** The whole source when it is in memory, else a window of it. */
+  static over(source, offset, length) {
+    return source.bytes ? new _View(source.bytes, 0) : _View.of(source, offset, length);
   }
   has(offset, length) {
     return offset >= this.base && offset + length <= this.base + this.buf.length;
@@ -84105,7 +84110,8 @@ function readZipStructure(input, caps) {
       return { ...emptyStructure(findings), entries };
     }
     const rawName = cd.slice(p + CENTRAL_SIZE, p + CENTRAL_SIZE + nameLength);
-    const extra = cd.slice(p + CENTRAL_SIZE + nameLength, p + CENTRAL_SIZE + nameLength + extraLength);
+    const extraStart = p + CENTRAL_SIZE + nameLength;
+    const extraEnd = extraStart + extraLength;
     p = recordEnd;
     const utf8Flag = (flags & FLAG_UTF8) !== 0;
     let name;
@@ -84125,13 +84131,13 @@ function readZipStructure(input, caps) {
     const isDirectory = name.endsWith("/") || unixMode !== null && (unixMode & S_IFMT) === S_IFDIR;
     let unicodePathName = null;
     let zip64Extra = false;
-    for (let e = 0; e + 4 <= extra.length; ) {
-      const id = extra.readUInt16LE(e);
-      const size = extra.readUInt16LE(e + 2);
+    for (let e = extraStart; e + 4 <= extraEnd; ) {
+      const id = cd.u16(e);
+      const size = cd.u16(e + 2);
       if (id === 1) zip64Extra = true;
-      if (id === 28789 && size >= 5 && e + 4 + size <= extra.length) {
+      if (id === 28789 && size >= 5 && e + 4 + size <= extraEnd) {
         try {
-          unicodePathName = utf8.decode(extra.subarray(e + 9, e + 4 + size));
+          unicodePathName = utf8.decode(cd.slice(e + 9, e + 4 + size));
         } catch {
           unicodePathName = "\uFFFD";
         }
@@ -84259,14 +84265,11 @@ function readZipStructure(input, caps) {
   };
 }
 function checkLocalHeaders(source, entries, cdOffset, findings) {
+  const whole = source.bytes ? View.over(source, 0, source.size) : null;
   for (const entry of entries) {
     const label = entry.nameDecoded ? entry.name : `<entry ${entry.index + 1}>`;
     const o = entry.localHeaderOffset;
-    let bytes = View.of(
-      source,
-      o,
-      Math.min(LOCAL_SIZE + entry.rawName.length + 256, Math.max(0, cdOffset - o))
-    );
+    let bytes = whole ?? View.of(source, o, Math.min(LOCAL_SIZE + entry.rawName.length + 256, Math.max(0, cdOffset - o)));
     if (o + LOCAL_SIZE > cdOffset || bytes.u32(o) !== SIG_LOCAL) {
       findings.push({
         code: "local_header_invalid",
@@ -85244,12 +85247,11 @@ function checkFileSignature(ctx) {
     for (const { entry, kind } of pkg.entries) {
       if (entry.isDirectory || kind === null) continue;
       const ext = extensionOf(entry.name);
-      const shown = JSON.stringify(entry.name);
       if (NATIVE_KINDS.has(kind) && !native2.has(ext)) {
         findings.push({
           code: kind === "pe" ? "disguised_executable" : "non_windows_binary",
           entry: entry.name,
-          message: `${shown}: content is a ${kind} executable but the name says ${ext || "no extension"}`
+          message: `${JSON.stringify(entry.name)}: content is a ${kind} executable but the name says ${ext || "no extension"}`
         });
         continue;
       }
@@ -85257,7 +85259,7 @@ function checkFileSignature(ctx) {
         findings.push({
           code: NATIVE_KINDS.has(kind) ? "non_windows_binary" : "forbidden_signature",
           entry: entry.name,
-          message: `${shown}: content is ${kind}, which the policy refuses anywhere`
+          message: `${JSON.stringify(entry.name)}: content is ${kind}, which the policy refuses anywhere`
         });
         continue;
       }
@@ -85266,7 +85268,7 @@ function checkFileSignature(ctx) {
         findings.push({
           code: "signature_mismatch",
           entry: entry.name,
-          message: `${shown}: a ${ext} file must be ${expected.join(" or ")}, but its content is ${kind}`
+          message: `${JSON.stringify(entry.name)}: a ${ext} file must be ${expected.join(" or ")}, but its content is ${kind}`
         });
       }
     }
@@ -85863,9 +85865,38 @@ function isReservedDeviceName(segment) {
   let end = segment.indexOf(".");
   if (end === -1) end = segment.length;
   while (end > 0 && segment.charCodeAt(end - 1) === 32) end--;
+  if (end < 3 || end === 5 || end > 7) return false;
   return RESERVED.has(segment.slice(0, end).toUpperCase());
 }
 function analyzeName(entry, caps) {
+  return isCleanPlainName(entry, caps) ? [] : analyzeNameFully(entry, caps);
+}
+function isCleanPlainName(entry, caps) {
+  const name = entry.name;
+  if (!entry.nameDecoded || entry.unicodePathName !== null || entry.rawName.length > caps.maxNameBytes || name.length === 0 || isSymlink(entry) || isSpecialFile(entry) || !PLAIN_NAME.test(name))
+    return false;
+  const end = entry.isDirectory && name.charCodeAt(name.length - 1) === 47 ? name.length - 1 : name.length;
+  let depth = 0;
+  for (let start = 0; ; ) {
+    let slash = name.indexOf("/", start);
+    if (slash === -1 || slash > end) slash = end;
+    const length = slash - start;
+    if (length === 0) return false;
+    const first = name.charCodeAt(start);
+    if (first === 46 && (length === 1 || length === 2 && name.charCodeAt(start + 1) === 46))
+      return false;
+    const last = name.charCodeAt(slash - 1);
+    if (last === 46 || last === 32) return false;
+    const lower = first | 32;
+    if ((lower === 99 || lower === 112 || lower === 97 || lower === 110 || lower === 108) && isReservedDeviceName(name.slice(start, slash)))
+      return false;
+    depth++;
+    if (slash >= end) break;
+    start = slash + 1;
+  }
+  return depth <= caps.maxPathDepth;
+}
+function analyzeNameFully(entry, caps) {
   const found = [];
   const name = entry.name;
   let label;
@@ -85945,10 +85976,16 @@ function analyzeCollisions(entries) {
   const folded = /* @__PURE__ */ new Map();
   const files = /* @__PURE__ */ new Map();
   const dirs = /* @__PURE__ */ new Map();
-  for (const entry of entries) {
+  const ascii2 = entries.map(
+    (entry) => entry.nameDecoded && entry.rawName.length === entry.name.length && ASCII_ONLY.test(entry.name)
+  );
+  const normalizationMatters = ascii2.includes(false);
+  let lastParent = "";
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i];
     const name = entry.name;
-    const ascii2 = entry.nameDecoded && entry.rawName.length === name.length && ASCII_ONLY.test(name);
-    const raw = ascii2 ? name : entry.rawName.toString("latin1");
+    const isAscii = ascii2[i];
+    const raw = isAscii ? name : entry.rawName.toString("latin1");
     const bare = name.endsWith("/") ? name.replace(/\/+$/, "") : name;
     const prior = exact.get(raw);
     if (prior !== void 0) {
@@ -85960,17 +85997,19 @@ function analyzeCollisions(entries) {
       continue;
     }
     exact.set(raw, name);
-    const n = ascii2 ? bare : bare.normalize("NFC");
-    const nfcTwin = nfc.get(n);
-    if (nfcTwin !== void 0 && nfcTwin !== bare) {
-      found.push({
-        code: "unicode_normalization_collision",
-        entry: name,
-        message: `${JSON.stringify(name)}: same name as ${JSON.stringify(nfcTwin)} after Unicode NFC normalization`
-      });
-      continue;
+    const n = isAscii ? bare : bare.normalize("NFC");
+    if (normalizationMatters) {
+      const nfcTwin = nfc.get(n);
+      if (nfcTwin !== void 0 && nfcTwin !== bare) {
+        found.push({
+          code: "unicode_normalization_collision",
+          entry: name,
+          message: `${JSON.stringify(name)}: same name as ${JSON.stringify(nfcTwin)} after Unicode NFC normalization`
+        });
+        continue;
+      }
+      nfc.set(n, bare);
     }
-    nfc.set(n, bare);
     const f = n.toLowerCase();
     const caseTwin = folded.get(f);
     if (caseTwin !== void 0 && caseTwin !== bare) {
@@ -85984,7 +86023,10 @@ function analyzeCollisions(entries) {
     folded.set(f, bare);
     if (entry.isDirectory) dirs.set(f, bare);
     else files.set(f, bare);
-    for (let slash = f.lastIndexOf("/"); slash > 0; slash = f.lastIndexOf("/", slash - 1)) {
+    const parentEnd = f.lastIndexOf("/");
+    if (parentEnd > 0 && parentEnd === lastParent.length && f.startsWith(lastParent)) continue;
+    if (parentEnd > 0) lastParent = f.slice(0, parentEnd);
+    for (let slash = parentEnd; slash > 0; slash = f.lastIndexOf("/", slash - 1)) {
       const dir = f.slice(0, slash);
       if (dirs.has(dir)) break;
       dirs.set(dir, dir);
@@ -86026,6 +86068,7 @@ function sha256Hex2(data) {
 }
 var HASH_CHUNK = 4 * 1024 * 1024;
 var READ_WINDOW = 1024 * 1024;
+var READ_WHOLE_BYTES = 16 * 1024 * 1024;
 var SCAN_BATCH_BYTES = 64 * 1024 * 1024;
 var SCAN_BATCH_ITEMS = 2e3;
 var TAR_MEMBER_MAX_BYTES = 1024 * 1024;
@@ -86071,6 +86114,14 @@ async function openPackage(source, maxBytes) {
   }
   const fd = handle.fd;
   const size = before.size;
+  const unchanged = async () => {
+    const after = await handle.stat();
+    return after.size === before.size && after.mtimeMs === before.mtimeMs && after.ino === before.ino;
+  };
+  if (size <= READ_WHOLE_BYTES) {
+    const bytes = readAt(fd, size, 0, size);
+    return { source: bufferSource(bytes), close: () => handle.close(), unchanged };
+  }
   const direct = (offset, length) => readAt(fd, size, offset, length);
   let window = { base: 0, buf: Buffer.alloc(0) };
   let backwardRefills = 16;
@@ -86092,10 +86143,7 @@ async function openPackage(source, maxBytes) {
     },
     close: () => handle.close(),
     // Staged packages are immutable; a file that changes under the validator is an error, not a result.
-    unchanged: async () => {
-      const after = await handle.stat();
-      return after.size === before.size && after.mtimeMs === before.mtimeMs && after.ino === before.ino;
-    }
+    unchanged
   };
 }
 function scanFailure(error) {
@@ -86245,7 +86293,17 @@ function readAt(fd, size, offset, length) {
   }
   return buffer.subarray(0, got);
 }
-async function analyzePackage(input) {
+function stepTimer(report) {
+  if (!report) return () => {
+  };
+  let last = performance.now();
+  return (step) => {
+    const now = performance.now();
+    report(step, now - last);
+    last = now;
+  };
+}
+async function analyzePackage(input, stepDone = stepTimer(input.onStepTimed)) {
   const opened = await openPackage(input.package, input.policy.package.maxPackageBytes);
   if ("unreadable" in opened) {
     return {
@@ -86264,14 +86322,14 @@ async function analyzePackage(input) {
     };
   }
   try {
-    const analysis = await analyzeSource(input, opened.source);
+    const analysis = await analyzeSource(input, opened.source, stepDone);
     if (!await opened.unchanged()) throw new Error("the package file changed while it was being validated");
     return analysis;
   } finally {
     await opened.close();
   }
 }
-async function analyzeSource(input, source) {
+async function analyzeSource(input, source, stepDone) {
   const policy = input.policy;
   const progress = input.onProgress ?? (() => {
   });
@@ -86314,14 +86372,17 @@ async function analyzeSource(input, source) {
   const packageKind = sniffFileType(
     tailAware(source.read(0, 4096), source.read(Math.max(0, total - 4096), 4096), total)
   );
+  stepDone("hash the package");
   const caps = zipCapsFromPolicy(policy);
   const structure = readZipStructure(source, caps);
+  stepDone("read the ZIP structure");
   const nameFindings = [];
   for (const entry of structure.entries) {
     const found = analyzeName(entry, caps);
     if (found.length > 0) nameFindings.push(...found);
   }
   for (const finding of analyzeCollisions(structure.entries)) nameFindings.push(finding);
+  stepDone("check the names");
   const entries = structure.entries.map((entry) => ({ entry, kind: null }));
   const inflateFindings = [];
   const files = /* @__PURE__ */ new Map();
@@ -86371,6 +86432,7 @@ async function analyzeSource(input, source) {
       }
     }
   }
+  if (!structure.unsafeToInflate) stepDone("inflate, verify and hash the entries");
   const contentInspected = !structure.unsafeToInflate && inflateFindings.length === 0;
   let scan;
   if (scanState) scan = { state: scanState };
@@ -86383,6 +86445,7 @@ async function analyzeSource(input, source) {
       entryCoverage: entriesInsidePackage ? "package" : "each"
     };
   } else scan = { state: "not_run" };
+  if (queue) stepDone("wait for the antivirus scanner");
   return {
     sizeBytes: total,
     sha256,
@@ -86408,6 +86471,7 @@ async function runValidation(input) {
   return (await validatePackage(input)).report;
 }
 async function validatePackage(input) {
+  const stepDone = stepTimer(input.onStepTimed);
   const clock = input.clock ?? (() => /* @__PURE__ */ new Date());
   const startedAt = clock().toISOString();
   const schemaBaseUrl = typeof input.catalog?.baseUrl === "string" ? input.catalog.baseUrl : SOURCE_SCHEMA_BASE;
@@ -86435,7 +86499,8 @@ async function validatePackage(input) {
     };
     return { report: report2, files: null };
   }
-  const pkg = await analyzePackage(input);
+  stepDone("check the policy and the sidecar");
+  const pkg = await analyzePackage(input, stepDone);
   const manifestRead = pkg.structure ? readManifest(pkg, input.policy.manifestFileName, schemaBaseUrl) : null;
   const results = /* @__PURE__ */ new Map();
   const ctx = {
@@ -86453,6 +86518,7 @@ async function validatePackage(input) {
     now: startedAt,
     results
   };
+  stepDone("read the manifest");
   const checks = [];
   for (const { id, required } of order) {
     const fn = PACKAGE_CHECKS[id];
@@ -86475,6 +86541,7 @@ async function validatePackage(input) {
     }
     results.set(id, outcome);
     checks.push({ ...outcome, required });
+    stepDone(`check ${id}`);
   }
   const report = {
     schema: "svc.validation-report.v1",
