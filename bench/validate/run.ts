@@ -238,23 +238,10 @@ interface SvcRun {
  * script's own steps on the same package (a run of each outside the timed ones).
  */
 function stepTable(zipPath: string, metadata: string): string[][] {
-  const r = spawnSync(
-    process.execPath,
-    [
-      SVC,
-      "validate",
-      "--package",
-      zipPath,
-      "--metadata",
-      metadata,
-      "--site",
-      SITE,
-      "--json",
-      "--no-antivirus",
-      "--timings",
-    ],
-    { encoding: "utf8", maxBuffer: 256 * 1024 * 1024 },
-  );
+  const r = spawnSync(process.execPath, [...validateArgs(SVC, zipPath, metadata, null), "--timings"], {
+    encoding: "utf8",
+    maxBuffer: 256 * 1024 * 1024,
+  });
   const steps = new Map(
     [...r.stderr.matchAll(/^ {2}(\S.*?) +(\d+\.\d) ms +\d+\.\d%$/gm)].map((m) => [m[1]!, Number(m[2])]),
   );
@@ -319,8 +306,14 @@ function stepTable(zipPath: string, metadata: string): string[][] {
   ];
 }
 
-function svc(zipPath: string, metadata: string, antivirus: string[] | null, entry = SVC): SvcRun {
-  const args = [
+/** `svc validate --json` on a package, with the given antivirus options or none (--no-antivirus). */
+function validateArgs(
+  entry: string,
+  zipPath: string,
+  metadata: string,
+  antivirus: string[] | null,
+): string[] {
+  return [
     entry,
     "validate",
     "--package",
@@ -332,7 +325,10 @@ function svc(zipPath: string, metadata: string, antivirus: string[] | null, entr
     "--json",
     ...(antivirus ?? ["--no-antivirus"]),
   ];
-  const t = timed(process.execPath, args);
+}
+
+function svc(zipPath: string, metadata: string, antivirus: string[] | null, entry = SVC): SvcRun {
+  const t = timed(process.execPath, validateArgs(entry, zipPath, metadata, antivirus));
   if (t.status !== 0 && t.status !== 1)
     throw new Error(`svc validate exited ${t.status}: ${t.stdout.slice(0, 2000)}`);
   const report = JSON.parse(t.stdout) as {
