@@ -93,7 +93,7 @@ async function progressBar(
   };
 }
 
-/** The --timings table: each step with its milliseconds and share, the slowest marked. */
+/** The --timings table: each step with its milliseconds and its share of the total, then the total. */
 export function renderTimings(steps: ReadonlyArray<readonly [string, number]>): string {
   const total = steps.reduce((sum, [, ms]) => sum + ms, 0);
   const width = Math.max(5, ...steps.map(([step]) => step.length));

@@ -1,7 +1,7 @@
-import * as crypto from "node:crypto";
 import { createHash } from "node:crypto";
 import { readSync } from "node:fs";
 import { open } from "node:fs/promises";
+import { sha256Hex } from "../catalog/artifact-store.ts";
 import type { CatalogDocument } from "../contracts/catalog.ts";
 import { SOURCE_SCHEMA_BASE } from "../contracts/schemas.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";
@@ -105,13 +105,6 @@ export interface ValidationInput {
   clock?: () => Date;
   /** Concurrent scanner requests (clamd); default 4. */
   scanConcurrency?: number;
-}
-
-// One-shot hashing (Node 20.12+) skips the Hash object a small entry would otherwise cost.
-const oneShotHash = (crypto as { hash?: (algorithm: string, data: Uint8Array, encoding: "hex") => string })
-  .hash;
-function sha256Hex(data: Uint8Array): string {
-  return oneShotHash ? oneShotHash("sha256", data, "hex") : createHash("sha256").update(data).digest("hex");
 }
 
 const HASH_CHUNK = 4 * 1024 * 1024;

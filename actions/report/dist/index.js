@@ -81871,10 +81871,6 @@ var View = class _View {
   static of(source, offset, length) {
     return new _View(source.read(offset, Math.max(0, length)), offset);
   }
-  /** The whole source when it is in memory, else a window of it. */
-  static over(source, offset, length) {
-    return source.bytes ? new _View(source.bytes, 0) : _View.of(source, offset, length);
-  }
   has(offset, length) {
     return offset >= this.base && offset + length <= this.base + this.buf.length;
   }
@@ -82265,7 +82261,7 @@ function readZipStructure(input, caps) {
   };
 }
 function checkLocalHeaders(source, entries, cdOffset, findings) {
-  const whole = source.bytes ? View.over(source, 0, source.size) : null;
+  const whole = source.bytes ? new View(source.bytes, 0) : null;
   for (const entry of entries) {
     const label = entry.nameDecoded ? entry.name : `<entry ${entry.index + 1}>`;
     const o = entry.localHeaderOffset;

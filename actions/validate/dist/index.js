@@ -190,7 +190,7 @@ var require_file_command = __commonJS({
     };
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.prepareKeyValueMessage = exports.issueFileCommand = void 0;
-    var crypto2 = __importStar(__require("crypto"));
+    var crypto = __importStar(__require("crypto"));
     var fs = __importStar(__require("fs"));
     var os = __importStar(__require("os"));
     var utils_1 = require_utils();
@@ -208,7 +208,7 @@ var require_file_command = __commonJS({
     }
     exports.issueFileCommand = issueFileCommand;
     function prepareKeyValueMessage(key, value) {
-      const delimiter = `ghadelimiter_${crypto2.randomUUID()}`;
+      const delimiter = `ghadelimiter_${crypto.randomUUID()}`;
       const convertedValue = (0, utils_1.toCommandValue)(value);
       if (key.includes(delimiter)) {
         throw new Error(`Unexpected input: name should not contain the delimiter "${delimiter}"`);
@@ -3643,11 +3643,11 @@ var require_util2 = __commonJS({
     var assert = __require("assert");
     var { isUint8Array } = __require("util/types");
     var supportedHashes = [];
-    var crypto2;
+    var crypto;
     try {
-      crypto2 = __require("crypto");
+      crypto = __require("crypto");
       const possibleRelevantHashes = ["sha256", "sha384", "sha512"];
-      supportedHashes = crypto2.getHashes().filter((hash2) => possibleRelevantHashes.includes(hash2));
+      supportedHashes = crypto.getHashes().filter((hash2) => possibleRelevantHashes.includes(hash2));
     } catch {
     }
     function responseURL(response) {
@@ -3924,7 +3924,7 @@ var require_util2 = __commonJS({
       }
     }
     function bytesMatch(bytes, metadataList) {
-      if (crypto2 === void 0) {
+      if (crypto === void 0) {
         return true;
       }
       const parsedMetadata = parseMetadata(metadataList);
@@ -3939,7 +3939,7 @@ var require_util2 = __commonJS({
       for (const item of metadata) {
         const algorithm = item.algo;
         const expectedValue = item.hash;
-        let actualValue = crypto2.createHash(algorithm).update(bytes).digest("base64");
+        let actualValue = crypto.createHash(algorithm).update(bytes).digest("base64");
         if (actualValue[actualValue.length - 1] === "=") {
           if (actualValue[actualValue.length - 2] === "=") {
             actualValue = actualValue.slice(0, -2);
@@ -5285,8 +5285,8 @@ var require_body = __commonJS({
     var { parseMIMEType, serializeAMimeType } = require_dataURL();
     var random;
     try {
-      const crypto2 = __require("node:crypto");
-      random = (max) => crypto2.randomInt(0, max);
+      const crypto = __require("node:crypto");
+      random = (max) => crypto.randomInt(0, max);
     } catch {
       random = (max) => Math.floor(Math.random(max));
     }
@@ -16336,9 +16336,9 @@ var require_connection = __commonJS({
     channels.open = diagnosticsChannel.channel("undici:websocket:open");
     channels.close = diagnosticsChannel.channel("undici:websocket:close");
     channels.socketError = diagnosticsChannel.channel("undici:websocket:socket_error");
-    var crypto2;
+    var crypto;
     try {
-      crypto2 = __require("crypto");
+      crypto = __require("crypto");
     } catch {
     }
     function establishWebSocketConnection(url, protocols, ws, onEstablish, options) {
@@ -16357,7 +16357,7 @@ var require_connection = __commonJS({
         const headersList = new Headers(options.headers)[kHeadersList];
         request2.headersList = headersList;
       }
-      const keyValue = crypto2.randomBytes(16).toString("base64");
+      const keyValue = crypto.randomBytes(16).toString("base64");
       request2.headersList.append("sec-websocket-key", keyValue);
       request2.headersList.append("sec-websocket-version", "13");
       for (const protocol of protocols) {
@@ -16386,7 +16386,7 @@ var require_connection = __commonJS({
             return;
           }
           const secWSAccept = response.headersList.get("Sec-WebSocket-Accept");
-          const digest = crypto2.createHash("sha1").update(keyValue + uid).digest("base64");
+          const digest = crypto.createHash("sha1").update(keyValue + uid).digest("base64");
           if (secWSAccept !== digest) {
             failWebsocketConnection(ws, "Incorrect hash received in Sec-WebSocket-Accept header.");
             return;
@@ -16466,9 +16466,9 @@ var require_frame = __commonJS({
   "node_modules/undici/lib/websocket/frame.js"(exports, module) {
     "use strict";
     var { maxUnsigned16Bit } = require_constants5();
-    var crypto2;
+    var crypto;
     try {
-      crypto2 = __require("crypto");
+      crypto = __require("crypto");
     } catch {
     }
     var WebsocketFrameSend = class {
@@ -16477,7 +16477,7 @@ var require_frame = __commonJS({
        */
       constructor(data) {
         this.frameData = data;
-        this.maskKey = crypto2.randomBytes(4);
+        this.maskKey = crypto.randomBytes(4);
       }
       createFrame(opcode) {
         const bodyLength = this.frameData?.byteLength ?? 0;
@@ -23718,11 +23718,11 @@ var require_util9 = __commonJS({
     var { isUint8Array } = __require("node:util/types");
     var { webidl } = require_webidl2();
     var supportedHashes = [];
-    var crypto2;
+    var crypto;
     try {
-      crypto2 = __require("node:crypto");
+      crypto = __require("node:crypto");
       const possibleRelevantHashes = ["sha256", "sha384", "sha512"];
-      supportedHashes = crypto2.getHashes().filter((hash2) => possibleRelevantHashes.includes(hash2));
+      supportedHashes = crypto.getHashes().filter((hash2) => possibleRelevantHashes.includes(hash2));
     } catch {
     }
     function responseURL(response) {
@@ -23995,7 +23995,7 @@ var require_util9 = __commonJS({
       }
     }
     function bytesMatch(bytes, metadataList) {
-      if (crypto2 === void 0) {
+      if (crypto === void 0) {
         return true;
       }
       const parsedMetadata = parseMetadata(metadataList);
@@ -24010,7 +24010,7 @@ var require_util9 = __commonJS({
       for (const item of metadata) {
         const algorithm = item.algo;
         const expectedValue = item.hash;
-        let actualValue = crypto2.createHash(algorithm).update(bytes).digest("base64");
+        let actualValue = crypto.createHash(algorithm).update(bytes).digest("base64");
         if (actualValue[actualValue.length - 1] === "=") {
           if (actualValue[actualValue.length - 2] === "=") {
             actualValue = actualValue.slice(0, -2);
@@ -25074,8 +25074,8 @@ var require_body2 = __commonJS({
     var { multipartFormDataParser } = require_formdata_parser();
     var random;
     try {
-      const crypto2 = __require("node:crypto");
-      random = (max) => crypto2.randomInt(0, max);
+      const crypto = __require("node:crypto");
+      random = (max) => crypto.randomInt(0, max);
     } catch {
       random = (max) => Math.floor(Math.random(max));
     }
@@ -36714,13 +36714,13 @@ var require_frame2 = __commonJS({
     "use strict";
     var { maxUnsigned16Bit } = require_constants10();
     var BUFFER_SIZE = 16386;
-    var crypto2;
+    var crypto;
     var buffer = null;
     var bufIdx = BUFFER_SIZE;
     try {
-      crypto2 = __require("node:crypto");
+      crypto = __require("node:crypto");
     } catch {
-      crypto2 = {
+      crypto = {
         // not full compatibility, but minimum.
         randomFillSync: function randomFillSync(buffer2, _offset, _size) {
           for (let i = 0; i < buffer2.length; ++i) {
@@ -36733,7 +36733,7 @@ var require_frame2 = __commonJS({
     function generateMask() {
       if (bufIdx === BUFFER_SIZE) {
         bufIdx = 0;
-        crypto2.randomFillSync(buffer ??= Buffer.allocUnsafe(BUFFER_SIZE), 0, BUFFER_SIZE);
+        crypto.randomFillSync(buffer ??= Buffer.allocUnsafe(BUFFER_SIZE), 0, BUFFER_SIZE);
       }
       return [buffer[bufIdx++], buffer[bufIdx++], buffer[bufIdx++], buffer[bufIdx++]];
     }
@@ -36805,9 +36805,9 @@ var require_connection2 = __commonJS({
     var { Headers, getHeadersList } = require_headers2();
     var { getDecodeSplit } = require_util9();
     var { WebsocketFrameSend } = require_frame2();
-    var crypto2;
+    var crypto;
     try {
-      crypto2 = __require("node:crypto");
+      crypto = __require("node:crypto");
     } catch {
     }
     function establishWebSocketConnection(url, protocols, client, ws, onEstablish, options) {
@@ -36827,7 +36827,7 @@ var require_connection2 = __commonJS({
         const headersList = getHeadersList(new Headers(options.headers));
         request2.headersList = headersList;
       }
-      const keyValue = crypto2.randomBytes(16).toString("base64");
+      const keyValue = crypto.randomBytes(16).toString("base64");
       request2.headersList.append("sec-websocket-key", keyValue);
       request2.headersList.append("sec-websocket-version", "13");
       for (const protocol of protocols) {
@@ -36857,7 +36857,7 @@ var require_connection2 = __commonJS({
             return;
           }
           const secWSAccept = response.headersList.get("Sec-WebSocket-Accept");
-          const digest = crypto2.createHash("sha1").update(keyValue + uid).digest("base64");
+          const digest = crypto.createHash("sha1").update(keyValue + uid).digest("base64");
           if (secWSAccept !== digest) {
             failWebsocketConnection(ws, "Incorrect hash received in Sec-WebSocket-Accept header.");
             return;
@@ -83086,13 +83086,50 @@ function catalogWithSubmissionVersions(catalog, siteDir, sidecar) {
 }
 
 // src/validation/runner.ts
-import * as crypto from "node:crypto";
-import { createHash } from "node:crypto";
+import { createHash as createHash2 } from "node:crypto";
 import { readSync } from "node:fs";
 import { open } from "node:fs/promises";
 
+// src/catalog/artifact-store.ts
+import { createHash, hash, randomBytes } from "node:crypto";
+
+// src/store/lock-file.ts
+import {
+  linkSync,
+  readdirSync,
+  readFileSync as readFileSync3,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync
+} from "node:fs";
+function processStartTicks(pid) {
+  try {
+    const stat = readFileSync3(`/proc/${pid}/stat`, "utf8");
+    const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
+    return Number.isFinite(ticks) ? ticks : null;
+  } catch {
+    return null;
+  }
+}
+function bootId() {
+  try {
+    return readFileSync3("/proc/sys/kernel/random/boot_id", "utf8").trim() || null;
+  } catch {
+    return null;
+  }
+}
+var SELF_START_TICKS = processStartTicks("self");
+var BOOT_ID = bootId();
+
+// src/catalog/artifact-store.ts
+function sha256Hex(data) {
+  return hash("sha256", data, "hex");
+}
+
 // src/contracts/schemas.ts
-import { readdirSync, readFileSync as readFileSync3 } from "node:fs";
+import { readdirSync as readdirSync2, readFileSync as readFileSync4 } from "node:fs";
 import { join as join2, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -83178,14 +83215,14 @@ var SCHEMAS_DIR = fileURLToPath(new URL("../../schemas/", __svcSourceUrl("src/co
 function listSchemaFiles() {
   const files = [];
   for (const folder of ["schemas", "publishing"]) {
-    for (const entry of readdirSync(join2(SCHEMAS_DIR, folder)).sort()) {
+    for (const entry of readdirSync2(join2(SCHEMAS_DIR, folder)).sort()) {
       if (!entry.endsWith(".schema.json")) continue;
       const sourcePath = `${folder}/${entry}`;
       files.push({
         name: entry.replace(/\.schema\.json$/, ""),
         sourcePath,
         publicPath: `api/v1/${sourcePath}`,
-        text: readFileSync3(join2(SCHEMAS_DIR, sourcePath), "utf8")
+        text: readFileSync4(join2(SCHEMAS_DIR, sourcePath), "utf8")
       });
     }
   }
@@ -83870,10 +83907,6 @@ var View = class _View {
   static of(source, offset, length) {
     return new _View(source.read(offset, Math.max(0, length)), offset);
   }
-  /** The whole source when it is in memory, else a window of it. */
-  static over(source, offset, length) {
-    return source.bytes ? new _View(source.bytes, 0) : _View.of(source, offset, length);
-  }
   has(offset, length) {
     return offset >= this.base && offset + length <= this.base + this.buf.length;
   }
@@ -84265,7 +84298,7 @@ function readZipStructure(input, caps) {
   };
 }
 function checkLocalHeaders(source, entries, cdOffset, findings) {
-  const whole = source.bytes ? View.over(source, 0, source.size) : null;
+  const whole = source.bytes ? new View(source.bytes, 0) : null;
   for (const entry of entries) {
     const label = entry.nameDecoded ? entry.name : `<entry ${entry.index + 1}>`;
     const o = entry.localHeaderOffset;
@@ -85285,36 +85318,6 @@ function checkFileSignature(ctx) {
   ]);
 }
 
-// src/store/lock-file.ts
-import {
-  linkSync,
-  readdirSync as readdirSync2,
-  readFileSync as readFileSync4,
-  renameSync,
-  rmSync,
-  statSync,
-  unlinkSync,
-  writeFileSync
-} from "node:fs";
-function processStartTicks(pid) {
-  try {
-    const stat = readFileSync4(`/proc/${pid}/stat`, "utf8");
-    const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
-    return Number.isFinite(ticks) ? ticks : null;
-  } catch {
-    return null;
-  }
-}
-function bootId() {
-  try {
-    return readFileSync4("/proc/sys/kernel/random/boot_id", "utf8").trim() || null;
-  } catch {
-    return null;
-  }
-}
-var SELF_START_TICKS = processStartTicks("self");
-var BOOT_ID = bootId();
-
 // src/catalog/manager-reader.ts
 function parseManagerCatalog(text) {
   let value;
@@ -85859,14 +85862,16 @@ var RESERVED = /* @__PURE__ */ new Set([
   "LPT\xB2",
   "LPT\xB3"
 ]);
-function isReservedDeviceName(segment) {
-  const first = segment.charCodeAt(0) | 32;
-  if (first !== 99 && first !== 112 && first !== 97 && first !== 110 && first !== 108) return false;
-  let end = segment.indexOf(".");
-  if (end === -1) end = segment.length;
-  while (end > 0 && segment.charCodeAt(end - 1) === 32) end--;
-  if (end < 3 || end === 5 || end > 7) return false;
-  return RESERVED.has(segment.slice(0, end).toUpperCase());
+function isReservedDeviceName(name, start = 0, end = name.length) {
+  const first = name.charCodeAt(start) | 32;
+  if (start >= end || first !== 99 && first !== 112 && first !== 97 && first !== 110 && first !== 108)
+    return false;
+  let stop = name.indexOf(".", start);
+  if (stop === -1 || stop > end) stop = end;
+  while (stop > start && name.charCodeAt(stop - 1) === 32) stop--;
+  const length = stop - start;
+  if (length < 3 || length === 5 || length > 7) return false;
+  return RESERVED.has(name.slice(start, stop).toUpperCase());
 }
 function analyzeName(entry, caps) {
   return isCleanPlainName(entry, caps) ? [] : analyzeNameFully(entry, caps);
@@ -85887,9 +85892,7 @@ function isCleanPlainName(entry, caps) {
       return false;
     const last = name.charCodeAt(slash - 1);
     if (last === 46 || last === 32) return false;
-    const lower = first | 32;
-    if ((lower === 99 || lower === 112 || lower === 97 || lower === 110 || lower === 108) && isReservedDeviceName(name.slice(start, slash)))
-      return false;
+    if (isReservedDeviceName(name, start, slash)) return false;
     depth++;
     if (slash >= end) break;
     start = slash + 1;
@@ -86062,10 +86065,6 @@ var PACKAGE_CHECKS = {
   detail_page: checkDetailPage,
   manager_catalog_parse: checkManagerCatalogParse
 };
-var oneShotHash = crypto.hash;
-function sha256Hex2(data) {
-  return oneShotHash ? oneShotHash("sha256", data, "hex") : createHash("sha256").update(data).digest("hex");
-}
 var HASH_CHUNK = 4 * 1024 * 1024;
 var READ_WINDOW = 1024 * 1024;
 var READ_WHOLE_BYTES = 16 * 1024 * 1024;
@@ -86361,7 +86360,7 @@ async function analyzeSource(input, source, stepDone) {
       await Promise.race([uploaded, packageScan]);
     } else await queue.add(-1, "package", source.read(0, total));
   }
-  const hash2 = createHash("sha256");
+  const hash2 = createHash2("sha256");
   let hashed = 0;
   for (const chunk of chunksOf(source, HASH_CHUNK)) {
     hash2.update(chunk);
@@ -86415,7 +86414,7 @@ async function analyzeSource(input, source, stepDone) {
       installFiles.push({
         path: entry.name,
         sizeBytes: data.length,
-        sha256: sha256Hex2(data)
+        sha256: sha256Hex(data)
       });
       item.kind = sniffFileType(
         data.length <= 4096 ? data : tailAware(data.subarray(0, 4096), data.subarray(data.length - 4096), data.length)
@@ -86562,7 +86561,7 @@ function isNotFound(error) {
 }
 
 // src/github/download.ts
-import { createHash as createHash2 } from "node:crypto";
+import { createHash as createHash3 } from "node:crypto";
 async function downloadCapped(url, maxBytes, fetchImpl = fetch, options = {}) {
   let parsed;
   try {
@@ -86596,7 +86595,7 @@ async function downloadCapped(url, maxBytes, fetchImpl = fetch, options = {}) {
       message: `${url} is ${declared} bytes; the limit is ${maxBytes}`
     };
   }
-  const hash2 = createHash2("sha256");
+  const hash2 = createHash3("sha256");
   const chunks = [];
   let total = 0;
   const reader = response.body.getReader();

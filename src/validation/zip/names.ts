@@ -31,17 +31,23 @@ const RESERVED = new Set([
   "LPT³",
 ]);
 
-export function isReservedDeviceName(segment: string): boolean {
+/** Whether the segment `name[start, end)` (the whole string by default) names a Windows device. */
+export function isReservedDeviceName(name: string, start = 0, end = name.length): boolean {
   // Every device name starts with C, P, A, N or L (tested without a regex: this runs per segment).
-  const first = segment.charCodeAt(0) | 0x20;
-  if (first !== 0x63 && first !== 0x70 && first !== 0x61 && first !== 0x6e && first !== 0x6c) return false;
+  const first = name.charCodeAt(start) | 0x20;
+  if (
+    start >= end ||
+    (first !== 0x63 && first !== 0x70 && first !== 0x61 && first !== 0x6e && first !== 0x6c)
+  )
+    return false;
   // The part before the first dot, without trailing spaces (it holds no dot to trim).
-  let end = segment.indexOf(".");
-  if (end === -1) end = segment.length;
-  while (end > 0 && segment.charCodeAt(end - 1) === 0x20) end--;
+  let stop = name.indexOf(".", start);
+  if (stop === -1 || stop > end) stop = end;
+  while (stop > start && name.charCodeAt(stop - 1) === 0x20) stop--;
   // CON, COM1, CONIN$, CONOUT$: 3, 4, 6 or 7 characters.
-  if (end < 3 || end === 5 || end > 7) return false;
-  return RESERVED.has(segment.slice(0, end).toUpperCase());
+  const length = stop - start;
+  if (length < 3 || length === 5 || length > 7) return false;
+  return RESERVED.has(name.slice(start, stop).toUpperCase());
 }
 
 /** Problems with one name on its own. */
@@ -84,12 +90,7 @@ function isCleanPlainName(entry: ZipEntry, caps: Pick<ZipCaps, "maxNameBytes" | 
       return false;
     const last = name.charCodeAt(slash - 1);
     if (last === 0x2e || last === 0x20) return false;
-    const lower = first | 0x20;
-    if (
-      (lower === 0x63 || lower === 0x70 || lower === 0x61 || lower === 0x6e || lower === 0x6c) &&
-      isReservedDeviceName(name.slice(start, slash))
-    )
-      return false;
+    if (isReservedDeviceName(name, start, slash)) return false;
     depth++;
     if (slash >= end) break;
     start = slash + 1;

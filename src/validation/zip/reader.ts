@@ -28,10 +28,6 @@ class View {
   static of(source: ByteSource, offset: number, length: number): View {
     return new View(source.read(offset, Math.max(0, length)), offset);
   }
-  /** The whole source when it is in memory, else a window of it. */
-  static over(source: ByteSource, offset: number, length: number): View {
-    return source.bytes ? new View(source.bytes, 0) : View.of(source, offset, length);
-  }
   has(offset: number, length: number): boolean {
     return offset >= this.base && offset + length <= this.base + this.buf.length;
   }
@@ -572,7 +568,8 @@ function checkLocalHeaders(
   cdOffset: number,
   findings: ZipFinding[],
 ): void {
-  const whole = source.bytes ? View.over(source, 0, source.size) : null;
+  // A source in memory is read through one view of all its bytes; otherwise a window per header.
+  const whole = source.bytes ? new View(source.bytes, 0) : null;
   for (const entry of entries) {
     const label = entry.nameDecoded ? entry.name : `<entry ${entry.index + 1}>`;
     const o = entry.localHeaderOffset;
