@@ -5,7 +5,7 @@ import { context } from "@actions/github";
 import { Octokit } from "@octokit/rest";
 import { handlePublishReceipt } from "../../src/bot/handle.ts";
 import { runnerValidator } from "../../src/catalog/validator.ts";
-import { loadPortalConfig } from "../../src/config/portal-config.ts";
+import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { verifyCatalog } from "../../src/github/catalog-push.ts";
 import { mintInstallationToken } from "../../src/github/installation-token.ts";
 import { type PublishRunEntry, publishSummary, runPublish } from "../../src/github/publish-action.ts";

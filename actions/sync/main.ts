@@ -3,7 +3,7 @@ import { context } from "@actions/github";
 import { Octokit } from "@octokit/rest";
 import { projectPaths } from "../../src/catalog/site.ts";
 import { frameworkTag, type SyncOptions } from "../../src/catalog/sync.ts";
-import { loadPortalConfig } from "../../src/config/portal-config.ts";
+import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { verifyCatalog } from "../../src/github/catalog-push.ts";
 import { mintInstallationToken } from "../../src/github/installation-token.ts";
 import { githubReleaseArtifactStore } from "../../src/github/release-artifact-store.ts";

@@ -8,7 +8,7 @@
  */
 import { AccountService } from "../../src/accounts/account-service.ts";
 import type { EmailDelivery } from "../../src/accounts/email.ts";
-import { loadPortalConfig } from "../../src/config/portal-config.ts";
+import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { createPgliteStore, migrate } from "../../src/store/index.ts";
 
 const PAIRS = Number(process.env.SVC_BENCH_PAIRS ?? 300);

@@ -33,7 +33,7 @@ import { createServer as createHttpServer } from "node:http";
 import { createServer as createNetServer, connect } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadPortalConfig } from "../../src/config/portal-config.ts";
+import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { parseSettings } from "../../src/config/settings.ts";
 import { createAppContext } from "../../src/http/app.ts";
 import { createPortalServer, listen } from "../../src/http/server.ts";

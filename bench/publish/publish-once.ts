@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { filesystemArtifactStore } from "../../src/catalog/artifact-store.ts";
 import { type PackageValidator, publishRelease } from "../../src/catalog/publisher.ts";
-import { loadPortalConfig } from "../../src/config/portal-config.ts";
+import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { modRelease, stubValidator } from "../../test/support/catalog-project.ts";
 
 const [root, modId, version] = process.argv.slice(2) as [string, string, string];

@@ -25,11 +25,11 @@ import {
   fetchManagerIndex,
   type ManagerFetch,
   refreshManagerIndex,
-} from "../../src/catalog/manager-reader.ts";
+} from "../../src/contracts/manager-reader.ts";
 import { type PackageValidator, publishRelease, type ValidationReport } from "../../src/catalog/publisher.ts";
-import type { ReleaseRecord } from "../../src/catalog/records.ts";
+import type { ReleaseRecord } from "../../src/contracts/records.ts";
 import { loadSiteInputs, renderSite, serializeDocument, writeSite } from "../../src/catalog/site.ts";
-import { loadPortalConfig } from "../../src/config/portal-config.ts";
+import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { modRelease, stubValidator } from "../../test/support/catalog-project.ts";
 
 const { values } = parseArgs({

@@ -1,7 +1,7 @@
 import { existsSync, lstatSync } from "node:fs";
 import { join } from "node:path";
-import { hashFile } from "./artifact-store.ts";
-import { listFilesUnder } from "./atomic-files.ts";
+import { hashFile } from "../lib/hash.ts";
+import { listFilesUnder } from "../lib/walk.ts";
 import type { SiteInputs } from "./site.ts";
 
 export interface ArtifactCheck {

@@ -1,17 +1,9 @@
-import { createHash, hash, randomBytes } from "node:crypto";
-import {
-  closeSync,
-  createReadStream,
-  existsSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { randomBytes } from "node:crypto";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, rmSync, writeSync } from "node:fs";
 import { join, relative } from "node:path";
 import { portalUrls, SITE_PATHS } from "../contracts/urls.ts";
 import { SvcError } from "../errors.ts";
+import { hashFile } from "../lib/hash.ts";
 import { stagingDir } from "./atomic-files.ts";
 
 /** Identifies one immutable artifact: a mod version's package. */
@@ -58,24 +50,6 @@ export function artifactExistsError(key: ArtifactKey, url: string, where: string
     `${key.modId}@${key.version}: an artifact already exists at ${url} (${where}); published artifacts are immutable and never replaced — publish a new version instead`,
     { details: { modId: key.modId, version: key.version, url } },
   );
-}
-
-/** Streams a file through sha256 with 1 MiB reads: never holds a large artifact in memory twice. */
-export async function hashFile(path: string): Promise<{ sha256: string; sizeBytes: number }> {
-  const hash = createHash("sha256");
-  let sizeBytes = 0;
-  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) {
-    hash.update(chunk as Buffer);
-    sizeBytes += (chunk as Buffer).length;
-  }
-  return { sha256: hash.digest("hex"), sizeBytes };
-}
-
-/** sha256 of bytes, or of text as UTF-8 (the bytes a document is written with). */
-// One-shot hashing (Node 20.12+, below the engines floor) skips the Hash object each call would
-// otherwise build: it runs for every entry of every package validated.
-export function sha256Hex(data: Uint8Array | string): string {
-  return hash("sha256", data, "hex");
 }
 
 export interface FilesystemStoreOptions {

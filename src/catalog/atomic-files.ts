@@ -18,7 +18,7 @@ import {
 } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { SvcError } from "../errors.ts";
-import { describeHolder, removeLeftovers, waitForLock } from "../store/lock-file.ts";
+import { describeHolder, removeLeftovers, waitForLock } from "../lib/lock-file.ts";
 
 /**
  * Multi-file commits that are all-or-nothing, with one durable commit point, the way a database
@@ -547,20 +547,4 @@ export async function withPublishLock<T>(
     if (error instanceof LockTimeoutError) throw new SvcError("conflict", error.message);
     throw error;
   }
-}
-
-/** Every file below the given folders of root (relative paths, sorted); missing folders are skipped. */
-export function listFilesUnder(root: string, folders: readonly string[]): string[] {
-  const out: string[] = [];
-  const walk = (rel: string) => {
-    const full = join(root, rel);
-    if (!existsSync(full)) return;
-    if (!statSync(full).isDirectory()) {
-      out.push(rel);
-      return;
-    }
-    for (const name of readdirSync(full).sort()) walk(`${rel}/${name}`);
-  };
-  for (const folder of folders) walk(folder);
-  return out;
 }

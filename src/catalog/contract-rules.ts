@@ -1,4 +1,4 @@
-import { sha256Hex } from "./artifact-store.ts";
+import { sha256Hex } from "../lib/hash.ts";
 import { isDeepStrictEqual } from "node:util";
 import {
   type CatalogDocument,
@@ -8,7 +8,7 @@ import {
   toCatalogVersionRecord,
 } from "../contracts/catalog.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
-import { parseManagerCatalog } from "./manager-reader.ts";
+import { parseManagerCatalog } from "../contracts/manager-reader.ts";
 
 export interface RuleFailure {
   rule: string;

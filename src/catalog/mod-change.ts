@@ -23,20 +23,19 @@ import {
 import type { GameBuildMatrix } from "../pages/compatibility.ts";
 import { renderModPage } from "../pages/mod-page.ts";
 import { PAGE_PATHS, pageContext } from "../pages/render-pages.ts";
-import { listFilesUnder } from "./atomic-files.ts";
+import { listFilesUnder } from "../lib/walk.ts";
+import { changesPageNumbers, loadOpenChangesPage } from "./changes.ts";
 import {
   appendChange,
   buildChangesHead,
   type ChangeKind,
   type ChangesPage,
-  changesPageNumbers,
-  loadOpenChangesPage,
   serializeChangesPage,
-} from "./changes.ts";
+} from "../contracts/changes.ts";
 import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
-import { parseManagerCatalog } from "./manager-reader.ts";
-import type { ReleaseRecord } from "./records.ts";
-import { sha256Hex } from "./artifact-store.ts";
+import { parseManagerCatalog } from "../contracts/manager-reader.ts";
+import type { ReleaseRecord } from "../contracts/records.ts";
+import { sha256Hex } from "../lib/hash.ts";
 import { serializeDocument, stampDocument } from "./site.ts";
 
 /** One change of one mod's visible versions, with every record of that mod as it is after the change. */

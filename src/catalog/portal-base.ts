@@ -1,7 +1,7 @@
 import { isLoopbackBaseUrl } from "../config/portal-config.ts";
 import { portalUrls } from "../contracts/urls.ts";
 import { SvcError } from "../errors.ts";
-import { RECORD_PATHS, type ReleaseRecord } from "./records.ts";
+import { RECORD_PATHS, type ReleaseRecord } from "../contracts/records.ts";
 
 /** The base a portal-hosted artifact URL was published under, or null for artifacts held elsewhere. */
 function publishedBase(record: ReleaseRecord): string | null {

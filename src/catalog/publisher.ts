@@ -5,12 +5,8 @@ import * as semver from "../contracts/semver.ts";
 import type { PortalConfig } from "../config/portal-config.ts";
 import { formatIssues, schemaRegistry } from "../contracts/schemas.ts";
 import { SvcError } from "../errors.ts";
-import {
-  type ArtifactStore,
-  artifactExistsError,
-  type PromotedArtifact,
-  sha256Hex,
-} from "./artifact-store.ts";
+import { type ArtifactStore, artifactExistsError, type PromotedArtifact } from "./artifact-store.ts";
+import { sha256Hex } from "../lib/hash.ts";
 import {
   type CommitOptions,
   commitFiles,
@@ -22,17 +18,17 @@ import { assertCanSign, type SiteSigning, signAfterCommit } from "../distributio
 import { visibleMods } from "../contracts/catalog.ts";
 import type { SmokeSummary } from "../contracts/readiness.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
-import { appendChange, type ChangeKind, type ChangesPage, serializeChangesPage } from "./changes.ts";
+import {
+  appendChange,
+  type ChangeKind,
+  type ChangesPage,
+  serializeChangesPage,
+} from "../contracts/changes.ts";
 import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
 import { renderModChange } from "./mod-change.ts";
 import { recordsAtBase } from "./portal-base.ts";
-import {
-  loadModRecords,
-  loadOptionalJson,
-  RECORD_PATHS,
-  type ReleaseFile,
-  type ReleaseRecord,
-} from "./records.ts";
+import { loadModRecords, loadOptionalJson } from "./records.ts";
+import { RECORD_PATHS, type ReleaseFile, type ReleaseRecord } from "../contracts/records.ts";
 import { listGeneratedFiles, loadSiteInputs, renderSite, serializeDocument } from "./site.ts";
 
 /** The sidecar (svc.mod-release-submission.v1) as the schema allows it: the validation engine's type. */

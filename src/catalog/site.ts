@@ -1,4 +1,4 @@
-import { sha256Hex } from "./artifact-store.ts";
+import { sha256Hex } from "../lib/hash.ts";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { GameBuildEntry, PortalConfig } from "../config/portal-config.ts";
@@ -38,15 +38,12 @@ import { buildValidationContract } from "../contracts/validation-contract.ts";
 import { buildWorkflowDocument } from "../contracts/workflow.ts";
 import { listPageFiles, renderPages } from "../pages/render-pages.ts";
 import { recordsAtBase } from "./portal-base.ts";
-import { type CommitResult, commitFiles, listFilesUnder } from "./atomic-files.ts";
-import { buildChangesHead, type ChangesPage, loadChangesPages, serializeChangesPage } from "./changes.ts";
-import {
-  loadOptionalJson,
-  loadReleaseRecords,
-  RECORD_PATHS,
-  type ReleaseRecord,
-  type TrackedRelease,
-} from "./records.ts";
+import { type CommitResult, commitFiles } from "./atomic-files.ts";
+import { listFilesUnder } from "../lib/walk.ts";
+import { loadChangesPages } from "./changes.ts";
+import { buildChangesHead, type ChangesPage, serializeChangesPage } from "../contracts/changes.ts";
+import { loadOptionalJson, loadReleaseRecords } from "./records.ts";
+import { RECORD_PATHS, type ReleaseRecord, type TrackedRelease } from "../contracts/records.ts";
 
 /** Everything a build reads: operator configuration and the records. Nothing else feeds site/api/v1. */
 export interface SiteInputs {

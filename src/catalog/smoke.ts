@@ -4,7 +4,7 @@ import { type SchemaName, schemaFiles, schemaRegistry } from "../contracts/schem
 import { EXTENSIONLESS_ROUTES, SITE_PATHS } from "../contracts/urls.ts";
 import { checkSignedCatalog, type SignatureCheck } from "../distribution/signature-check.ts";
 import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
-import { parseManagerCatalog } from "./manager-reader.ts";
+import { parseManagerCatalog } from "../contracts/manager-reader.ts";
 
 export interface SmokeRoute {
   path: string;

@@ -7,7 +7,7 @@ import { SvcError } from "../errors.ts";
 import { recoverPending } from "./atomic-files.ts";
 import type { ArtifactStore, PromotedArtifact } from "./artifact-store.ts";
 import { commitRecordUpdates, type RebuildOptions } from "./rebuild.ts";
-import { RECORD_PATHS, type TrackedRelease } from "./records.ts";
+import { RECORD_PATHS, type TrackedRelease } from "../contracts/records.ts";
 
 /** One release as the code host reports it (the port sync reads; src/github implements it with Octokit). */
 export interface HostedRelease {

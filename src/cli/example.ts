@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { filesystemArtifactStore } from "../catalog/artifact-store.ts";
 import type { SiteSigning } from "../distribution/tuf-repository.ts";
 import { publishRelease, type PackageValidator, type ValidationReport } from "../catalog/publisher.ts";
-import { RECORD_PATHS } from "../catalog/records.ts";
+import { RECORD_PATHS } from "../contracts/records.ts";
 import { readValidationDocuments, runnerValidator } from "../catalog/validator.ts";
 import { isLoopbackBaseUrl, type PortalConfig } from "../config/portal-config.ts";
 import { portalUrls } from "../contracts/urls.ts";

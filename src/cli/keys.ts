@@ -2,7 +2,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } fr
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Metadata } from "@tufjs/models";
-import { loadPortalConfig } from "../config/portal-config.ts";
+import { loadPortalConfig } from "../contracts/portal-config.ts";
 import { DistributionError, isDistributionError } from "../distribution/errors.ts";
 import { provenanceSubjects } from "../distribution/provenance.ts";
 import {

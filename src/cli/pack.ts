@@ -1,18 +1,7 @@
-import { createHash, randomBytes } from "node:crypto";
-import {
-  closeSync,
-  fsyncSync,
-  lstatSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  readSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeSync,
-} from "node:fs";
-import { dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { createHash } from "node:crypto";
+import { writeFileAtomic } from "../lib/atomic-write.ts";
+import { closeSync, lstatSync, openSync, readdirSync, readFileSync, readSync, statSync } from "node:fs";
+import { isAbsolute, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import JSZip from "jszip";
 import { readValidationDocuments } from "../catalog/validator.ts";
@@ -411,28 +400,6 @@ export async function packFolder(
   }
 }
 
-/** Writes beside the target and renames over it: a reader never sees half a package. */
-function writeAtomically(path: string, bytes: Buffer): void {
-  const temp = join(dirname(path), `.${randomBytes(6).toString("hex")}.svc-pack.tmp`);
-  const fd = openSync(temp, "wx", 0o644);
-  try {
-    let offset = 0;
-    while (offset < bytes.length) offset += writeSync(fd, bytes, offset);
-    fsyncSync(fd);
-  } catch (error) {
-    closeSync(fd);
-    rmSync(temp, { force: true });
-    throw error;
-  }
-  closeSync(fd);
-  try {
-    renameSync(temp, path);
-  } catch (error) {
-    rmSync(temp, { force: true });
-    throw error;
-  }
-}
-
 async function progressBar(io: CliIo, folder: string): Promise<((p: PackProgress) => void) | undefined> {
   // Only on a terminal (never into logs or pipes), and only for folders big enough to wait for.
   if (!io.stderr.isTTY) return undefined;
@@ -557,7 +524,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   const out = resolve(io.cwd, outArg ?? `${manifest.id}-${manifest.version}.zip`);
   if (inside(out))
     return usageError(io, "pack_out_invalid", `${out} is inside ${positionals[0]}; pass --out`, json);
-  writeAtomically(out, outcome.bytes);
+  writeFileAtomic(out, outcome.bytes);
   const shown = relative(io.cwd, out) || out;
   if (json) {
     io.stdout.write(

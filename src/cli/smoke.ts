@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import Table from "cli-table3";
-import { RECORD_PATHS } from "../catalog/records.ts";
+import { RECORD_PATHS } from "../contracts/records.ts";
 import { commitRecordUpdates } from "../catalog/rebuild.ts";
 import { runSmoke, type SmokeReport } from "../catalog/smoke.ts";
 import { serializeDocument } from "../catalog/site.ts";

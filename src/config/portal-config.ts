@@ -1,7 +1,3 @@
-import { readFileSync } from "node:fs";
-import { SvcError } from "../errors.ts";
-import { SOURCE_SCHEMA_BASE, schemaRegistry } from "../contracts/schemas.ts";
-
 export type Role = "player" | "modder" | "moderator" | "admin";
 export type RateLimitBucket =
   | "accountCreation"
@@ -48,39 +44,6 @@ export interface PortalConfig {
     durableStorage: "none" | "postgresql";
     trustedProxies: string[];
   };
-}
-
-/** Parses and validates operator configuration; an invalid field fails with a message that names it. */
-export function parsePortalConfig(value: unknown, source = "portal.config.json"): PortalConfig {
-  // The schema is validated against the source base: the config's own baseUrl is not known yet.
-  const result = schemaRegistry(SOURCE_SCHEMA_BASE).validate<PortalConfig>("portal-config", value);
-  if (!result.ok) {
-    const first = result.issues[0]!;
-    const field = first.path === "/" ? "(top level)" : first.path.slice(1).replaceAll("/", ".");
-    throw new SvcError(
-      "config_invalid",
-      `${source}: field ${field} ${first.message}` +
-        (result.issues.length > 1 ? ` (and ${result.issues.length - 1} more problem(s))` : ""),
-      { details: result.issues },
-    );
-  }
-  return result.value;
-}
-
-export function loadPortalConfig(path: string): PortalConfig {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    throw new SvcError("config_invalid", `cannot read ${path}: ${(error as Error).message}`);
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new SvcError("config_invalid", `${path} is not valid JSON: ${(error as Error).message}`);
-  }
-  return parsePortalConfig(value, path);
 }
 
 const LOOPBACK_HOSTNAMES = new Set(["127.0.0.1", "localhost", "[::1]"]);

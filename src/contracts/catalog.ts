@@ -1,14 +1,7 @@
 import { createHash } from "node:crypto";
 import * as semver from "./semver.ts";
 import type { PortalConfig } from "../config/portal-config.ts";
-import type {
-  Author,
-  Dependency,
-  Entrypoint,
-  Links,
-  ReleaseFile,
-  ReleaseRecord,
-} from "../catalog/records.ts";
+import type { Author, Dependency, Entrypoint, Links, ReleaseFile, ReleaseRecord } from "./records.ts";
 import { portalUrls } from "./urls.ts";
 
 export interface VersionRecord {

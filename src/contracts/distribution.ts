@@ -1,5 +1,5 @@
 import type { GameBuildEntry, PortalConfig } from "../config/portal-config.ts";
-import type { TrackedRelease } from "../catalog/records.ts";
+import type { TrackedRelease } from "./records.ts";
 
 /** runtime/latest.json: the operator's pinned runtime; never "latest upstream". */
 export function buildRuntimeProfile(config: PortalConfig, generatedAt: string) {

@@ -1,5 +1,6 @@
 import type { VersionRecord } from "../contracts/catalog.ts";
-import { sha256Hex } from "../catalog/artifact-store.ts";
+import { writeFileAtomic, writeFileSynced } from "../lib/atomic-write.ts";
+import { sha256Hex } from "../lib/hash.ts";
 import {
   closeSync,
   copyFileSync,
@@ -13,7 +14,7 @@ import {
   statSync,
   writeSync,
 } from "node:fs";
-import { dirname, isAbsolute, join, resolve, sep } from "node:path";
+import { isAbsolute, join, resolve, sep } from "node:path";
 import type { TargetFile } from "@tufjs/models";
 import * as semver from "../contracts/semver.ts";
 import { BaseFetcher, Updater } from "tuf-js";
@@ -220,17 +221,6 @@ export function matchPublishedFiles(
         .join(", ")}${problems.length > 5 ? `, and ${problems.length - 5} more` : ""})`,
       { modId, version, files: problems },
     );
-  }
-}
-
-function writeFileSynced(file: string, data: Buffer | string): void {
-  mkdirSync(dirname(file), { recursive: true });
-  const fd = openSync(file, "w");
-  try {
-    writeSync(fd, typeof data === "string" ? Buffer.from(data) : data);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }
 
@@ -638,9 +628,7 @@ export class ManagerClient {
           );
         }
         const target = safeJoin(modRoot, bad.path);
-        const temp = `${target}.svc-repair`;
-        writeFileSynced(temp, file.data);
-        renameSync(temp, target);
+        writeFileAtomic(target, file.data);
       }
     }
     return report;
@@ -654,8 +642,7 @@ export function readManifest(root: string): InstallManifest | null {
 
 function writeManifest(root: string, manifest: InstallManifest): void {
   const file = join(root, INSTALL_MANIFEST);
-  writeFileSynced(`${file}.tmp`, `${JSON.stringify(manifest, null, 2)}\n`);
-  renameSync(`${file}.tmp`, file);
+  writeFileAtomic(file, `${JSON.stringify(manifest, null, 2)}\n`);
 }
 
 export interface VerifyReport {

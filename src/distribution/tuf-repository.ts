@@ -1,4 +1,5 @@
-import { sha256Hex } from "../catalog/artifact-store.ts";
+import { writeFileAtomic } from "../lib/atomic-write.ts";
+import { sha256Hex } from "../lib/hash.ts";
 import {
   closeSync,
   existsSync,
@@ -8,11 +9,9 @@ import {
   openSync,
   readdirSync,
   readFileSync,
-  renameSync,
   rmSync,
   statSync,
   writeFileSync,
-  writeSync,
 } from "node:fs";
 import { join, relative, sep } from "node:path";
 import {
@@ -180,19 +179,6 @@ export function loadLatestRoot(siteDir: string): { version: number; metadata: Me
 
 export function serializeMetadata(metadata: Metadata<Root | Targets | Snapshot | Timestamp>): string {
   return `${JSON.stringify(metadata.toJSON(), null, 2)}\n`;
-}
-
-/** Write-then-rename with fsync, so a crash leaves either the old file or the new one. */
-function writeFileAtomic(file: string, text: string): void {
-  const temp = `${file}.tmp-${process.pid}`;
-  const fd = openSync(temp, "w");
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temp, file);
 }
 
 /**

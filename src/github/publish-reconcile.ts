@@ -24,7 +24,7 @@ import { STATUS_MARKER } from "../bot/comments.ts";
 import { isBot, parseStoredStatus } from "../bot/derive.ts";
 import type { PublisherOptions } from "../catalog/publisher.ts";
 import { publishRelease } from "../catalog/publisher.ts";
-import { RECORD_PATHS, type ReleaseRecord } from "../catalog/records.ts";
+import { RECORD_PATHS, type ReleaseRecord } from "../contracts/records.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
 import { isSvcError } from "../errors.ts";
 import { parseUntrustedJson } from "../validation/untrusted-json.ts";

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
 import { waitUntil } from "@vercel/functions";
-import { loadPortalConfig } from "../config/portal-config.ts";
+import { loadPortalConfig } from "../contracts/portal-config.ts";
 import { parseSettings } from "../config/settings.ts";
 import { SvcError } from "../errors.ts";
 import { defaultRandomBytes } from "../accounts/secrets.ts";

@@ -23,7 +23,7 @@ import {
   renderUploadPage,
 } from "./release-pages.ts";
 import { type ReadinessView, renderStatusPage } from "./status-page.ts";
-import { listFilesUnder } from "../catalog/atomic-files.ts";
+import { listFilesUnder } from "../lib/walk.ts";
 
 /** Site-relative paths of the generated pages and assets. */
 export const PAGE_PATHS = {

@@ -14,7 +14,7 @@ import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { PGlite, type Transaction } from "@electric-sql/pglite";
 import { SvcError } from "../errors.ts";
-import { describeHolder, tryLock } from "./lock-file.ts";
+import { describeHolder, tryLock } from "../lib/lock-file.ts";
 import type { QueryResult, SqlExecutor, Store } from "./store.ts";
 
 function wrap(db: PGlite | Transaction): SqlExecutor {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { readSync } from "node:fs";
 import { open } from "node:fs/promises";
-import { sha256Hex } from "../catalog/artifact-store.ts";
+import { sha256Hex } from "../lib/hash.ts";
 import type { CatalogDocument } from "../contracts/catalog.ts";
 import { SOURCE_SCHEMA_BASE } from "../contracts/schemas.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";

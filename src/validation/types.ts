@@ -1,6 +1,6 @@
 import type { CatalogDocument } from "../contracts/catalog.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";
-import type { Dependency, Entrypoint } from "../catalog/records.ts";
+import type { Dependency, Entrypoint } from "../contracts/records.ts";
 import type { ScanResult } from "./antivirus/scanner.ts";
 import type { FileKind } from "./zip/sniff.ts";
 import type { ZipEntry, ZipFinding, ZipStructure } from "./zip/reader.ts";

@@ -1,4 +1,4 @@
-import type { ReleaseRecord } from "../../src/catalog/records.ts";
+import type { ReleaseRecord } from "../../src/contracts/records.ts";
 import { releaseRecord } from "../lib/project.ts";
 
 const hash = (c: string) => c.repeat(64);

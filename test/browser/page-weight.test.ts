@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ReleaseRecord } from "../../src/catalog/records.ts";
+import type { ReleaseRecord } from "../../src/contracts/records.ts";
 import { parseSettings } from "../../src/config/settings.ts";
 import { buildCatalog, buildModDetail, visibleMods } from "../../src/contracts/catalog.ts";
 import type { AppContext } from "../../src/http/context.ts";

@@ -7,14 +7,14 @@ import {
   CHANGES_PAGE_SIZE,
   type ChangesPage,
   serializeChangesPage,
-} from "../../src/catalog/changes.ts";
+} from "../../src/contracts/changes.ts";
 import { checkContractRules } from "../../src/catalog/contract-rules.ts";
 import {
   fetchManagerIndex,
   type ManagerFetch,
   type ManagerIndexState,
   refreshManagerIndex,
-} from "../../src/catalog/manager-reader.ts";
+} from "../../src/contracts/manager-reader.ts";
 import { hideRelease, publishRelease, unhideRelease } from "../../src/catalog/publisher.ts";
 import { loadSiteInputs, renderSite } from "../../src/catalog/site.ts";
 import type { CatalogDocument } from "../../src/contracts/catalog.ts";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { publishRelease } from "../../src/catalog/publisher.ts";
 import { createPgliteStore, migrate } from "../../src/store/index.ts";
-import { loadPortalConfig } from "../../src/config/portal-config.ts";
+import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import {
   type CatalogProject,
   catalogProject,

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { parseSubmission } from "../../src/catalog/publisher.ts";
 import { MANUAL_FALLBACK } from "../../src/contracts/workflow.ts";
 import { REPO_ROOT } from "../support/catalog-project.ts";
-import { loadPortalConfig } from "../../src/config/portal-config.ts";
+import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 
 describe("documents the workflow names", () => {
   it("the sidecar example is a valid svc.mod-release-submission.v1 document", () => {

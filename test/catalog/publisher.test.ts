@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { recoverTransactions, withTreeLock } from "../../src/catalog/atomic-files.ts";
 import { hideRelease, publishRelease, unhideRelease } from "../../src/catalog/publisher.ts";
 import { commitRecordUpdates } from "../../src/catalog/rebuild.ts";
-import type { ReleaseRecord } from "../../src/catalog/records.ts";
+import type { ReleaseRecord } from "../../src/contracts/records.ts";
 import { loadSiteInputs, renderSite } from "../../src/catalog/site.ts";
 import { checkContractRules } from "../../src/catalog/contract-rules.ts";
 import { SvcError } from "../../src/errors.ts";

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PackageValidator, publishRelease } from "../../src/catalog/publisher.ts";
-import type { ReleaseRecord } from "../../src/catalog/records.ts";
+import type { ReleaseRecord } from "../../src/contracts/records.ts";
 import { SvcError } from "../../src/errors.ts";
 import type { DistributionError } from "../../src/distribution/errors.ts";
 import { readManifest, verifyInstall } from "../../src/distribution/manager-client.ts";

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadPortalConfig } from "../../src/config/portal-config.ts";
+import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { ENDPOINTS } from "../../src/contracts/endpoints.ts";
 import { computeReadiness, type SmokeSummary } from "../../src/contracts/readiness.ts";
 

@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { holderAlive, type LockHolder, removeLeftovers, tryLock } from "../../src/store/lock-file.ts";
+import { holderAlive, type LockHolder, removeLeftovers, tryLock } from "../../src/lib/lock-file.ts";
 import { withFrozenDisk } from "../support/freeze-fs.ts";
 import { commitFiles, FileExistsError, recoverTransactions } from "../../src/catalog/atomic-files.ts";
 

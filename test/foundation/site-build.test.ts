@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { withTreeLock } from "../../src/catalog/atomic-files.ts";
 import { checkContractRules } from "../../src/catalog/contract-rules.ts";
-import { parseManagerCatalog } from "../../src/catalog/manager-reader.ts";
+import { parseManagerCatalog } from "../../src/contracts/manager-reader.ts";
 import { listGeneratedFiles, loadSiteInputs, renderSite } from "../../src/catalog/site.ts";
 import type { CatalogDocument, ModDetailDocument, ModsIndexDocument } from "../../src/contracts/catalog.ts";
 import { releaseRecord, runCli, tempProject } from "../lib/project.ts";

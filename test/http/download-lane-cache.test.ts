@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { commitFiles } from "../../src/catalog/atomic-files.ts";
-import { loadPortalConfig } from "../../src/config/portal-config.ts";
+import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { parseSettings } from "../../src/config/settings.ts";
 import { createAppContext } from "../../src/http/app.ts";
 import type { AppContext } from "../../src/http/context.ts";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { Writable } from "node:stream";
 import type { PortalConfig } from "../../src/config/portal-config.ts";
-import type { ReleaseRecord } from "../../src/catalog/records.ts";
+import type { ReleaseRecord } from "../../src/contracts/records.ts";
 import type { CliIo } from "../../src/cli/io.ts";
 import { main } from "../../src/cli/main.ts";
 

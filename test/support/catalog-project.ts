@@ -19,7 +19,8 @@ import type {
   ValidationReport,
 } from "../../src/catalog/publisher.ts";
 import { loadSiteInputs, renderSite, writeSite } from "../../src/catalog/site.ts";
-import { loadPortalConfig, type PortalConfig } from "../../src/config/portal-config.ts";
+import type { PortalConfig } from "../../src/config/portal-config.ts";
+import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { parseSettings } from "../../src/config/settings.ts";
 import { createPortalServer, listen } from "../../src/http/server.ts";
 import { inflateEntry, readZipStructure } from "../../src/validation/zip/reader.ts";

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import type { Dependency, Entrypoint, ReleaseRecord } from "../../src/catalog/records.ts";
-import { loadPortalConfig } from "../../src/config/portal-config.ts";
+import type { Dependency, Entrypoint, ReleaseRecord } from "../../src/contracts/records.ts";
+import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { buildCatalog, type CatalogDocument, visibleMods } from "../../src/contracts/catalog.ts";
 import { buildValidationContract, type ValidationContract } from "../../src/contracts/validation-contract.ts";
 import type { GameBuildsDocument } from "../../src/validation/types.ts";

@@ -1,5 +1,5 @@
 import * as semver from "../../contracts/semver.ts";
-import type { Dependency } from "../../catalog/records.ts";
+import type { Dependency } from "../../contracts/records.ts";
 import type { CheckContext, CheckOutcome } from "../types.ts";
 import { blocked, canonical, failed, firstNotPassed, passed } from "./common.ts";
 

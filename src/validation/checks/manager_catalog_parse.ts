@@ -1,5 +1,5 @@
 import * as semver from "../../contracts/semver.ts";
-import { parseManagerCatalog } from "../../catalog/manager-reader.ts";
+import { parseManagerCatalog } from "../../contracts/manager-reader.ts";
 import {
   type CatalogDocument,
   type CatalogMod,

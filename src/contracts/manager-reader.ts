@@ -1,13 +1,8 @@
-import { sha256Hex } from "./artifact-store.ts";
-import * as semver from "../contracts/semver.ts";
-import {
-  type SchemaName,
-  type SchemaRegistry,
-  SOURCE_SCHEMA_BASE,
-  schemaRegistry,
-} from "../contracts/schemas.ts";
-import type { CatalogDocument, ModVersionsDocument, VersionRecord } from "../contracts/catalog.ts";
-import { portalUrls } from "../contracts/urls.ts";
+import { sha256Hex } from "../lib/hash.ts";
+import * as semver from "./semver.ts";
+import { type SchemaName, type SchemaRegistry, SOURCE_SCHEMA_BASE, schemaRegistry } from "./schemas.ts";
+import type { CatalogDocument, ModVersionsDocument, VersionRecord } from "./catalog.ts";
+import { portalUrls } from "./urls.ts";
 import { type ChangesHeadDocument, type ChangesPage, pageOf } from "./changes.ts";
 
 export interface ManagerCatalogParse {
