@@ -8,9 +8,9 @@ import { runnerValidator } from "../../src/catalog/validator.ts";
 import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { verifyCatalog } from "../../src/github/catalog-push.ts";
 import { mintInstallationToken } from "../../src/github/installation-token.ts";
-import { type PublishRunEntry, publishSummary, runPublish } from "../../src/github/publish-action.ts";
-import { pendingSidecars } from "../../src/github/publish-reconcile.ts";
-import { isVisibilityEntry, postVisibilityReceipt } from "../../src/github/publish-visibility.ts";
+import { type PublishRunEntry, publishSummary, runPublish } from "../../src/pipeline/publish-action.ts";
+import { pendingSidecars } from "../../src/pipeline/publish-reconcile.ts";
+import { isVisibilityEntry, postVisibilityReceipt } from "../../src/pipeline/publish-visibility.ts";
 import { githubReleaseArtifactStore } from "../../src/github/release-artifact-store.ts";
 import { createClamscanScanner } from "../../src/validation/antivirus/clamscan.ts";
 

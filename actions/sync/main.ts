@@ -8,7 +8,7 @@ import { verifyCatalog } from "../../src/github/catalog-push.ts";
 import { mintInstallationToken } from "../../src/github/installation-token.ts";
 import { githubReleaseArtifactStore } from "../../src/github/release-artifact-store.ts";
 import { octokitReleaseReader } from "../../src/github/release-reader.ts";
-import { parseSyncTargets, runSyncTargets, syncAndPush, syncSummary } from "../../src/github/sync-action.ts";
+import { parseSyncTargets, runSyncTargets, syncAndPush, syncSummary } from "../../src/pipeline/sync-action.ts";
 
 // Octokit logs every failed request; the expected 404s (no framework release yet) are noise.
 const log = { debug: core.debug, info: core.debug, warn: core.warning, error: core.debug };

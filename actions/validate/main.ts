@@ -5,7 +5,7 @@ import * as github from "@actions/github";
 import { validationSummary } from "../../src/bot/comments.ts";
 import type { GitHubApi } from "../../src/github/api.ts";
 import type { SubmissionReport } from "../../src/github/submission-report.ts";
-import { validateSubmission, validationErrorReport } from "../../src/github/validate-submission.ts";
+import { validateSubmission, validationErrorReport } from "../../src/pipeline/validate-submission.ts";
 import { createClamscanScanner } from "../../src/validation/antivirus/clamscan.ts";
 
 const readJson = (path: string) => {

@@ -4,7 +4,7 @@
  */
 import { isNotFound, type GitHubApi, type RepoRef } from "../github/api.ts";
 import type { ChangedFile } from "../github/submission-files.ts";
-import { parseUntrustedJson } from "../validation/untrusted-json.ts";
+import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import { STATE_LABEL_PREFIX } from "./comments.ts";
 import { shapeOf } from "./derive.ts";
 

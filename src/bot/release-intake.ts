@@ -12,7 +12,7 @@ import {
   updateSubmissionFile,
 } from "../github/open-submission-pr.ts";
 import { parseSubmissionPath, submissionPath } from "../github/submission-files.ts";
-import { parseUntrustedJson } from "../validation/untrusted-json.ts";
+import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import { releasePullRequest } from "./comments.ts";
 
 export const RELEASE_SIDECAR_ASSET = "svc-release.json";

@@ -1,9 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { checkLocalArtifacts } from "../catalog/artifact-check.ts";
-import { withPublishLock } from "../catalog/atomic-files.ts";
-import { checkContractRules } from "../catalog/contract-rules.ts";
-import { listGeneratedFiles, loadSiteInputs, renderSite } from "../catalog/site.ts";
+import { checkSite } from "../catalog/site-check.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK } from "./io.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags, recoveredLine } from "./project.ts";
 
@@ -26,36 +21,10 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     return EXIT_OK;
   }
   const { paths, config } = openProject(values, io);
-  const { problems, files, artifacts } = await withPublishLock(
-    paths,
-    async () => {
-      const inputs = loadSiteInputs(config, paths.recordsDir);
-      const expected = renderSite(inputs, paths.siteDir);
-      const problems: string[] = [];
-      const committed = new Map<string, string>();
-      for (const [path, text] of expected) {
-        const full = join(paths.siteDir, path);
-        if (!existsSync(full)) {
-          problems.push(`missing: site/${path} (run svc build)`);
-          continue;
-        }
-        const actual = readFileSync(full, "utf8");
-        committed.set(path, actual);
-        if (actual !== text)
-          problems.push(`drift: site/${path} differs from what svc build writes (hand edit or stale build)`);
-      }
-      for (const path of listGeneratedFiles(paths.siteDir)) {
-        if (!expected.has(path)) problems.push(`stale: site/${path} is not produced by svc build`);
-      }
-      for (const failure of checkContractRules(committed.size === expected.size ? committed : expected)) {
-        problems.push(`${failure.rule}: ${failure.message}`);
-      }
-      const artifacts = await checkLocalArtifacts(inputs, paths.siteDir, { hashes: values.hashes === true });
-      problems.push(...artifacts.problems);
-      return { problems, files: expected.size, artifacts: artifacts.checked };
-    },
-    { onRecovered: (r) => io.stderr.write(recoveredLine("check", r)) },
-  );
+  const { problems, files, artifacts } = await checkSite(paths, config, {
+    hashes: values.hashes === true,
+    onRecovered: (r) => io.stderr.write(recoveredLine("check", r)),
+  });
   if (problems.length > 0) {
     io.stderr.write(
       `svc check: ${problems.length} problem(s)\n${problems.map((p) => `  ${p}`).join("\n")}\n`,

@@ -9,7 +9,7 @@ import { isLoopbackBaseUrl, type PortalConfig } from "../config/portal-config.ts
 import { portalUrls } from "../contracts/urls.ts";
 import type { RuntimeSettings } from "../config/settings.ts";
 import { isSvcError } from "../errors.ts";
-import { scannerFromSettings } from "../submissions/runtime.ts";
+import { scannerFromSettings } from "../submissions/scanner-settings.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
 import { packFolder } from "./pack.ts";
 

@@ -11,7 +11,7 @@ import { parseSubmissionPath, submissionPath } from "../github/submission-files.
 import { readManifest, SIDECAR_JSON_LIMITS, validateSidecar } from "../validation/documents.ts";
 import { zipCapsFromPolicy } from "../validation/runner.ts";
 import type { Manifest, PackageAnalysis, Sidecar } from "../validation/types.ts";
-import { parseUntrustedJson } from "../validation/untrusted-json.ts";
+import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import { DEFAULT_ZIP_CAPS } from "../contracts/validation-contract.ts";
 import { readAt } from "../validation/runner.ts";
 import { type ByteSource, inflateEntry, readZipStructure, type ZipCaps } from "../validation/zip/reader.ts";

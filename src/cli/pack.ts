@@ -24,7 +24,7 @@ import type {
   PackageAnalysis,
   Sidecar,
 } from "../validation/types.ts";
-import { parseUntrustedJson } from "../validation/untrusted-json.ts";
+import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import { analyzeCollisions, analyzeName } from "../validation/zip/names.ts";
 import type { ZipEntry, ZipFinding } from "../validation/zip/reader.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";

@@ -1,5 +1,5 @@
 import { defaultRandomBytes } from "../accounts/secrets.ts";
-import { createSubmissionsRuntime } from "../submissions/runtime.ts";
+import { createSubmissionsRuntime } from "../pipeline/submissions-runtime.ts";
 import { assertCanSign, signAfterCommit } from "../distribution/tuf-repository.ts";
 import { siteSigningFromEnv } from "./keys.ts";
 import { join, relative } from "node:path";

@@ -11,7 +11,7 @@ import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
 import { SIDECAR_JSON_LIMITS } from "../validation/documents.ts";
 import { runValidation, type ValidationProgress } from "../validation/runner.ts";
 import type { GameBuildsDocument } from "../validation/types.ts";
-import { parseUntrustedJson } from "../validation/untrusted-json.ts";
+import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
 
 const HELP = `usage: svc validate --package FILE --metadata FILE [options]

@@ -11,7 +11,9 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { run as runCheck } from "../cli/check.ts";
+import { checkSite } from "../catalog/site-check.ts";
+import { projectPaths } from "../catalog/site.ts";
+import { loadPortalConfig } from "../contracts/portal-config.ts";
 
 export type CatalogPushCode =
   | "zip_staged"
@@ -274,13 +276,12 @@ export async function pushCatalogCommit(options: CatalogPushOptions): Promise<Ca
  * would fail is never pushed. Throws with svc check's own report.
  */
 export async function verifyCatalog(root: string): Promise<void> {
-  let report = "";
-  const sink = {
-    write: (chunk: string) => {
-      report += chunk;
-      return true;
-    },
-  } as unknown as NodeJS.WritableStream;
-  const code = await runCheck(["--root", root], { stdout: sink, stderr: sink, cwd: root, env: {} });
-  if (code !== 0) throw new CatalogPushError("catalog_inconsistent", report.trim());
+  const paths = projectPaths(root);
+  const { problems } = await checkSite(paths, loadPortalConfig(paths.configPath));
+  if (problems.length > 0) {
+    throw new CatalogPushError(
+      "catalog_inconsistent",
+      `svc check: ${problems.length} problem(s)\n${problems.map((p) => `  ${p}`).join("\n")}`,
+    );
+  }
 }

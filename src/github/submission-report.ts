@@ -1,5 +1,5 @@
 import { SOURCE_SCHEMA_BASE, type SchemaName, schemaRegistry } from "../contracts/schemas.ts";
-import { parseUntrustedJson } from "../validation/untrusted-json.ts";
+import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import type { SubmissionProblem } from "./submission-files.ts";
 
 export const SUBMISSION_REPORT_SCHEMA = "svc.submission-report.v1";

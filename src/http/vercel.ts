@@ -5,7 +5,7 @@ import { loadPortalConfig } from "../contracts/portal-config.ts";
 import { parseSettings } from "../config/settings.ts";
 import { SvcError } from "../errors.ts";
 import { defaultRandomBytes } from "../accounts/secrets.ts";
-import { githubLinkFromSettings } from "../submissions/runtime.ts";
+import { githubLinkFromSettings } from "../pipeline/submissions-runtime.ts";
 import { createAppContext } from "./app.ts";
 import type { AppContext } from "./context.ts";
 import { sendThrown } from "./respond.ts";

@@ -1,10 +1,10 @@
 import type { RuntimeSettings } from "../config/settings.ts";
-import { migrate } from "./migrations.ts";
+import { migrate } from "./migrate.ts";
 import { createPostgresStore } from "./postgres-store.ts";
 import type { Store } from "./store.ts";
 
-export type { Migration } from "./migrations.ts";
-export { MIGRATIONS, migrate } from "./migrations.ts";
+export type { Migration } from "./migrate.ts";
+export { MIGRATIONS, migrate } from "./migrate.ts";
 export { createPostgresStore } from "./postgres-store.ts";
 export type { QueryResult, SqlExecutor, Store } from "./store.ts";
 

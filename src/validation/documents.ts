@@ -1,6 +1,6 @@
 import { type SchemaIssue, SOURCE_SCHEMA_BASE, schemaRegistry } from "../contracts/schemas.ts";
 import type { Manifest, PackageAnalysis, Sidecar } from "./types.ts";
-import { parseUntrustedJson } from "./untrusted-json.ts";
+import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 
 /** Limits for JSON inside a package or beside it: far above any real manifest, far below harm. */
 export const MANIFEST_JSON_LIMITS = { maxBytes: 256 * 1024, maxDepth: 32 };

@@ -39,7 +39,7 @@ import type {
   ValidationReport,
 } from "./types.ts";
 import { policyShapeProblems } from "./policy-shape.ts";
-import { parseUntrustedJson } from "./untrusted-json.ts";
+import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import { analyzeCollisions, analyzeName } from "./zip/names.ts";
 import {
   type ByteSource,

@@ -15,7 +15,7 @@ import type { SubmissionState } from "../../src/workflow/machine.ts";
 import { intakeSubmissionReport } from "../../src/github/submission-report.ts";
 import { Octokit } from "@octokit/rest";
 import { publishRelease } from "../../src/catalog/publisher.ts";
-import { validateSubmission } from "../../src/github/validate-submission.ts";
+import { validateSubmission } from "../../src/pipeline/validate-submission.ts";
 import {
   type CatalogProject,
   catalogProject,

@@ -7,7 +7,7 @@
 import { createHash, generateKeyPairSync } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { Octokit } from "@octokit/rest";
-import { validateSubmission } from "../../src/github/validate-submission.ts";
+import { validateSubmission } from "../../src/pipeline/validate-submission.ts";
 import { modRelease } from "../support/catalog-project.ts";
 import {
   form,

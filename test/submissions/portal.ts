@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import { parseSettings } from "../../src/config/settings.ts";
 import type { SiteSigning } from "../../src/distribution/tuf-repository.ts";
-import { createSubmissionsRuntime } from "../../src/submissions/runtime.ts";
+import { createSubmissionsRuntime } from "../../src/pipeline/submissions-runtime.ts";
 import {
   type Call,
   client,

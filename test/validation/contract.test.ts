@@ -8,7 +8,7 @@ import { REASONS } from "../../src/validation/reasons.ts";
 import { PACKAGE_CHECKS } from "../../src/validation/runner.ts";
 import { SOURCE_SCHEMA_BASE, schemaRegistry } from "../../src/contracts/schemas.ts";
 import { policyShapeProblems } from "../../src/validation/policy-shape.ts";
-import { parseUntrustedJson } from "../../src/validation/untrusted-json.ts";
+import { parseUntrustedJson } from "../../src/lib/untrusted-json.ts";
 import { policy } from "./fixtures.ts";
 
 const docs = readFileSync(fileURLToPath(new URL("../../docs/validation.md", import.meta.url)), "utf8");

@@ -32,10 +32,10 @@ import {
   type SubmissionRow,
   submissionView,
 } from "../../submissions/service.ts";
-import { type GitHubLink, linkPullRequest, syncFromPullRequest } from "../../submissions/github-link.ts";
+import { type GitHubLink, linkPullRequest, syncFromPullRequest } from "../../pipeline/github-submissions.ts";
 import { removeStaged, type StagedPackage, stagePackage } from "../../submissions/staging.ts";
 import { appendAuditEvent } from "../../accounts/audit.ts";
-import { DEFAULT_JSON_LIMITS, parseUntrustedJson } from "../../validation/untrusted-json.ts";
+import { DEFAULT_JSON_LIMITS, parseUntrustedJson } from "../../lib/untrusted-json.ts";
 import { validateSidecar } from "../../validation/documents.ts";
 import type { Sidecar } from "../../validation/types.ts";
 import { type SubmissionState, transition } from "../../workflow/machine.ts";

@@ -1,6 +1,6 @@
 import { CONFIG_JSON_LIMITS } from "../documents.ts";
 import type { CheckContext, CheckOutcome, ModConfig } from "../types.ts";
-import { parseUntrustedJson } from "../untrusted-json.ts";
+import { parseUntrustedJson } from "../../lib/untrusted-json.ts";
 import { blocked, canonical, contentBlocker, failed, firstNotPassed, passed } from "./common.ts";
 
 const ID = "mod_config_contract";

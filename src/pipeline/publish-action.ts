@@ -6,11 +6,11 @@
  */
 import type { PublisherOptions } from "../catalog/publisher.ts";
 import { inlineCode } from "../bot/comments.ts";
-import type { GitHubApi, RepoRef } from "./api.ts";
-import { type CatalogPushResult, pushCatalogCommit } from "./catalog-push.ts";
+import type { GitHubApi, RepoRef } from "../github/api.ts";
+import { type CatalogPushResult, pushCatalogCommit } from "../github/catalog-push.ts";
 import { type PublicationEntry, reconcilePublications } from "./publish-reconcile.ts";
 import { applyVisibility, parseVisibilityInputs, type VisibilityEntry } from "./publish-visibility.ts";
-import type { FetchLike } from "./download.ts";
+import type { FetchLike } from "../github/download.ts";
 
 export type PublishRunEntry = PublicationEntry | VisibilityEntry;
 

@@ -27,17 +27,17 @@ import { publishRelease } from "../catalog/publisher.ts";
 import { RECORD_PATHS, type ReleaseRecord } from "../contracts/records.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
 import { isSvcError } from "../errors.ts";
-import { parseUntrustedJson } from "../validation/untrusted-json.ts";
-import type { GitHubApi, RepoRef } from "./api.ts";
-import { type DownloadResult, downloadCapped, type FetchLike } from "./download.ts";
-import { findStagingRelease } from "./open-submission-pr.ts";
+import { parseUntrustedJson } from "../lib/untrusted-json.ts";
+import type { GitHubApi, RepoRef } from "../github/api.ts";
+import { type DownloadResult, downloadCapped, type FetchLike } from "../github/download.ts";
+import { findStagingRelease } from "../github/open-submission-pr.ts";
 import {
   parseSubmissionPath,
   STAGING_TAG_PREFIX,
   SUBMISSIONS_DIR,
   type SubmissionPath,
   stagedUploadId,
-} from "./submission-files.ts";
+} from "../github/submission-files.ts";
 
 /** Stable codes of a sidecar that is not published (nothing is written for it). */
 export const PUBLISH_REFUSALS = {

@@ -10,11 +10,11 @@ import type { ValidationContract } from "../contracts/validation-contract.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
 import { runValidation } from "../validation/runner.ts";
 import type { GameBuildsDocument } from "../validation/types.ts";
-import { parseUntrustedJson } from "../validation/untrusted-json.ts";
-import { type GitHubApi, isNotFound, type RepoRef } from "./api.ts";
-import { downloadCapped, type FetchLike } from "./download.ts";
-import { classifySubmission, stagedUploadId, type SubmissionProblem } from "./submission-files.ts";
-import { SUBMISSION_REPORT_SCHEMA, type SubmissionReport } from "./submission-report.ts";
+import { parseUntrustedJson } from "../lib/untrusted-json.ts";
+import { type GitHubApi, isNotFound, type RepoRef } from "../github/api.ts";
+import { downloadCapped, type FetchLike } from "../github/download.ts";
+import { classifySubmission, stagedUploadId, type SubmissionProblem } from "../github/submission-files.ts";
+import { SUBMISSION_REPORT_SCHEMA, type SubmissionReport } from "../github/submission-report.ts";
 
 export interface ValidateSubmissionInput {
   repo: RepoRef;

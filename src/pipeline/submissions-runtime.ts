@@ -1,60 +1,16 @@
-import { existsSync, readdirSync } from "node:fs";
 import type { RandomBytes } from "../accounts/secrets.ts";
 import { filesystemArtifactStore } from "../catalog/artifact-store.ts";
 import type { PublisherOptions } from "../catalog/publisher.ts";
-import type { SiteSigning } from "../distribution/tuf-repository.ts";
 import { runnerValidator } from "../catalog/validator.ts";
 import type { PortalConfig } from "../config/portal-config.ts";
 import type { RuntimeSettings } from "../config/settings.ts";
-import type { Store } from "../store/store.ts";
-import { createClamdScanner, parseClamdTarget } from "../validation/antivirus/clamd.ts";
-import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
-import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
+import type { SiteSigning } from "../distribution/tuf-repository.ts";
 import { appInstallation } from "../github/app-auth.ts";
-import { createGitHubLink, type GitHubLink, reportOnce } from "./github-link.ts";
-import { recoverSubmissionsAtStart } from "./recovery.ts";
-import { startValidationWorker } from "./worker.ts";
-
-const DEBIAN_CLAMD_SOCKET = "/var/run/clamav/clamd.ctl";
-const DEBIAN_CLAMAV_DATABASE = "/var/lib/clamav";
-
-/**
- * The scanner the settings name; without one, the Debian clamd socket or a clamscan with a
- * signature database when the machine has them; otherwise none, and antivirus_scan fails closed.
- */
-export function scannerFromSettings(
-  settings: RuntimeSettings,
-  maxBytes: number,
-): { describe: string; create: () => AntivirusScanner | null } {
-  const { clamd, clamscan, database } = settings.antivirus;
-  if (clamd) return { describe: `clamd ${clamd}`, create: () => createClamdScanner(parseClamdTarget(clamd)) };
-  if (clamscan) {
-    return {
-      describe: `clamscan ${clamscan}${database ? ` -d ${database}` : ""}`,
-      create: () => createClamscanScanner(clamscan, { ...(database ? { database } : {}), maxBytes }),
-    };
-  }
-  if (existsSync(DEBIAN_CLAMD_SOCKET)) {
-    return {
-      describe: `clamd ${DEBIAN_CLAMD_SOCKET} (found)`,
-      create: () => createClamdScanner({ kind: "unix", path: DEBIAN_CLAMD_SOCKET }),
-    };
-  }
-  const hasSignatures =
-    existsSync(DEBIAN_CLAMAV_DATABASE) &&
-    readdirSync(DEBIAN_CLAMAV_DATABASE).some((f) => /\.(cvd|cld|ndb|hdb)$/.test(f));
-  if (existsSync("/usr/bin/clamscan") && hasSignatures) {
-    return {
-      describe: "clamscan /usr/bin/clamscan (found)",
-      create: () => createClamscanScanner("/usr/bin/clamscan", { maxBytes }),
-    };
-  }
-  return {
-    describe:
-      "none: set SVC_CLAMD or SVC_CLAMSCAN; uploads fail antivirus_scan (scanner_unavailable) until then",
-    create: () => null,
-  };
-}
+import type { Store } from "../store/store.ts";
+import { recoverSubmissionsAtStart } from "../submissions/recovery.ts";
+import { scannerFromSettings } from "../submissions/scanner-settings.ts";
+import { startValidationWorker } from "../submissions/worker.ts";
+import { createGitHubLink, type GitHubLink, reportOnce } from "./github-submissions.ts";
 
 export interface SubmissionsSetup {
   config: PortalConfig;

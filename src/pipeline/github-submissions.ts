@@ -38,7 +38,7 @@ import {
   loadSubmission,
   type SubmissionDeps,
   type SubmissionRow,
-} from "./service.ts";
+} from "../submissions/service.ts";
 
 export interface GitHubLinkOptions {
   /** owner/name of the portal repository. */

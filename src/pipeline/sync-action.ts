@@ -7,7 +7,7 @@
 import { inlineCode } from "../bot/comments.ts";
 import { type SyncOptions, syncGameBuilds, syncReleases } from "../catalog/sync.ts";
 import { isSvcError } from "../errors.ts";
-import { type CatalogPushResult, pushCatalogCommit } from "./catalog-push.ts";
+import { type CatalogPushResult, pushCatalogCommit } from "../github/catalog-push.ts";
 
 export const SYNC_TARGETS = ["releases", "game-builds"] as const;
 export type SyncTarget = (typeof SYNC_TARGETS)[number];

@@ -14,8 +14,8 @@ import { hideRelease, type PublisherOptions, unhideRelease } from "../catalog/pu
 import { schemaFiles } from "../contracts/schemas.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
 import { isSvcError } from "../errors.ts";
-import type { GitHubApi, RepoRef } from "./api.ts";
-import { submissionPath } from "./submission-files.ts";
+import type { GitHubApi, RepoRef } from "../github/api.ts";
+import { submissionPath } from "../github/submission-files.ts";
 
 export type VisibilityAction = "hide" | "unhide";
 

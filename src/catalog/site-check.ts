@@ -1,0 +1,60 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { PortalConfig } from "../config/portal-config.ts";
+import { checkLocalArtifacts } from "./artifact-check.ts";
+import { type RecoveryResult, withPublishLock } from "./atomic-files.ts";
+import { checkContractRules } from "./contract-rules.ts";
+import { listGeneratedFiles, loadSiteInputs, type ProjectPaths, renderSite } from "./site.ts";
+
+export interface SiteCheckResult {
+  /** One line per problem: drift, a missing or stale file, a failed contract rule, a missing artifact. */
+  problems: string[];
+  /** How many files `svc build` writes (all of them compared). */
+  files: number;
+  /** How many portal-hosted artifacts were checked. */
+  artifacts: number;
+}
+
+/**
+ * What `svc check` proves, as a library: every file under site/api/v1 is what `svc build` would
+ * write, contract rules 1-6 hold, and every artifact a record places under the site is there at its
+ * recorded size (and sha256 with `hashes`). Runs under the publish lock, after finishing any
+ * publication a crash interrupted. The CLI prints the result; the catalog publisher refuses to push
+ * a tree that fails it.
+ */
+export async function checkSite(
+  paths: ProjectPaths,
+  config: PortalConfig,
+  options: { hashes?: boolean; onRecovered?: (result: RecoveryResult) => void } = {},
+): Promise<SiteCheckResult> {
+  return withPublishLock(
+    paths,
+    async () => {
+      const inputs = loadSiteInputs(config, paths.recordsDir);
+      const expected = renderSite(inputs, paths.siteDir);
+      const problems: string[] = [];
+      const committed = new Map<string, string>();
+      for (const [path, text] of expected) {
+        const full = join(paths.siteDir, path);
+        if (!existsSync(full)) {
+          problems.push(`missing: site/${path} (run svc build)`);
+          continue;
+        }
+        const actual = readFileSync(full, "utf8");
+        committed.set(path, actual);
+        if (actual !== text)
+          problems.push(`drift: site/${path} differs from what svc build writes (hand edit or stale build)`);
+      }
+      for (const path of listGeneratedFiles(paths.siteDir)) {
+        if (!expected.has(path)) problems.push(`stale: site/${path} is not produced by svc build`);
+      }
+      for (const failure of checkContractRules(committed.size === expected.size ? committed : expected)) {
+        problems.push(`${failure.rule}: ${failure.message}`);
+      }
+      const artifacts = await checkLocalArtifacts(inputs, paths.siteDir, { hashes: options.hashes === true });
+      problems.push(...artifacts.problems);
+      return { problems, files: expected.size, artifacts: artifacts.checked };
+    },
+    options.onRecovered ? { onRecovered: options.onRecovered } : {},
+  );
+}
