@@ -6,7 +6,7 @@
  *
  * The lifetime is the revocation bound across processes: a key revoked, a session ended or a role
  * changed through another instance is seen here within `ttlMs`. Through this process the change
- * evicts at once (AccountService calls forget*).
+ * evicts at once (accounts.ts, sessions.ts and api-keys.ts call forget*).
  */
 export interface CredentialCacheOptions {
   /** Entries per kind (API keys, sessions). */

@@ -1,5 +1,9 @@
-export type { Account, AccountServiceOptions, ApiKeyMetadata, SessionInfo } from "./account-service.ts";
-export { AccountService, normalizeEmail } from "./account-service.ts";
+export type { AccountDependencies } from "./account-dependencies.ts";
+export type { Account } from "./account-record.ts";
+export { normalizeEmail } from "./account-record.ts";
+export type { AccountServiceOptions } from "./account-service.ts";
+export { AccountService, createAccountDependencies } from "./account-service.ts";
+export type { ApiKeyMetadata } from "./api-keys.ts";
 export { API_KEY_PREFIX, generateApiKey, isWellFormedApiKey } from "./api-key-format.ts";
 export type { AuditEvent, AuditFilter, AuditInput, AuditPage } from "./audit.ts";
 export { AUDIT_ACTIONS, appendAuditEvent, listAuditEvents } from "./audit.ts";
@@ -16,3 +20,4 @@ export { consumeRateLimit, pruneRateLimits } from "./rate-limit.ts";
 export { effectiveRoles, hasAnyRole, isRole, PRIVILEGED_ROLES, ROLES, SELF_SERVICE_ROLES } from "./roles.ts";
 export type { RandomBytes } from "./secrets.ts";
 export { constantTimeEqual, csrfTokenFor, defaultRandomBytes, hashSecret, newId } from "./secrets.ts";
+export type { SessionInfo } from "./sessions.ts";

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { BlockList, Socket } from "node:net";
-import type { Account, SessionInfo } from "../accounts/account-service.ts";
+import type { Account } from "../accounts/account-record.ts";
 import { hasAnyRole } from "../accounts/roles.ts";
+import type { SessionInfo } from "../accounts/sessions.ts";
 import type { Role } from "../config/portal-config.ts";
 import { SvcError } from "../errors.ts";
 import { decidePeer, type PeerDecision, resolveClientIp, trustedProxyList } from "./client-ip.ts";

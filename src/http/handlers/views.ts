@@ -1,4 +1,6 @@
-import type { Account, ApiKeyMetadata, SessionInfo } from "../../accounts/account-service.ts";
+import type { Account } from "../../accounts/account-record.ts";
+import type { ApiKeyMetadata } from "../../accounts/api-keys.ts";
+import type { SessionInfo } from "../../accounts/sessions.ts";
 
 /** The account resource (contract fields: id, email, displayName, roles, createdAt, verifiedAt). */
 export function accountView(account: Account) {
