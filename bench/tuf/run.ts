@@ -32,14 +32,11 @@ import {
   TUF_SPEC_VERSION,
   tufTime,
 } from "../../src/distribution/tuf-keys.ts";
-import {
-  collectSiteTargets,
-  LinearTargets,
-  serializeMetadata,
-  signAfterCommit,
-  signSite,
-  writeRoot,
-} from "../../src/distribution/tuf-repository.ts";
+import { serializeMetadata } from "../../src/distribution/tuf-layout.ts";
+import { signAfterCommit, signSite } from "../../src/distribution/tuf-repository.ts";
+import { writeRoot } from "../../src/distribution/tuf-root.ts";
+import { collectSiteTargets } from "../../src/distribution/tuf-site-targets.ts";
+import { LinearTargets } from "../../src/distribution/tuf-targets.ts";
 import { StaticSite } from "../../src/http/static-site.ts";
 import { operatorKeys } from "../../test/distribution/support.ts";
 

@@ -20,13 +20,9 @@ import {
   type TufKeyFile,
   type TufRole,
 } from "../distribution/tuf-keys.ts";
-import {
-  loadLatestRoot,
-  type SiteSigning,
-  signSite,
-  TUF_DIR,
-  writeRoot,
-} from "../distribution/tuf-repository.ts";
+import { TUF_DIR } from "../distribution/tuf-layout.ts";
+import { type SiteSigning, signSite } from "../distribution/tuf-repository.ts";
+import { loadLatestRoot, writeRoot } from "../distribution/tuf-root.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
 
 const HELP = `usage: svc keys init --keys DIR [--site DIR]

@@ -28,7 +28,7 @@ import {
   type ZipCaps,
 } from "../validation/zip/reader.ts";
 import { DistributionError, type DistributionCode } from "./errors.ts";
-import { artifactTargetPath, TUF_DIR } from "./tuf-repository.ts";
+import { artifactTargetPath, TUF_DIR } from "./tuf-layout.ts";
 
 type FetchLike = typeof fetch;
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isDistributionError } from "./errors.ts";
 import { ManagerClient } from "./manager-client.ts";
-import { TUF_DIR } from "./tuf-repository.ts";
+import { TUF_DIR } from "./tuf-layout.ts";
 
 /** What the public smoke reports about the signed catalog (post-publish-smoke `signature`). */
 export type SignatureCheck =

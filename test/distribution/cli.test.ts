@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { publishRelease } from "../../src/catalog/publisher.ts";
 import { ManagerClient } from "../../src/distribution/manager-client.ts";
-import { signatureStatus } from "../../src/distribution/tuf-repository.ts";
+import { signatureStatus } from "../../src/distribution/tuf-status.ts";
 import {
   catalogProject,
   modRelease,

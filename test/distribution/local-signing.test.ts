@@ -6,7 +6,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hideRelease } from "../../src/catalog/publisher.ts";
 import { checkSignedCatalog } from "../../src/distribution/signature-check.ts";
 import { buildRoot, signerFor } from "../../src/distribution/tuf-keys.ts";
-import { signatureStatus, signSite, writeRoot } from "../../src/distribution/tuf-repository.ts";
+import { signSite } from "../../src/distribution/tuf-repository.ts";
+import { writeRoot } from "../../src/distribution/tuf-root.ts";
+import { signatureStatus } from "../../src/distribution/tuf-status.ts";
 import { ManagerClient } from "../../src/distribution/manager-client.ts";
 import {
   catalogProject,

@@ -5,7 +5,8 @@ import { runSmoke } from "../../src/catalog/smoke.ts";
 import { schemaRegistry } from "../../src/contracts/schemas.ts";
 import { checkSignedCatalog } from "../../src/distribution/signature-check.ts";
 import { buildRoot, signerFor } from "../../src/distribution/tuf-keys.ts";
-import { signSite, writeRoot } from "../../src/distribution/tuf-repository.ts";
+import { signSite } from "../../src/distribution/tuf-repository.ts";
+import { writeRoot } from "../../src/distribution/tuf-root.ts";
 import { catalogProject, modRelease, publisherOptions, startPortal } from "../support/catalog-project.ts";
 import { operatorKeys, signedPortal } from "./support.ts";
 

@@ -14,7 +14,8 @@ import {
   signerFor,
   type TufKeyFile,
 } from "../../src/distribution/tuf-keys.ts";
-import { signSite, writeRoot } from "../../src/distribution/tuf-repository.ts";
+import { signSite } from "../../src/distribution/tuf-repository.ts";
+import { writeRoot } from "../../src/distribution/tuf-root.ts";
 import { catalogProject, type ModFixture, modRelease, publisherOptions } from "../support/catalog-project.ts";
 
 export interface MirrorRequest {

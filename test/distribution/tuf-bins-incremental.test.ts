@@ -10,13 +10,9 @@ import { Metadata } from "@tufjs/models";
 import { afterEach, describe, expect, it } from "vitest";
 import { isDistributionError } from "../../src/distribution/errors.ts";
 import { buildRoot, signerFor } from "../../src/distribution/tuf-keys.ts";
-import {
-  binForTarget,
-  signAfterCommit,
-  signSite,
-  TUF_DIR,
-  writeRoot,
-} from "../../src/distribution/tuf-repository.ts";
+import { binForTarget, TUF_DIR } from "../../src/distribution/tuf-layout.ts";
+import { signAfterCommit, signSite } from "../../src/distribution/tuf-repository.ts";
+import { writeRoot } from "../../src/distribution/tuf-root.ts";
 import { operatorKeys } from "./support.ts";
 
 const sites: string[] = [];

@@ -3,13 +3,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishRelease } from "../../src/catalog/publisher.ts";
 import { isDistributionError } from "../../src/distribution/errors.ts";
-import {
-  allBins,
-  BIN_BIT_LENGTH,
-  binForTarget,
-  signSite,
-  TUF_DIR,
-} from "../../src/distribution/tuf-repository.ts";
+import { allBins, BIN_BIT_LENGTH, binForTarget, TUF_DIR } from "../../src/distribution/tuf-layout.ts";
+import { signSite } from "../../src/distribution/tuf-repository.ts";
 import { modRelease, publisherOptions } from "../support/catalog-project.ts";
 import { signedPortal } from "./support.ts";
 

@@ -1,0 +1,108 @@
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative, sep } from "node:path";
+import { sha256Hex } from "../lib/hash.ts";
+import { DistributionError } from "./errors.ts";
+import { artifactTargetPath, type CatalogVersionLike, type SiteTarget } from "./tuf-layout.ts";
+
+interface CatalogLike {
+  baseUrl: string;
+  mods: Array<{ id: string; versions: CatalogVersionLike[] }>;
+}
+
+// Whole and synchronous, unlike lib/hash.ts's streaming hashFile: signing is synchronous end to end
+// (it runs under the publish lock right after the commit).
+export function hashSiteFile(path: string): { length: number; sha256: string } {
+  const bytes = readFileSync(path);
+  return { length: bytes.length, sha256: sha256Hex(bytes) };
+}
+
+// Not lib/walk.ts's listFilesUnder: dot-names (an atomic writer's temporaries) are never targets.
+function listFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const name of readdirSync(d).sort()) {
+      if (name.startsWith(".")) continue;
+      const full = join(d, name);
+      if (statSync(full).isDirectory()) walk(full);
+      else out.push(full);
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+function sitePath(siteDir: string, full: string): string {
+  return relative(siteDir, full).split(sep).join("/");
+}
+
+/**
+ * Every target of the site: each contract document under api/v1, each artifact under downloads/,
+ * and each externally hosted artifact a per-mod versions document (or the catalog) lists. A served
+ * artifact whose bytes disagree with the sha256 its document records is never signed.
+ */
+export function collectSiteTargets(siteDir: string): SiteTarget[] {
+  const targets = new Map<string, SiteTarget>();
+  for (const full of [...listFiles(join(siteDir, "api", "v1")), ...listFiles(join(siteDir, "downloads"))]) {
+    const path = sitePath(siteDir, full);
+    targets.set(path, { path, ...hashSiteFile(full) });
+  }
+  const listed: Array<{ modId: string; version: CatalogVersionLike }> = [];
+  const catalogFile = join(siteDir, "api", "v1", "catalog.json");
+  if (existsSync(catalogFile)) {
+    const catalog = JSON.parse(readFileSync(catalogFile, "utf8")) as Partial<CatalogLike>;
+    for (const mod of catalog.mods ?? [])
+      for (const version of mod.versions ?? []) listed.push({ modId: mod.id, version });
+  }
+  for (const path of targets.keys()) {
+    const modId = /^api\/v1\/mods\/([^/]+)\/versions\.json$/.exec(path)?.[1];
+    if (!modId) continue;
+    const document = JSON.parse(readFileSync(join(siteDir, path), "utf8")) as {
+      versions?: CatalogVersionLike[];
+    };
+    for (const version of document.versions ?? []) listed.push({ modId, version });
+  }
+  for (const { modId, version } of listed) {
+    const target = checkedArtifactTarget(siteDir, modId, version, (path) => targets.get(path));
+    if (target) targets.set(target.path, target);
+  }
+  return [...targets.values()].sort((a, b) => (a.path < b.path ? -1 : 1));
+}
+
+/**
+ * The target of one version's package, checked like the full path checks it: a locally served
+ * artifact must exist with the recorded sha256 and size (taken from its signed entry or, when it was
+ * not signed yet, hashed now and returned to be signed); an external one becomes an `external/` target.
+ */
+export function checkedArtifactTarget(
+  siteDir: string,
+  modId: string,
+  version: CatalogVersionLike,
+  signedTarget: (path: string) => SiteTarget | undefined,
+): SiteTarget | null {
+  const path = artifactTargetPath("", modId, version);
+  if (!path.startsWith("downloads/")) {
+    return { path, length: version.packageSizeBytes, sha256: version.sha256, url: version.packageUrl };
+  }
+  const signed = signedTarget(path);
+  let served = signed;
+  if (!served) {
+    const full = join(siteDir, path);
+    if (!existsSync(full)) {
+      throw new DistributionError(
+        "artifact_mismatch",
+        `the catalog lists ${path} but site/${path} is missing`,
+      );
+    }
+    served = { path, ...hashSiteFile(full) };
+  }
+  if (served.sha256 !== version.sha256 || served.length !== version.packageSizeBytes) {
+    throw new DistributionError(
+      "artifact_mismatch",
+      `site/${path} does not match the sha256/size its catalog entry records; refusing to sign it`,
+      { path, served, recorded: { sha256: version.sha256, length: version.packageSizeBytes } },
+    );
+  }
+  // Hashed just now: the commit did not name the artifact (linked in rather than written).
+  return signed ? null : served;
+}
