@@ -2,7 +2,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { isDistributionError } from "../distribution/errors.ts";
-import { ManagerClient, parseModRequest, verifyInstall } from "../distribution/manager-client.ts";
+import { verifyInstall } from "../distribution/install-manifest.ts";
+import { ManagerClient, parseModRequest } from "../distribution/manager-client.ts";
 import { type CliIo, type CommandRun, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
 
 const COMMON = `  --mirror URL          the portal's site root (metadata is read from URL/tuf/)

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { DistributionError } from "../../src/distribution/errors.ts";
-import { readManifest, verifyInstall } from "../../src/distribution/manager-client.ts";
+import { readManifest, verifyInstall } from "../../src/distribution/install-manifest.ts";
 import { writeZip } from "../support/zip.ts";
 import { signedPortal, treeHashes } from "./support.ts";
 
@@ -206,7 +206,7 @@ describe("attacks: each is refused with a stable code and leaves the installatio
   });
 
   it("refuses escaping names in a raw archive without extracting anything", async () => {
-    const { readPackageFiles } = await import("../../src/distribution/manager-client.ts");
+    const { readPackageFiles } = await import("../../src/distribution/package-files.ts");
     for (const name of ["../x", "a/../../x", "/etc/x", "C:/x", "a\\..\\x"]) {
       const zip = writeZip([{ name, data: "x" }]);
       expect(() => readPackageFiles(zip, "/tmp/svc-install-root/mod")).toThrow(

@@ -7,7 +7,7 @@ import { type PackageValidator, publishRelease } from "../../src/catalog/publish
 import type { ReleaseRecord } from "../../src/contracts/records.ts";
 import { SvcError } from "../../src/errors.ts";
 import type { DistributionError } from "../../src/distribution/errors.ts";
-import { readManifest, verifyInstall } from "../../src/distribution/manager-client.ts";
+import { readManifest, verifyInstall } from "../../src/distribution/install-manifest.ts";
 import { signSite } from "../../src/distribution/tuf-repository.ts";
 import {
   catalogProject,
