@@ -1,0 +1,64 @@
+/**
+ * What every action step sees and returns. The adapter (actions/run-step.ts) reads the runner's
+ * context and inputs into these values and renders the outcome (outputs, job summary, annotations,
+ * failure); the steps themselves never import the Actions toolkit or read the environment.
+ */
+import type { RepoRef } from "../github/api.ts";
+import { octokitFor, type PortalOctokit } from "../github/octokit.ts";
+
+export interface ActionContext {
+  eventName: string;
+  payload: Record<string, unknown>;
+  /** GITHUB_REF and GITHUB_SHA. */
+  ref: string;
+  sha: string;
+  /** The repository the workflow runs in (read only when a step needs it: it throws when unset). */
+  readonly repo: RepoRef;
+  /** GITHUB_API_URL and GITHUB_SERVER_URL. */
+  apiUrl: string;
+  serverUrl: string;
+  /** GITHUB_WORKSPACE: the checkout. */
+  workspace: string;
+  /** Where https://github.com downloads are fetched from, when the operator mirrors them. */
+  downloadBase?: string;
+}
+
+export interface ActionIo {
+  /** An input's value, "" when unset. */
+  input: (name: string) => string;
+  info: (line: string) => void;
+  debug: (line: string) => void;
+  warning: (line: string) => void;
+  /** Masks a value in every later log line. */
+  setSecret: (value: string) => void;
+}
+
+export interface ActionOutcome {
+  outputs: Record<string, string>;
+  /** The job summary (Markdown or HTML), or null for none. */
+  summary: string | null;
+  warnings: string[];
+  notices: string[];
+  /** When set, the step fails with this message (after its outputs and summary are written). */
+  failure: string | null;
+}
+
+export function outcome(partial: Partial<ActionOutcome>): ActionOutcome {
+  return { outputs: {}, summary: null, warnings: [], notices: [], failure: null, ...partial };
+}
+
+export function requiredInput(io: ActionIo, name: string): string {
+  const value = io.input(name);
+  if (!value) throw new Error(`Input required and not supplied: ${name}`);
+  return value;
+}
+
+/** The REST client a step uses for a token, with the runner's API URL and log. */
+export function actionOctokit(context: ActionContext, io: ActionIo, token: string | null): PortalOctokit {
+  return octokitFor(token, { baseUrl: context.apiUrl, log: { debug: io.debug, warn: io.warning } });
+}
+
+/** The bot logins a step trusts (input `bot-logins`, comma separated). */
+export function botLoginsInput(io: ActionIo): string[] {
+  return (io.input("bot-logins") || "github-actions[bot]").split(",").map((s) => s.trim());
+}

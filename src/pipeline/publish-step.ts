@@ -1,0 +1,109 @@
+/** The publish action's step: publish (reconcile or apply a dispatched hide/unhide), pending, receipts. */
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { handlePublishReceipt } from "../bot/handle.ts";
+import { runnerValidator } from "../catalog/validator.ts";
+import { loadPortalConfig } from "../contracts/portal-config.ts";
+import type { GitHubApi, RepoRef } from "../github/api.ts";
+import { verifyCatalog } from "../github/catalog-push.ts";
+import { mintInstallationToken } from "../github/installation-token.ts";
+import { githubReleaseArtifactStore } from "../github/release-artifact-store.ts";
+import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
+import {
+  type ActionContext,
+  type ActionIo,
+  type ActionOutcome,
+  actionOctokit,
+  botLoginsInput,
+  outcome,
+  requiredInput,
+} from "./action-step.ts";
+import { type PublishRunEntry, publishSummary, runPublish } from "./publish-action.ts";
+import { pendingSidecars } from "./publish-reconcile.ts";
+import { isVisibilityEntry, postVisibilityReceipt } from "./publish-visibility.ts";
+
+async function postReceipts(
+  reader: GitHubApi,
+  repo: RepoRef,
+  receiptsPath: string,
+  botLogins: string[],
+): Promise<void> {
+  const entries = JSON.parse(readFileSync(receiptsPath, "utf8")) as PublishRunEntry[];
+  for (const m of entries)
+    if (isVisibilityEntry(m)) await postVisibilityReceipt(reader, repo, m);
+    else if (m.pullRequest !== null)
+      await handlePublishReceipt(reader, repo, m.pullRequest, m.receipt, { botLogins });
+}
+
+export async function publishStep(context: ActionContext, io: ActionIo): Promise<ActionOutcome> {
+  const reader = actionOctokit(context, io, requiredInput(io, "github-token"));
+  const botLogins = botLoginsInput(io);
+  const receiptsPath = io.input("receipts-path") || "publish-receipts.json";
+  const mode = io.input("mode") || "publish";
+  if (mode === "receipts") {
+    await postReceipts(reader, context.repo, receiptsPath, botLogins);
+    return outcome({});
+  }
+  const root = context.workspace;
+  if (mode === "pending") {
+    const pending = pendingSidecars(root, join(root, "records"));
+    io.info(
+      `${pending.length} sidecar(s) without a release record: ${pending.map((p) => p.path).join(", ")}`,
+    );
+    return outcome({ outputs: { pending: String(pending.length > 0) } });
+  }
+  if (mode !== "publish") throw new Error(`mode must be publish, pending or receipts, not ${mode}`);
+
+  const repository = `${context.repo.owner}/${context.repo.repo}`;
+  const config = loadPortalConfig(join(root, "portal.config.json"));
+  const database = io.input("clamscan-db");
+  const scanner =
+    io.input("scanner") === "none" ? null : createClamscanScanner("clamscan", database ? { database } : {});
+  const siteDir = join(root, "site");
+  const result = await runPublish({
+    eventName: context.eventName,
+    event: context.payload,
+    ref: context.ref,
+    sha: context.sha,
+    repo: context.repo,
+    branch: config.portal.defaultBranch ?? "main",
+    publisher: (writer) => ({
+      root,
+      recordsDir: join(root, "records"),
+      siteDir,
+      config,
+      store: githubReleaseArtifactStore({ octokit: writer, repository, downloadBaseUrl: context.serverUrl }),
+      validate: runnerValidator({ siteDir, scanner }),
+    }),
+    botLogins,
+    reader,
+    connect: async () => {
+      const minted = await mintInstallationToken({
+        appId: requiredInput(io, "app-id"),
+        privateKey: requiredInput(io, "app-private-key"),
+        repository,
+        apiUrl: context.apiUrl,
+      });
+      io.setSecret(minted.token);
+      return { writer: actionOctokit(context, io, minted.token), pushToken: minted.token };
+    },
+    verify: () => verifyCatalog(root),
+    log: io.info,
+  });
+  writeFileSync(receiptsPath, `${JSON.stringify(result.receipts, null, 2)}\n`);
+  const published = result.entries.filter((e) => "outcome" in e && e.outcome === "published");
+  const applied = result.entries.find((e) => isVisibilityEntry(e) && e.receipt.ok);
+  return outcome({
+    summary: publishSummary(result),
+    warnings: result.entries
+      .filter((e) => !e.receipt.ok)
+      .map((e) => `${e.path}: ${e.receipt.error?.code}: ${e.receipt.error?.message}`),
+    outputs: {
+      published: String(published.length),
+      visibility: applied && isVisibilityEntry(applied) ? applied.visibility : "",
+      commit: result.push.commit ?? "",
+      deploy: String(result.deploy),
+      "receipts-path": receiptsPath,
+    },
+  });
+}

@@ -1,0 +1,83 @@
+/** The sync action's step: the manager/framework releases and game builds, pushed when asked. */
+import { projectPaths } from "../catalog/site.ts";
+import { frameworkTag, type SyncOptions } from "../catalog/sync.ts";
+import { loadPortalConfig } from "../contracts/portal-config.ts";
+import { verifyCatalog } from "../github/catalog-push.ts";
+import { mintInstallationToken } from "../github/installation-token.ts";
+import { githubReleaseArtifactStore } from "../github/release-artifact-store.ts";
+import { octokitReleaseReader } from "../github/release-reader.ts";
+import {
+  type ActionContext,
+  type ActionIo,
+  type ActionOutcome,
+  actionOctokit,
+  outcome,
+  requiredInput,
+} from "./action-step.ts";
+import {
+  parseSyncTargets,
+  runSyncTargets,
+  type SyncOutcome,
+  syncAndPush,
+  syncSummary,
+} from "./sync-action.ts";
+
+export async function syncStep(context: ActionContext, io: ActionIo): Promise<ActionOutcome> {
+  const targets = parseSyncTargets(io.input("targets") || "releases");
+  const paths = projectPaths(context.workspace);
+  const config = loadPortalConfig(paths.configPath);
+  const options: SyncOptions = {
+    root: paths.root,
+    recordsDir: paths.recordsDir,
+    siteDir: paths.siteDir,
+    config,
+    reader: octokitReleaseReader(actionOctokit(context, io, io.input("github-token") || null)),
+    // As for `svc sync`: where https://github.com downloads are fetched from (recorded URLs never change).
+    ...(context.downloadBase ? { fetchDownloadBase: context.downloadBase } : {}),
+  };
+  const outputs: Record<string, string> = {};
+  let outcomes: SyncOutcome[];
+  let changed: boolean;
+  if (io.input("push") === "true") {
+    const repository = `${context.repo.owner}/${context.repo.repo}`;
+    const minted = await mintInstallationToken({
+      appId: requiredInput(io, "app-id"),
+      privateKey: requiredInput(io, "app-private-key"),
+      repository,
+      apiUrl: context.apiUrl,
+    });
+    io.setSecret(minted.token);
+    // On GitHub the framework ZIP is a release of the portal, like every mod package: none enters git.
+    options.frameworkStore = githubReleaseArtifactStore({
+      octokit: actionOctokit(context, io, minted.token),
+      repository,
+      tagFor: frameworkTag,
+      downloadBaseUrl: context.serverUrl,
+    });
+    const result = await syncAndPush(targets, options, {
+      cwd: paths.root,
+      branch: config.portal.defaultBranch ?? "main",
+      token: minted.token,
+      verify: () => verifyCatalog(paths.root),
+      log: io.info,
+    });
+    outcomes = result.outcomes;
+    changed = result.push.commit !== null;
+    outputs.commit = result.push.commit ?? "";
+  } else {
+    outcomes = await runSyncTargets(targets, options);
+    changed = outcomes.some((o) => o.ok && o.written.length > 0);
+  }
+  const failed = outcomes.filter((o) => !o.ok);
+  return outcome({
+    summary: syncSummary(outcomes),
+    outputs: {
+      ...outputs,
+      changed: String(changed),
+      written: String(outcomes.flatMap((o) => (o.ok ? o.written : [])).length),
+      failed: failed.map((o) => o.target).join(","),
+    },
+    failure:
+      failed.length > 0 ? failed.map((o) => `sync ${o.target}: ${o.code}: ${o.message}`).join("\n") : null,
+  });
+}
