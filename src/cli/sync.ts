@@ -1,4 +1,4 @@
-import { Octokit } from "@octokit/rest";
+import { octokitFor } from "../github/octokit.ts";
 import { syncGameBuilds, syncReleases, type SyncOptions } from "../catalog/sync.ts";
 import { octokitReleaseReader } from "../github/release-reader.ts";
 import { isSvcError } from "../errors.ts";
@@ -50,10 +50,9 @@ async function runSync(args: string[], io: CliIo): Promise<number> {
     return EXIT_USAGE;
   }
   const { paths, config } = openProject(values, io);
-  const octokit = new Octokit({
-    ...(io.env.GITHUB_TOKEN ? { auth: io.env.GITHUB_TOKEN } : {}),
+  const octokit = octokitFor(io.env.GITHUB_TOKEN || null, {
     baseUrl: io.env.SVC_GITHUB_API_URL || "https://api.github.com",
-    userAgent: "svc-sync",
+    log: { debug: () => {}, warn: (line) => io.stderr.write(`svc sync: ${line}\n`) },
   });
   const options: SyncOptions = {
     root: paths.root,
