@@ -6,7 +6,7 @@ export interface CliIo {
   env: NodeJS.ProcessEnv;
 }
 
-/** Every command module exports `run`; the exit code follows the README: 0 ok, 1 failed, 2 usage or internal error. */
+/** Every command module exports `run`; the exit code follows the README: 0 ok, 1 failed (a domain or internal error), 2 usage error. */
 export type CommandRun = (args: string[], io: CliIo) => Promise<number>;
 
 export const EXIT_OK = 0;

@@ -1,5 +1,5 @@
 import { isSvcError } from "../errors.ts";
-import { type CliIo, type CommandRun, EXIT_USAGE } from "./io.ts";
+import { type CliIo, type CommandRun, EXIT_FAILED, EXIT_USAGE } from "./io.ts";
 
 /** One line per command; each module is loaded only when its command runs. */
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run: CommandRun }> }> = {
@@ -82,12 +82,18 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
     if (isSvcError(error)) {
       io.stderr.write(`svc ${name}: ${error.code}: ${error.message}\n`);
       if (error.details !== undefined) io.stderr.write(`${JSON.stringify(error.details, null, 2)}\n`);
-    } else {
-      io.stderr.write(
-        `svc ${name}: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-      );
+      return error.isUsage ? EXIT_USAGE : EXIT_FAILED;
     }
-    return EXIT_USAGE;
+    // node:util parseArgs refuses an unknown flag or a missing value with ERR_PARSE_ARGS_*.
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === "string" && code.startsWith("ERR_PARSE_ARGS_")) {
+      io.stderr.write(`svc ${name}: usage_invalid: ${(error as Error).message}\n`);
+      return EXIT_USAGE;
+    }
+    io.stderr.write(
+      `svc ${name}: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    return EXIT_FAILED;
   }
 }
 

@@ -11,25 +11,25 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { type ErrorCode, SvcError } from "../errors.ts";
 import { checkSite } from "../catalog/site-check.ts";
 import { projectPaths } from "../catalog/site.ts";
 import { loadPortalConfig } from "../contracts/portal-config.ts";
 
-export type CatalogPushCode =
+export type CatalogPushCode = Extract<
+  ErrorCode,
   | "zip_staged"
   | "unexpected_staged_path"
   | "push_protected"
   | "push_failed"
   | "push_retries_exhausted"
   | "git_failed"
-  | "catalog_inconsistent";
+  | "catalog_inconsistent"
+>;
 
-export class CatalogPushError extends Error {
-  constructor(
-    readonly code: CatalogPushCode,
-    message: string,
-  ) {
-    super(message);
+export class CatalogPushError extends SvcError<CatalogPushCode> {
+  constructor(code: CatalogPushCode, message: string) {
+    super(code, message);
     this.name = "CatalogPushError";
   }
 }

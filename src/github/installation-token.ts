@@ -7,14 +7,12 @@
  */
 import { createAppAuth } from "@octokit/auth-app";
 import { Octokit } from "@octokit/rest";
+import { SvcError } from "../errors.ts";
 import { type RepoRef, splitRepository } from "./api.ts";
 
-export class InstallationTokenError extends Error {
-  constructor(
-    readonly code: "app_config_invalid" | "app_not_installed",
-    message: string,
-  ) {
-    super(message);
+export class InstallationTokenError extends SvcError<"app_config_invalid" | "app_not_installed"> {
+  constructor(code: "app_config_invalid" | "app_not_installed", message: string) {
+    super(code, message);
     this.name = "InstallationTokenError";
   }
 }

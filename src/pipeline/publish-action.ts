@@ -4,6 +4,7 @@
  * bot-dispatched hide/unhide), push it through the catalog commit path, and decide whether Pages
  * must deploy. Every outcome the workflow needs is a value here; the adapter only renders it.
  */
+import { SvcError } from "../errors.ts";
 import type { PublisherOptions } from "../catalog/publisher.ts";
 import { inlineCode } from "../bot/comments.ts";
 import type { GitHubApi, RepoRef } from "../github/api.ts";
@@ -51,12 +52,9 @@ export interface PublishRun {
   deploy: boolean;
 }
 
-export class PublishRunError extends Error {
-  constructor(
-    readonly code: "not_default_branch",
-    message: string,
-  ) {
-    super(message);
+export class PublishRunError extends SvcError<"not_default_branch"> {
+  constructor(code: "not_default_branch", message: string) {
+    super(code, message);
     this.name = "PublishRunError";
   }
 }

@@ -13,7 +13,7 @@ import { fetchPullRequestInfo } from "../bot/fetch.ts";
 import { hideRelease, type PublisherOptions, unhideRelease } from "../catalog/publisher.ts";
 import { schemaFiles } from "../contracts/schemas.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
-import { isSvcError } from "../errors.ts";
+import { type ErrorCode, isSvcError, SvcError } from "../errors.ts";
 import type { GitHubApi, RepoRef } from "../github/api.ts";
 import { submissionPath } from "../github/submission-files.ts";
 
@@ -27,18 +27,17 @@ export interface VisibilityRequest {
 }
 
 /** Stable codes of a refused dispatch (nothing is applied, no receipt is posted). */
-export type VisibilityRefusalCode =
+export type VisibilityRefusalCode = Extract<
+  ErrorCode,
   | "visibility_input_invalid"
   | "visibility_not_a_release"
   | "visibility_release_mismatch"
-  | "visibility_state_mismatch";
+  | "visibility_state_mismatch"
+>;
 
-export class VisibilityRefusal extends Error {
-  constructor(
-    readonly code: VisibilityRefusalCode,
-    message: string,
-  ) {
-    super(message);
+export class VisibilityRefusal extends SvcError<VisibilityRefusalCode> {
+  constructor(code: VisibilityRefusalCode, message: string) {
+    super(code, message);
     this.name = "VisibilityRefusal";
   }
 }

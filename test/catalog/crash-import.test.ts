@@ -142,7 +142,7 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("svc import killed at ever
     expect(differences(treeHashes(root), newTree)).toEqual([]);
     // A second portal on the same data folder is refused, naming the first.
     const second = await runSvc(["serve", "--port", "0", "--root", root], { cwd: root });
-    expect(second.code).toBe(2);
+    expect(second.code).toBe(1);
     expect(second.stderr).toMatch(new RegExp(`data_dir_locked: .* in use by pid ${portal.child.pid} on `));
     // The portal keeps running; the CLI beside it waits its turn on the publish lock.
     expect((await runCli(["check"], root)).code).toBe(0);

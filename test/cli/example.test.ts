@@ -148,7 +148,8 @@ describe("changing baseUrl after a publish", () => {
       JSON.stringify({ ...config, baseUrl: "https://mods.example.org" }),
     );
     const build = await runCli(["build"], project.root);
-    expect(build.code).toBe(2);
+    // config_invalid is a domain error: exit 1 (2 is for usage errors).
+    expect(build.code).toBe(1);
     expect(build.stderr).not.toContain("must be https");
     expect(build.stderr).toContain(
       "svc build: config_invalid: portal.config.json baseUrl is https://mods.example.org, but 1 release(s) were published on the local portal at http://127.0.0.1:8787",

@@ -142,7 +142,7 @@ describe("svc build", () => {
       JSON.stringify({ ...releaseRecord(), sha256: "0".repeat(64) }),
     );
     const result = await runCli(["build"], project.root);
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/records\/mods\/better-hud\/1\.0\.0\.json is not a valid release record/);
     expect(project.read("site/api/v1/catalog.json")).toBe(before);
   });
@@ -152,7 +152,7 @@ describe("svc build", () => {
       (c.limits.rateLimits.accountCreation as { limit: number }).limit = 0;
     });
     const result = await runCli(["build"], project.root);
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/field limits\.rateLimits\.accountCreation\.limit must be >= 1/);
   });
 });
