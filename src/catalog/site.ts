@@ -37,6 +37,7 @@ import { CHANGES_PATHS, SITE_PATHS } from "../contracts/urls.ts";
 import { buildValidationContract } from "../contracts/validation-contract.ts";
 import { buildWorkflowDocument } from "../contracts/workflow.ts";
 import { listPageFiles, renderPages } from "../pages/render-pages.ts";
+import { CHECKS } from "../validation/checks/index.ts";
 import { recordsAtBase } from "./portal-base.ts";
 import { type CommitResult, commitFiles } from "./atomic-files.ts";
 import { listFilesUnder } from "../lib/walk.ts";
@@ -164,16 +165,20 @@ export function generateDocuments(inputs: SiteInputs, options: RenderOptions = {
       schema: "manager",
       document: buildManagerRelease(config, inputs.manager, at),
     },
-    { path: SITE_PATHS.workflow, schema: "workflow", document: buildWorkflowDocument(config, readiness, at) },
+    {
+      path: SITE_PATHS.workflow,
+      schema: "workflow",
+      document: buildWorkflowDocument(config, readiness, CHECKS, at),
+    },
     {
       path: SITE_PATHS.backendContract,
       schema: "backend-contract",
-      document: buildBackendContract(config, inputs.endpoints, readiness, at),
+      document: buildBackendContract(config, inputs.endpoints, readiness, CHECKS, at),
     },
     {
       path: SITE_PATHS.validationContract,
       schema: "game-publishing-validation",
-      document: { ...buildValidationContract(config, supported, frameworkVersion, at) },
+      document: { ...buildValidationContract(config, supported, frameworkVersion, CHECKS, at) },
     },
   ];
   const changes = inputs.changes ?? [];

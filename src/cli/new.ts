@@ -9,11 +9,11 @@ import { MANIFEST_FILE_NAME, type ValidationContract } from "../contracts/valida
 import { RELEASE_SIDECAR_ASSET } from "../bot/release-intake.ts";
 import { parseSubmissionPath, submissionPath } from "../github/submission-files.ts";
 import { readManifest, SIDECAR_JSON_LIMITS, validateSidecar } from "../validation/documents.ts";
-import { zipCapsFromPolicy } from "../validation/runner.ts";
+import { zipCapsFromPolicy } from "../validation/package-analysis.ts";
 import type { Manifest, PackageAnalysis, Sidecar } from "../validation/types.ts";
 import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import { DEFAULT_ZIP_CAPS } from "../contracts/validation-contract.ts";
-import { readAt } from "../validation/runner.ts";
+import { readAt } from "../validation/package-source.ts";
 import { type ByteSource, inflateEntry, readZipStructure, type ZipCaps } from "../validation/zip/reader.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
 import { parseFlags } from "./project.ts";

@@ -7,21 +7,17 @@ import JSZip from "jszip";
 import { readValidationDocuments } from "../catalog/validator.ts";
 import { SOURCE_SCHEMA_BASE } from "../contracts/schemas.ts";
 import { MANIFEST_FILE_NAME, type ValidationContract } from "../contracts/validation-contract.ts";
-import { checkArchiveContentPolicy } from "../validation/checks/archive_content_policy.ts";
 import { passed } from "../validation/checks/common.ts";
-import { checkEntrypointPresence } from "../validation/checks/entrypoint_presence.ts";
-import { checkFileSignature } from "../validation/checks/file_signature.ts";
-import { checkManifestSchema } from "../validation/checks/manifest_schema.ts";
-import { checkModConfigContract } from "../validation/checks/mod_config_contract.ts";
-import { checkZipPathSafety } from "../validation/checks/zip_path_safety.ts";
+import { CHECKS, REASONS } from "../validation/checks/index.ts";
 import { CONFIG_JSON_LIMITS, MANIFEST_JSON_LIMITS, readManifest } from "../validation/documents.ts";
-import { analyzePackage } from "../validation/runner.ts";
+import { analyzePackage } from "../validation/package-analysis.ts";
 import type {
   CheckContext,
-  CheckFunction,
   CheckOutcome,
   Manifest,
   PackageAnalysis,
+  PackageCheck,
+  PackStage,
   Sidecar,
 } from "../validation/types.ts";
 import { parseUntrustedJson } from "../lib/untrusted-json.ts";
@@ -218,7 +214,7 @@ function capFindings(files: FolderFile[], policy: ValidationContract): ZipFindin
 function runPackageChecks(
   pkg: PackageAnalysis,
   policy: ValidationContract,
-  ids: CheckFunction[],
+  checks: readonly PackageCheck[],
 ): PackProblem[] {
   const manifestRead = readManifest(pkg, policy.manifestFileName);
   const manifest = manifestRead.ok ? manifestRead.value : null;
@@ -238,10 +234,11 @@ function runPackageChecks(
     schemaBaseUrl: SOURCE_SCHEMA_BASE,
     now: PACK_TIMESTAMP.toISOString(),
     results,
+    reasons: REASONS,
   };
   const problems: PackProblem[] = [];
-  for (const check of ids) {
-    const outcome = check(ctx);
+  for (const check of checks) {
+    const outcome = check.run(ctx);
     results.set(outcome.id, outcome);
     // A blocked check is reported by the check that blocked it.
     if (outcome.status === "failed" && !outcome.reasonCode?.startsWith("blocked_by_"))
@@ -250,14 +247,17 @@ function runPackageChecks(
   return problems;
 }
 
-const FILE_LIST_CHECKS = [
-  checkManifestSchema,
-  checkZipPathSafety,
-  checkArchiveContentPolicy,
-  checkEntrypointPresence,
-  checkModConfigContract,
-];
-const BUILT_ZIP_CHECKS = [checkFileSignature, ...FILE_LIST_CHECKS];
+function packChecks(stage: Exclude<PackStage, null>): PackageCheck[] {
+  return CHECKS.flatMap((check) => (check.scope === "package" && check.pack === stage ? [check] : []));
+}
+
+/**
+ * The checks pack runs, chosen by each check's own `pack` (validation/checks/index.ts), in the
+ * registry's order: the file-list ones before a byte is written, then on the built ZIP those that
+ * need its bytes first and the file-list ones again.
+ */
+export const FILE_LIST_CHECKS: readonly PackageCheck[] = packChecks("file_list");
+export const BUILT_ZIP_CHECKS: readonly PackageCheck[] = [...packChecks("built_zip"), ...FILE_LIST_CHECKS];
 
 /** Judges the file list before any content but the manifest and the config file is read. */
 function checkFileList(files: FolderFile[], policy: ValidationContract): PackProblem[] {

@@ -9,8 +9,8 @@ import { createClamdScanner, parseClamdTarget } from "../validation/antivirus/cl
 import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
 import { SIDECAR_JSON_LIMITS } from "../validation/documents.ts";
-import { runValidation, type ValidationProgress } from "../validation/runner.ts";
-import type { GameBuildsDocument } from "../validation/types.ts";
+import { runValidation } from "../validation/runner.ts";
+import type { GameBuildsDocument, ValidationProgress } from "../validation/types.ts";
 import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
 

@@ -1,7 +1,7 @@
 import type { PortalConfig } from "../config/portal-config.ts";
 import { ERROR_STATUS } from "../errors.ts";
 import { STATES } from "../workflow/machine.ts";
-import { REQUIRED_PACKAGE_CHECK_IDS } from "./checks.ts";
+import { type CheckDefinition, requiredPackageCheckIds } from "./checks.ts";
 import type { EndpointDefinition } from "./endpoints.ts";
 import type { Readiness } from "./readiness.ts";
 import { portalUrls } from "./urls.ts";
@@ -24,6 +24,7 @@ export function buildBackendContract(
   config: PortalConfig,
   endpoints: readonly EndpointDefinition[],
   readiness: Readiness,
+  checks: readonly CheckDefinition[],
   generatedAt: string,
 ) {
   const urls = portalUrls(config.baseUrl);
@@ -86,7 +87,7 @@ export function buildBackendContract(
       queue: "mod-validation" as const,
       frameworkValidationContractUrl: urls.validationContract,
       frameworkValidationContractSchemaUrl: urls.validationContractSchema,
-      requiredChecks: [...REQUIRED_PACKAGE_CHECK_IDS],
+      requiredChecks: requiredPackageCheckIds(checks),
     },
     catalogPublisher: {
       outputs: PUBLICATION_OUTPUTS,

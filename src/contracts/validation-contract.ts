@@ -1,5 +1,5 @@
 import type { PortalConfig } from "../config/portal-config.ts";
-import { CHECKS, REQUIRED_PACKAGE_CHECK_IDS } from "./checks.ts";
+import { type CheckDefinition, checkDefinition, requiredPackageCheckIds } from "./checks.ts";
 import { portalUrls } from "./urls.ts";
 
 export const MANIFEST_FILE_NAME = "svc-mod.json";
@@ -15,7 +15,7 @@ export interface ValidationContract {
   sidecarSchemaUrl: string;
   manifestSchemaUrl: string;
   manifestFileName: typeof MANIFEST_FILE_NAME;
-  checks: Array<{ id: string; required: boolean; scope: "package" | "workflow"; description: string }>;
+  checks: CheckDefinition[];
   requiredChecks: string[];
   package: {
     acceptedContentTypes: Array<"application/zip" | "application/x-zip-compressed">;
@@ -62,6 +62,7 @@ export function buildValidationContract(
   config: PortalConfig,
   supportedGameBuilds: string[],
   frameworkVersion: string | null,
+  checks: readonly CheckDefinition[],
   generatedAt: string,
 ): ValidationContract {
   const urls = portalUrls(config.baseUrl);
@@ -75,8 +76,8 @@ export function buildValidationContract(
     sidecarSchemaUrl: urls.sidecarSchema,
     manifestSchemaUrl: urls.manifestSchema,
     manifestFileName: MANIFEST_FILE_NAME,
-    checks: CHECKS.map((c) => ({ ...c })),
-    requiredChecks: [...REQUIRED_PACKAGE_CHECK_IDS],
+    checks: checks.map(checkDefinition),
+    requiredChecks: requiredPackageCheckIds(checks),
     package: {
       acceptedContentTypes: ["application/zip", "application/x-zip-compressed"],
       maxPackageBytes: config.limits.maxPackageBytes,

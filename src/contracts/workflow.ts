@@ -1,6 +1,6 @@
 import type { PortalConfig } from "../config/portal-config.ts";
 import { STATES, TRANSITIONS } from "../workflow/machine.ts";
-import { CHECKS } from "./checks.ts";
+import type { CheckDefinition } from "./checks.ts";
 import type { Readiness } from "./readiness.ts";
 import { portalUrls } from "./urls.ts";
 
@@ -22,7 +22,12 @@ export const MANUAL_FALLBACK = {
   command: "npx svc import --package <MyMod-1.2.0.zip> --metadata <release.json>",
 };
 
-export function buildWorkflowDocument(config: PortalConfig, readiness: Readiness, generatedAt: string) {
+export function buildWorkflowDocument(
+  config: PortalConfig,
+  readiness: Readiness,
+  checks: readonly CheckDefinition[],
+  generatedAt: string,
+) {
   const urls = portalUrls(config.baseUrl);
   const auth = readiness.services.find((s) => s.id === "auth_service")!;
   const uploads = readiness.services.find((s) => s.id === "upload_storage")!;
@@ -81,7 +86,7 @@ export function buildWorkflowDocument(config: PortalConfig, readiness: Readiness
       effect: t.effect,
       source: t.source,
     })),
-    validationChecks: CHECKS.map((c) => ({
+    validationChecks: checks.map((c) => ({
       id: c.id,
       required: c.required,
       description: c.description,

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { appendAuditEvent } from "../accounts/audit.ts";
 import type { RandomBytes } from "../accounts/secrets.ts";
 import type { PortalConfig } from "../config/portal-config.ts";
-import { CHECKS } from "../contracts/checks.ts";
+import { CHECKS } from "../validation/checks/index.ts";
 import { portalUrls } from "../contracts/urls.ts";
 import { SvcError } from "../errors.ts";
 import type { SqlExecutor, Store } from "../store/store.ts";

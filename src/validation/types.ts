@@ -1,9 +1,48 @@
 import type { CatalogDocument } from "../contracts/catalog.ts";
+import type { CheckDefinition } from "../contracts/checks.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";
 import type { Dependency, Entrypoint } from "../contracts/records.ts";
-import type { ScanResult } from "./antivirus/scanner.ts";
+import type { AntivirusScanner, ScanResult } from "./antivirus/scanner.ts";
+import type { CheckReasons, ReasonTable } from "./reasons.ts";
 import type { FileKind } from "./zip/sniff.ts";
-import type { ZipEntry, ZipFinding, ZipStructure } from "./zip/reader.ts";
+import type { ByteSource, ZipEntry, ZipFinding, ZipStructure } from "./zip/reader.ts";
+
+export interface ValidationProgress {
+  phase: "hashing" | "inspecting" | "scanning";
+  doneBytes: number;
+  totalBytes: number;
+}
+
+export interface ValidationInput {
+  /**
+   * The package: a path (opened once and read with positional reads), the bytes themselves, or
+   * any random-access source (what a test uses to watch every read).
+   */
+  package: { path: string } | { bytes: Uint8Array } | { source: ByteSource };
+  /** The untrusted sidecar as parsed JSON; undefined when none was supplied. */
+  sidecar: unknown;
+  /** Set when the caller could not parse the sidecar (invalid JSON, duplicate keys, ...). */
+  sidecarParseError?: string;
+  /** The framework validation contract (game-publishing-validation.v1.json). */
+  policy: ValidationContract;
+  /** The current catalog; null when unavailable (catalog-aware checks then fail closed). */
+  catalog: CatalogDocument | null;
+  /** The game-build compatibility matrix; null when unavailable. */
+  gameBuilds: GameBuildsDocument | null;
+  /** null: no scanner available, antivirus_scan fails closed. */
+  scanner: AntivirusScanner | null;
+  /** --no-antivirus: the scan is skipped and antivirus_scan fails (never passes). */
+  antivirusDisabled?: boolean;
+  onProgress?: (progress: ValidationProgress) => void;
+  /**
+   * Told how long each step took, in order, as it ends: hashing the package, reading its ZIP
+   * structure, the names, inspecting the entries, and each check (`svc validate --timings`).
+   */
+  onStepTimed?: (step: string, milliseconds: number) => void;
+  clock?: () => Date;
+  /** Concurrent scanner requests (clamd); default 4. */
+  scanConcurrency?: number;
+}
 
 export type CheckStatus = "passed" | "failed" | "skipped";
 
@@ -178,6 +217,36 @@ export interface CheckContext {
   now: string;
   /** Results of the checks that already ran, for blocking. */
   results: ReadonlyMap<string, CheckOutcome>;
+  /**
+   * The joined reason table (checks/index.ts): which check reports a code, so that a check blocked
+   * by a package problem names the check that reports it.
+   */
+  reasons: ReasonTable;
 }
 
 export type CheckFunction = (ctx: CheckContext) => CheckOutcome;
+
+/**
+ * What `svc pack` runs a package check on before it writes anything: "file_list" the planned file
+ * list (and then the built ZIP as well), "built_zip" only the built ZIP's bytes, null never (the
+ * check needs the sidecar, the catalog, the game builds or the scanner, which pack has not).
+ */
+export type PackStage = "file_list" | "built_zip" | null;
+
+/** A check over one package, as it describes itself (checks/index.ts lists every check). */
+export interface PackageCheck extends CheckDefinition {
+  scope: "package";
+  pack: PackStage;
+  /** Every reason code the check reports, with what it means and how to fix it. */
+  reasons: CheckReasons;
+  run: CheckFunction;
+}
+
+/** A check over the deployment (readiness.json, the post-publish smoke report), not over one package. */
+export interface WorkflowCheck extends CheckDefinition {
+  scope: "workflow";
+  reasons: CheckReasons;
+  run: (document: unknown) => CheckOutcome;
+}
+
+export type CheckDescriptor = PackageCheck | WorkflowCheck;

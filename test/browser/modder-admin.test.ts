@@ -6,7 +6,7 @@ import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fixFor } from "../../src/validation/reasons.ts";
+import { fixFor } from "../../src/validation/checks/index.ts";
 import { REPO_ROOT } from "../lib/project.ts";
 import { type Portal, SKIP_CLAMSCAN, startPortal } from "../submissions/portal.ts";
 import { writeZip } from "../support/zip.ts";

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { renderStoredStatus } from "../../src/bot/comments.ts";
-import { CHECKS } from "../../src/contracts/checks.ts";
+import { CHECKS } from "../../src/validation/checks/index.ts";
 import type { SubmissionState } from "../../src/workflow/machine.ts";
 import { intakeSubmissionReport } from "../../src/github/submission-report.ts";
 import { Octokit } from "@octokit/rest";

@@ -1,13 +1,13 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { CHECKS, REQUIRED_PACKAGE_CHECK_IDS } from "../../src/contracts/checks.ts";
 import { checkBackendReadiness } from "../../src/validation/checks/backend_readiness.ts";
 import { checkPublicSmoke } from "../../src/validation/checks/public_smoke.ts";
-import { REASONS } from "../../src/validation/reasons.ts";
+import { CHECKS, REASONS, REQUIRED_PACKAGE_CHECK_IDS } from "../../src/validation/checks/index.ts";
 import { PACKAGE_CHECKS } from "../../src/validation/runner.ts";
 import { SOURCE_SCHEMA_BASE, schemaRegistry } from "../../src/contracts/schemas.ts";
 import { policyShapeProblems } from "../../src/validation/policy-shape.ts";
+import { ANY_CHECK_REASONS } from "../../src/validation/reasons.ts";
 import { parseUntrustedJson } from "../../src/lib/untrusted-json.ts";
 import { policy } from "./fixtures.ts";
 
@@ -32,6 +32,53 @@ describe("the checks, the policy and the docs agree", () => {
       expect(info.check === "*" || ids.has(info.check), code).toBe(true);
       expect(info.fix.length, code).toBeGreaterThan(10);
     }
+  });
+});
+
+describe("every check is described once, in its own file, and listed in CHECKS", () => {
+  const root = fileURLToPath(new URL("../../", import.meta.url));
+  const json = (path: string) => JSON.parse(readFileSync(`${root}${path}`, "utf8"));
+
+  it("each file under src/validation/checks is a check of CHECKS, named after its id", () => {
+    const files = readdirSync(`${root}src/validation/checks`)
+      .filter((name) => name.endsWith(".ts") && name !== "index.ts" && name !== "common.ts")
+      .map((name) => name.slice(0, -".ts".length))
+      .sort();
+    expect(files).toEqual(CHECKS.map((c) => c.id).sort());
+  });
+
+  it("no reason code is declared twice: by two checks, or by a check and as any check's", () => {
+    const declared = [...CHECKS.flatMap((c) => Object.keys(c.reasons)), ...Object.keys(ANY_CHECK_REASONS)];
+    expect(declared.length).toBe(new Set(declared).size);
+    expect(Object.keys(REASONS).length).toBe(declared.length);
+  });
+
+  it("docs/validation.md carries each check's description and each code's meaning and fix as declared", () => {
+    const cell = (text: string) => text.replaceAll("|", "\\|");
+    for (const check of CHECKS) expect(docs).toContain(`### \`${check.id}\`\n\n${check.description}\n`);
+    for (const [code, info] of Object.entries(REASONS))
+      expect(docs).toContain(`| \`${code}\` | ${cell(info.meaning)} | ${cell(info.fix)} |`);
+  });
+
+  it("the backend contract schema's checkId enum names the package checks, in order", () => {
+    const schema = json("schemas/publishing/backend-contract.schema.json");
+    expect(schema.$defs.checkId.enum).toEqual(CHECKS.filter((c) => c.scope === "package").map((c) => c.id));
+  });
+
+  it("the committed site documents list the checks of CHECKS (svc build writes them from it)", () => {
+    const definitions = CHECKS.map(({ id, required, scope, description }) => ({
+      id,
+      required,
+      scope,
+      description,
+    }));
+    const contract = json("site/api/v1/publishing/game-publishing-validation.v1.json");
+    expect(contract.checks).toEqual(definitions);
+    expect(contract.requiredChecks).toEqual([...REQUIRED_PACKAGE_CHECK_IDS]);
+    expect(json("site/api/v1/publishing/workflow.json").validationChecks).toEqual(definitions);
+    expect(json("site/api/v1/publishing/backend-contract.json").validationWorker.requiredChecks).toEqual([
+      ...REQUIRED_PACKAGE_CHECK_IDS,
+    ]);
   });
 });
 

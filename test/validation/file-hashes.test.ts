@@ -4,7 +4,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { validatePackage, zipCapsFromPolicy } from "../../src/validation/runner.ts";
+import { zipCapsFromPolicy } from "../../src/validation/package-analysis.ts";
+import { validatePackage } from "../../src/validation/runner.ts";
 import { type ByteSource, bufferSource, readZipStructure } from "../../src/validation/zip/reader.ts";
 import { gameBuilds, manifestFor, policy, sidecarFor } from "./fixtures.ts";
 

@@ -4,6 +4,7 @@ import type { Dependency, Entrypoint, ReleaseRecord } from "../../src/contracts/
 import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { buildCatalog, type CatalogDocument, visibleMods } from "../../src/contracts/catalog.ts";
 import { buildValidationContract, type ValidationContract } from "../../src/contracts/validation-contract.ts";
+import { CHECKS } from "../../src/validation/checks/index.ts";
 import type { GameBuildsDocument } from "../../src/validation/types.ts";
 import { buildZip, type FixtureEntry, fakePe } from "./zip-builder.ts";
 
@@ -12,7 +13,7 @@ export const BUILD = "17000000";
 const config = loadPortalConfig(fileURLToPath(new URL("../../portal.config.json", import.meta.url)));
 
 export function policy(): ValidationContract {
-  return buildValidationContract(config, [BUILD], null, NOW);
+  return buildValidationContract(config, [BUILD], null, CHECKS, NOW);
 }
 
 export function gameBuilds(): GameBuildsDocument {

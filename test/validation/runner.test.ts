@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClamdScanner } from "../../src/validation/antivirus/clamd.ts";
 import { createClamscanScanner } from "../../src/validation/antivirus/clamscan.ts";
 import type { AntivirusScanner } from "../../src/validation/antivirus/scanner.ts";
-import { runValidation, type ValidationInput } from "../../src/validation/runner.ts";
-import type { ValidationReport } from "../../src/validation/types.ts";
+import { runValidation } from "../../src/validation/runner.ts";
+import type { ValidationInput, ValidationReport } from "../../src/validation/types.ts";
 import {
   clamdPath,
   clamscanPath,

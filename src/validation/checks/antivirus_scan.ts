@@ -1,18 +1,52 @@
 import { isLimitsVerdict } from "../antivirus/limits-probe.ts";
-import type { CheckContext, CheckOutcome } from "../types.ts";
-import { blocked, contentBlocker, failed, passed } from "./common.ts";
+import type { CheckContext, CheckOutcome, PackageCheck } from "../types.ts";
+import { blocked, contentBlocker, failuresOf, passed } from "./common.ts";
 
 const ID = "antivirus_scan";
+
+export const antivirusScan = {
+  id: ID,
+  scope: "package",
+  required: true,
+  pack: null,
+  description:
+    "The ZIP and every entry pass the deployed antivirus scanner before review or publication; an unavailable scanner fails the check.",
+  reasons: {
+    malware_detected: {
+      meaning: "The antivirus scanner reported a signature in the package or one of its entries.",
+      fix: "Remove the infected file; if you believe it is a false positive, contact the moderators.",
+    },
+    scanner_unavailable: {
+      meaning: "No antivirus scanner was reachable; validation fails closed.",
+      fix: "Run clamd (or install clamscan) and pass --clamd or --clamscan; the portal never passes unscanned packages.",
+    },
+    scanner_timeout: {
+      meaning: "The scanner did not answer in time; validation fails closed.",
+      fix: "Retry; if it persists, check the scanner's load and limits.",
+    },
+    scanner_error: {
+      meaning: "The scanner answered with an error (for example a size limit); validation fails closed.",
+      fix: "See the log line; raise clamd StreamMaxLength/MaxScanSize/MaxFileSize to the package cap.",
+    },
+    antivirus_disabled: {
+      meaning: "Scanning was turned off (--no-antivirus), so the package cannot pass.",
+      fix: "Run again with a scanner (--clamd or --clamscan).",
+    },
+  },
+  run: checkAntivirusScan,
+} as const satisfies PackageCheck;
+
+const { failed } = failuresOf(antivirusScan);
 
 export function checkAntivirusScan(ctx: CheckContext): CheckOutcome {
   const scan = ctx.pkg.scan;
   if (scan.state === "disabled") {
-    return failed(ID, "antivirus_disabled", [
+    return failed("antivirus_disabled", [
       "antivirus scanning was turned off; an unscanned package never passes",
     ]);
   }
   if (scan.state === "not_configured") {
-    return failed(ID, "scanner_unavailable", ["no antivirus scanner is configured; the check fails closed"]);
+    return failed("scanner_unavailable", ["no antivirus scanner is configured; the check fails closed"]);
   }
   if (scan.state !== "ran") {
     const blocker = contentBlocker(ctx);
@@ -26,7 +60,6 @@ export function checkAntivirusScan(ctx: CheckContext): CheckOutcome {
   const infected = scan.verdicts.filter((v) => v.result.status === "infected" && !isLimitsVerdict(v.result));
   if (infected.length > 0) {
     return failed(
-      ID,
       "malware_detected",
       infected
         .slice(0, 50)
@@ -43,7 +76,6 @@ export function checkAntivirusScan(ctx: CheckContext): CheckOutcome {
           ? "scanner_unavailable"
           : "scanner_error";
     return failed(
-      ID,
       code,
       errors
         .slice(0, 20)

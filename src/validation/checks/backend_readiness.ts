@@ -1,7 +1,28 @@
-import type { CheckOutcome } from "../types.ts";
-import { failed, passed } from "./common.ts";
+import type { CheckOutcome, WorkflowCheck } from "../types.ts";
+import { failuresOf, passed } from "./common.ts";
 
 const ID = "backend_readiness";
+
+export const backendReadiness = {
+  id: ID,
+  scope: "workflow",
+  required: true,
+  description:
+    "Auth, storage, workers, moderation, publishing, audit and public smoke are ready before uploads go live.",
+  reasons: {
+    backend_not_ready: {
+      meaning: "The readiness document reports blockers or services that are not live.",
+      fix: "Resolve the listed blockers before uploads go live.",
+    },
+    readiness_unavailable: {
+      meaning: "The readiness document is missing or malformed.",
+      fix: "Regenerate readiness.json with svc build.",
+    },
+  },
+  run: checkBackendReadiness,
+} as const satisfies WorkflowCheck;
+
+const { failed } = failuresOf(backendReadiness);
 
 interface ReadinessLike {
   schema?: unknown;
@@ -20,7 +41,7 @@ export function checkBackendReadiness(readiness: unknown): CheckOutcome {
     doc.schema !== "svc.production-readiness.v1" ||
     !Array.isArray(doc.gates)
   ) {
-    return failed(ID, "readiness_unavailable", [
+    return failed("readiness_unavailable", [
       "readiness.json is missing or is not svc.production-readiness.v1",
     ]);
   }
@@ -32,6 +53,6 @@ export function checkBackendReadiness(readiness: unknown): CheckOutcome {
   for (const g of doc.gates) {
     if (g.status !== "ready") log.push(`gate ${String(g.id)} ${String(g.title)} is ${String(g.status)}`);
   }
-  if (log.length > 0) return failed(ID, "backend_not_ready", log);
+  if (log.length > 0) return failed("backend_not_ready", log);
   return passed(ID, ["every gate is ready, there are no blockers and the backend is live"]);
 }

@@ -1,9 +1,51 @@
 import * as semver from "../../contracts/semver.ts";
 import type { Dependency } from "../../contracts/records.ts";
-import type { CheckContext, CheckOutcome } from "../types.ts";
-import { blocked, canonical, failed, firstNotPassed, passed } from "./common.ts";
+import type { CheckContext, CheckOutcome, PackageCheck } from "../types.ts";
+import { blocked, canonical, failuresOf, firstNotPassed, passed } from "./common.ts";
 
 const ID = "dependency_contract";
+
+export const dependencyContract = {
+  id: ID,
+  scope: "package",
+  required: true,
+  pack: null,
+  description:
+    "Sidecar dependencies match manifest dependencies, name catalog mods with parseable ranges, have no cycles and stay manager-readable.",
+  reasons: {
+    dependency_mismatch: {
+      meaning: "The sidecar and svc-mod.json declare different dependencies.",
+      fix: "Declare the same dependencies (id and version range) in both files.",
+    },
+    dependency_unknown_mod: {
+      meaning: "A dependency names a mod that is not in the catalog.",
+      fix: "Depend only on mods published in the catalog, or publish the dependency first.",
+    },
+    dependency_invalid_range: {
+      meaning: "A dependency version range is not a valid semver range.",
+      fix: "Use a semver range such as ^1.2.0 or >=1.0.0 <2.0.0.",
+    },
+    dependency_unsatisfiable: {
+      meaning: "No published version of the dependency satisfies the declared range.",
+      fix: "Widen the range or publish a matching version of the dependency first.",
+    },
+    dependency_self: {
+      meaning: "The mod depends on itself.",
+      fix: "Remove the self-dependency.",
+    },
+    dependency_cycle: {
+      meaning: "The dependencies form a cycle through published mods.",
+      fix: "Break the cycle; a mod must not (indirectly) depend on itself.",
+    },
+    dependency_duplicate: {
+      meaning: "The same dependency id is declared more than once.",
+      fix: "Declare each dependency once.",
+    },
+  },
+  run: checkDependencyContract,
+} as const satisfies PackageCheck;
+
+const { failed } = failuresOf(dependencyContract);
 
 function normalized(deps: Dependency[]): string {
   return canonical(
@@ -27,36 +69,33 @@ export function checkDependencyContract(ctx: CheckContext): CheckOutcome {
   const deps = sidecar.dependencies;
   const seen = new Set<string>();
   for (const d of deps) {
-    if (seen.has(d.modId))
-      return failed(ID, "dependency_duplicate", [`${d.modId} is declared more than once`]);
+    if (seen.has(d.modId)) return failed("dependency_duplicate", [`${d.modId} is declared more than once`]);
     seen.add(d.modId);
   }
   if (normalized(deps) !== normalized(manifest.dependencies)) {
     const show = (list: Dependency[]) =>
       list.map((d) => `${d.modId} ${d.versionRange}${d.optional ? " (optional)" : ""}`).join(", ") ||
       "(none)";
-    return failed(ID, "dependency_mismatch", [
+    return failed("dependency_mismatch", [
       `sidecar: ${show(deps)}`,
       `svc-mod.json: ${show(manifest.dependencies)}`,
     ]);
   }
   const self = deps.find((d) => d.modId === sidecar.modId);
-  if (self) return failed(ID, "dependency_self", [`${sidecar.modId} lists itself as a dependency`]);
+  if (self) return failed("dependency_self", [`${sidecar.modId} lists itself as a dependency`]);
   const badRange = deps.filter((d) => semver.validRange(d.versionRange) === null);
   if (badRange.length > 0) {
     return failed(
-      ID,
       "dependency_invalid_range",
       badRange.map((d) => `${d.modId}: ${JSON.stringify(d.versionRange)} is not a semver range`),
     );
   }
   const catalog = ctx.catalog;
-  if (!catalog) return failed(ID, "catalog_unavailable", ["the catalog is needed to resolve dependencies"]);
+  if (!catalog) return failed("catalog_unavailable", ["the catalog is needed to resolve dependencies"]);
   const mods = new Map(catalog.mods.map((m) => [m.id, m]));
   const unknown = deps.filter((d) => !d.optional && !mods.has(d.modId));
   if (unknown.length > 0) {
     return failed(
-      ID,
       "dependency_unknown_mod",
       unknown.map((d) => `${d.modId} is not a mod in the catalog`),
     );
@@ -67,7 +106,6 @@ export function checkDependencyContract(ctx: CheckContext): CheckOutcome {
   });
   if (unsatisfiable.length > 0) {
     return failed(
-      ID,
       "dependency_unsatisfiable",
       unsatisfiable.map(
         (d) =>
@@ -90,7 +128,7 @@ export function checkDependencyContract(ctx: CheckContext): CheckOutcome {
     deps.map((d) => d.modId),
   );
   const cycle = findCycleThrough(sidecar.modId, edges);
-  if (cycle) return failed(ID, "dependency_cycle", [`dependency cycle: ${cycle.join(" -> ")}`]);
+  if (cycle) return failed("dependency_cycle", [`dependency cycle: ${cycle.join(" -> ")}`]);
   return passed(ID, [
     deps.length === 0
       ? "no dependencies"

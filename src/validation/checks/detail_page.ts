@@ -1,9 +1,37 @@
 import { portalUrls } from "../../contracts/urls.ts";
 import type { CatalogDocument } from "../../contracts/catalog.ts";
-import type { CheckContext, CheckOutcome, Sidecar } from "../types.ts";
-import { blocked, failed, passed } from "./common.ts";
+import type { CheckContext, CheckOutcome, PackageCheck, Sidecar } from "../types.ts";
+import { blocked, failuresOf, passed } from "./common.ts";
 
 const ID = "detail_page";
+
+export const detailPage = {
+  id: ID,
+  scope: "package",
+  required: true,
+  pack: null,
+  description:
+    "Everything the public mod detail page needs is present, and the page exists before catalog publication.",
+  reasons: {
+    detail_page_incomplete: {
+      meaning:
+        "The sidecar lacks something the public detail page requires (name, summary, description or release notes, authors).",
+      fix: "Fill in each requirement the log marks as missing.",
+    },
+    markup_in_text: {
+      meaning: "The name or summary contains HTML markup; they are shown as plain text.",
+      fix: "Remove tags such as <b> or <script> from the name and summary.",
+    },
+    unsafe_link: {
+      meaning:
+        "A link is not an https URL (javascript:, data:, http: and relative links are refused) or contains markup.",
+      fix: "Use https:// links only.",
+    },
+  },
+  run: checkDetailPage,
+} as const satisfies PackageCheck;
+
+const { failed } = failuresOf(detailPage);
 
 export interface DetailPageRequirement {
   id: string;
@@ -87,5 +115,5 @@ export function checkDetailPage(ctx: CheckContext): CheckOutcome {
       : first === "plain_text"
         ? "markup_in_text"
         : "detail_page_incomplete";
-  return failed(ID, code, log);
+  return failed(code, log);
 }

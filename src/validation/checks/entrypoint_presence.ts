@@ -1,9 +1,9 @@
-import type { CheckContext, CheckOutcome } from "../types.ts";
+import type { CheckContext, CheckOutcome, PackageCheck } from "../types.ts";
 import {
   blocked,
   canonical,
   extensionOf,
-  failed,
+  failuresOf,
   firstNotPassed,
   isUnderDirectory,
   passed,
@@ -11,6 +11,31 @@ import {
 } from "./common.ts";
 
 const ID = "entrypoint_presence";
+
+export const entrypointPresence = {
+  id: ID,
+  scope: "package",
+  required: true,
+  pack: "file_list",
+  description: "Every manifest entrypoint path exists in the ZIP.",
+  reasons: {
+    entrypoint_missing: {
+      meaning: "A manifest entrypoint path does not exist in the ZIP.",
+      fix: "Fix the path in svc-mod.json or add the file to the package.",
+    },
+    entrypoint_unsafe: {
+      meaning: "An entrypoint path is not a safe relative path, or points at a folder.",
+      fix: "Use a relative path to a file inside the package, with '/' separators.",
+    },
+    entrypoint_mismatch: {
+      meaning: "The sidecar and svc-mod.json declare different entrypoints.",
+      fix: "Declare the same entrypoints in both files.",
+    },
+  },
+  run: checkEntrypointPresence,
+} as const satisfies PackageCheck;
+
+const { failed } = failuresOf(entrypointPresence);
 
 export function checkEntrypointPresence(ctx: CheckContext): CheckOutcome {
   const missingCheck = firstNotPassed(ctx, ["sidecar_schema", "manifest_schema"]);
@@ -31,7 +56,7 @@ export function checkEntrypointPresence(ctx: CheckContext): CheckOutcome {
     canonical([...b].sort((x, y) => (sortKey(x) < sortKey(y) ? -1 : 1)));
   if (!same(manifest.entrypoints, sidecar.entrypoints)) {
     const show = (list: typeof manifest.entrypoints) => list.map((e) => `${e.kind}:${e.path}`).join(", ");
-    return failed(ID, "entrypoint_mismatch", [
+    return failed("entrypoint_mismatch", [
       `sidecar: ${show(sidecar.entrypoints)}`,
       `svc-mod.json: ${show(manifest.entrypoints)}`,
     ]);
@@ -78,7 +103,7 @@ export function checkEntrypointPresence(ctx: CheckContext): CheckOutcome {
       );
     }
   }
-  if (code) return failed(ID, code, log);
+  if (code) return failed(code, log);
   return passed(
     ID,
     manifest.entrypoints.map((e) => `${e.kind} entrypoint ${e.path} is present`),

@@ -1,15 +1,115 @@
-import type { CheckContext, CheckOutcome } from "../types.ts";
+import type { CheckContext, CheckOutcome, PackageCheck } from "../types.ts";
 import type { ZipFinding } from "../zip/reader.ts";
 import { ARCHIVE_KINDS, NATIVE_KINDS } from "../zip/sniff.ts";
-import { blocked, contentBlocker, extensionOf, failedWithFindings, ownerOf, passed } from "./common.ts";
+import { blocked, contentBlocker, extensionOf, failuresOf, ownerOf, passed } from "./common.ts";
 
 const ID = "file_signature";
 
+export const fileSignature = {
+  id: ID,
+  scope: "package",
+  required: true,
+  pack: "built_zip",
+  description:
+    "The archive and native binaries match allowed file signatures for their extensions before review or publication.",
+  reasons: {
+    not_a_zip: {
+      meaning: "The package is not a ZIP file.",
+      fix: "Upload a .zip archive (not 7z, RAR or a renamed file).",
+    },
+    eocd_missing: {
+      meaning: "The ZIP end-of-central-directory record is missing or truncated.",
+      fix: "The file is truncated or damaged; rebuild and re-upload it.",
+    },
+    eocd_invalid: {
+      meaning:
+        "The end-of-central-directory record lies (counts, sizes or offsets do not match the file), is ambiguous, or spans disks.",
+      fix: "Rebuild the ZIP with a standard tool.",
+    },
+    zip64_unsupported: {
+      meaning: "The ZIP uses ZIP64 records; packages are capped at 100 MiB and never need them.",
+      fix: "Rebuild the ZIP without ZIP64 (for example zip -fz- or a tool default for small archives).",
+    },
+    zip_version_unsupported: {
+      meaning:
+        "An entry declares a 'version needed to extract' above 2.0 (or for a system other than MS-DOS): unzip skips such an entry and Python's zipfile refuses the archive, while other tools extract it, so what players get depends on their tool.",
+      fix: "Rebuild the ZIP with a standard tool using stored or deflate entries without ZIP64 or encryption (they declare 1.0 or 2.0).",
+    },
+    zip_flags_unsupported: {
+      meaning:
+        "An entry sets general-purpose flags that extractors handle differently (compressed patched data, enhanced deflating, reserved bits), or is stored with a data descriptor that streaming extractors cannot delimit.",
+      fix: "Rebuild the ZIP with a standard tool (zip, 7-Zip, Windows 'Send to compressed folder'); avoid streaming writers' stored-with-descriptor mode.",
+    },
+    central_directory_invalid: {
+      meaning: "A central directory record is malformed or runs past the directory.",
+      fix: "Rebuild the ZIP with a standard tool.",
+    },
+    local_header_invalid: {
+      meaning: "A local file header is missing, malformed or runs past the file.",
+      fix: "Rebuild the ZIP with a standard tool.",
+    },
+    local_header_mismatch: {
+      meaning:
+        "A local file header disagrees with its central directory record (name, method, flags, CRC or sizes).",
+      fix: "Rebuild the ZIP with a standard tool; this is a classic smuggling technique.",
+    },
+    data_before_first_entry: {
+      meaning: "Bytes precede the first entry (a self-extractor stub or a polyglot file).",
+      fix: "Upload a plain ZIP, not a self-extracting archive.",
+    },
+    data_between_entries: {
+      meaning: "Unaccounted bytes sit between entries or before the central directory.",
+      fix: "Rebuild the ZIP with a standard tool.",
+    },
+    data_after_central_directory: {
+      meaning: "Bytes follow the central directory or the end record.",
+      fix: "Rebuild the ZIP; do not append data to it.",
+    },
+    overlapping_entries: {
+      meaning: "Entries share or overlap bytes (a ZIP bomb technique).",
+      fix: "Rebuild the ZIP with a standard tool.",
+    },
+    declared_size_mismatch: {
+      meaning: "An entry's data does not inflate to exactly its declared size, or has trailing bytes.",
+      fix: "Rebuild the ZIP with a standard tool.",
+    },
+    corrupt_entry_data: {
+      meaning: "An entry's compressed data is corrupt.",
+      fix: "Rebuild the ZIP; the file is damaged.",
+    },
+    crc_mismatch: {
+      meaning: "An entry's CRC-32 does not match its data.",
+      fix: "Rebuild the ZIP; the file is damaged or tampered with.",
+    },
+    disguised_executable: {
+      meaning:
+        "A file carries a native executable signature (PE/ELF/Mach-O) under a non-binary extension, such as a PE named .png.",
+      fix: "Remove the file, or name it for what it is and place it under Binaries/Win64 if it is a Windows library.",
+    },
+    non_windows_binary: {
+      meaning: "A file is an ELF or Mach-O binary; only Windows PE binaries are allowed.",
+      fix: "Remove the binary.",
+    },
+    forbidden_signature: {
+      meaning:
+        "A file's content has a type the policy refuses whatever its name (for example a Windows shortcut or a Java class).",
+      fix: "Remove the file.",
+    },
+    signature_mismatch: {
+      meaning: "A file's content does not match the signatures the policy allows for its extension.",
+      fix: "Make sure the file is really of the type its extension says (for example a .dll is a PE file).",
+    },
+  },
+  run: checkFileSignature,
+} as const satisfies PackageCheck;
+
+const { failedWithFindings } = failuresOf(fileSignature);
+
 export function checkFileSignature(ctx: CheckContext): CheckOutcome {
   const pkg = ctx.pkg;
-  if (pkg.unreadable) return blocked(ID, ownerOf(pkg.unreadable.code), pkg.unreadable.message);
+  if (pkg.unreadable) return blocked(ID, ownerOf(ctx, pkg.unreadable.code), pkg.unreadable.message);
   const { signatures, content } = ctx.policy;
-  const findings: ZipFinding[] = (pkg.structure?.findings ?? []).filter((f) => ownerOf(f.code) === ID);
+  const findings: ZipFinding[] = (pkg.structure?.findings ?? []).filter((f) => ownerOf(ctx, f.code) === ID);
   // The structural findings are the precise ones (a self-extractor is data_before_first_entry);
   // the package's own signature matters only when they found nothing.
   if (findings.length === 0 && pkg.packageKind && !signatures.package.includes(pkg.packageKind)) {
@@ -51,7 +151,7 @@ export function checkFileSignature(ctx: CheckContext): CheckOutcome {
       }
     }
   }
-  if (findings.length > 0) return failedWithFindings(ID, findings);
+  if (findings.length > 0) return failedWithFindings(findings);
   const blocker = contentBlocker(ctx);
   if (blocker) return blocked(ID, blocker.check, blocker.why);
   const counts = new Map<string, number>();

@@ -7,10 +7,27 @@ import {
   type VersionRecord,
 } from "../../contracts/catalog.ts";
 import { portalUrls } from "../../contracts/urls.ts";
-import type { CheckContext, CheckOutcome, Sidecar } from "../types.ts";
-import { blocked, failed, passed } from "./common.ts";
+import type { CheckContext, CheckOutcome, PackageCheck, Sidecar } from "../types.ts";
+import { blocked, failuresOf, passed } from "./common.ts";
 
 const ID = "manager_catalog_parse";
+
+export const managerCatalogParse = {
+  id: ID,
+  scope: "package",
+  required: true,
+  pack: null,
+  description: "The reference manager reader parses the catalog with this release in it.",
+  reasons: {
+    manager_parse_failed: {
+      meaning: "The catalog with this version added is rejected by the reference manager reader.",
+      fix: "See the log; usually a field the manager cannot read (version, URL, hash or dependency format).",
+    },
+  },
+  run: checkManagerCatalogParse,
+} as const satisfies PackageCheck;
+
+const { failed } = failuresOf(managerCatalogParse);
 
 /** The catalog as it would be with this release published (pure; the input is not modified). */
 export function prospectiveCatalog(catalog: CatalogDocument, sidecar: Sidecar, now: string): CatalogDocument {
@@ -75,10 +92,10 @@ export function checkManagerCatalogParse(ctx: CheckContext): CheckOutcome {
   const sidecar = ctx.sidecar.valid;
   if (!sidecar) return blocked(ID, "sidecar_schema", "the catalog entry is built from a valid sidecar");
   if (!ctx.catalog)
-    return failed(ID, "catalog_unavailable", ["the current catalog is needed to build the prospective one"]);
+    return failed("catalog_unavailable", ["the current catalog is needed to build the prospective one"]);
   const doc = prospectiveCatalog(ctx.catalog, sidecar, ctx.now);
   const result = parseManagerCatalog(JSON.stringify(doc));
-  if (!result.ok) return failed(ID, "manager_parse_failed", result.errors.slice(0, 50));
+  if (!result.ok) return failed("manager_parse_failed", result.errors.slice(0, 50));
   return passed(ID, [
     `the reference manager reader parses the catalog with ${sidecar.modId}@${sidecar.version} added (${result.mods} mod(s), ${result.versions} version(s))`,
   ]);

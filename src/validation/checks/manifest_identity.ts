@@ -1,7 +1,24 @@
-import type { CheckContext, CheckOutcome } from "../types.ts";
-import { blocked, failed, firstNotPassed, passed } from "./common.ts";
+import type { CheckContext, CheckOutcome, PackageCheck } from "../types.ts";
+import { blocked, failuresOf, firstNotPassed, passed } from "./common.ts";
 
 const ID = "manifest_identity";
+
+export const manifestIdentity = {
+  id: ID,
+  scope: "package",
+  required: true,
+  pack: null,
+  description: "Manifest id, name, version and targetGameBuild match the sidecar.",
+  reasons: {
+    identity_mismatch: {
+      meaning: "id, name, version or targetGameBuild differ between the sidecar and svc-mod.json.",
+      fix: "Make the sidecar and svc-mod.json carry identical id, name, version and targetGameBuild.",
+    },
+  },
+  run: checkManifestIdentity,
+} as const satisfies PackageCheck;
+
+const { failed } = failuresOf(manifestIdentity);
 
 export function checkManifestIdentity(ctx: CheckContext): CheckOutcome {
   const missing = firstNotPassed(ctx, ["sidecar_schema", "manifest_schema"]);
@@ -26,7 +43,7 @@ export function checkManifestIdentity(ctx: CheckContext): CheckOutcome {
       ([field, a, b]) =>
         `${field}: sidecar says ${JSON.stringify(a)}, svc-mod.json says ${JSON.stringify(b)}`,
     );
-  if (diffs.length > 0) return failed(ID, "identity_mismatch", diffs);
+  if (diffs.length > 0) return failed("identity_mismatch", diffs);
   return passed(ID, [
     `${sidecar.modId}@${sidecar.version} "${sidecar.name}" for game build ${sidecar.targetGameBuild}`,
   ]);

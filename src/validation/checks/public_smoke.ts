@@ -1,8 +1,29 @@
 import { SOURCE_SCHEMA_BASE, schemaRegistry } from "../../contracts/schemas.ts";
-import type { CheckOutcome } from "../types.ts";
-import { failed, passed } from "./common.ts";
+import type { CheckOutcome, WorkflowCheck } from "../types.ts";
+import { failuresOf, passed } from "./common.ts";
 
 const ID = "public_smoke";
+
+export const publicSmoke = {
+  id: ID,
+  scope: "workflow",
+  required: true,
+  description:
+    "Public smoke fetches JSON endpoints, downloads artifacts, verifies hashes and runs manager URL readers.",
+  reasons: {
+    smoke_failed: {
+      meaning: "The post-publish smoke report shows a failed step.",
+      fix: "See the failed steps in the log; fix the deployment and rerun svc smoke.",
+    },
+    smoke_report_unavailable: {
+      meaning: "No post-publish smoke report (svc.post-publish-smoke.v1) was supplied or it is malformed.",
+      fix: "Run the public smoke after publication.",
+    },
+  },
+  run: checkPublicSmoke,
+} as const satisfies WorkflowCheck;
+
+const { failed } = failuresOf(publicSmoke);
 
 interface SmokeReport {
   passed: boolean;
@@ -16,12 +37,11 @@ interface SmokeReport {
 /** Workflow-level: did the post-publish smoke (svc.post-publish-smoke.v1) pass? */
 export function checkPublicSmoke(report: unknown): CheckOutcome {
   if (report === null || report === undefined) {
-    return failed(ID, "smoke_report_unavailable", ["no post-publish smoke report was supplied"]);
+    return failed("smoke_report_unavailable", ["no post-publish smoke report was supplied"]);
   }
   const result = schemaRegistry(SOURCE_SCHEMA_BASE).validate<SmokeReport>("post-publish-smoke", report);
   if (!result.ok) {
     return failed(
-      ID,
       "smoke_report_unavailable",
       result.issues.slice(0, 20).map((i) => `report${i.path}: ${i.message}`),
     );
@@ -36,7 +56,7 @@ export function checkPublicSmoke(report: unknown): CheckOutcome {
     ...r.ruleFailures.map((f) => `rule ${f.rule}: ${f.message}`),
   ];
   if (!r.passed || log.length > 0)
-    return failed(ID, "smoke_failed", log.length ? log : ["the report says passed: false"]);
+    return failed("smoke_failed", log.length ? log : ["the report says passed: false"]);
   return passed(ID, [
     `${r.baseUrl}: ${r.routes.length} route(s) and ${r.artifacts.length} artifact(s) verified, manager reader ok`,
   ]);

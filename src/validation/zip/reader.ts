@@ -1,5 +1,5 @@
 import * as zlib from "node:zlib";
-import type { ReasonCode } from "../reasons.ts";
+import type { ReasonCode } from "../checks/index.ts";
 import { crc32 } from "./crc32.ts";
 
 /** Random access to the package bytes: a Buffer in memory, or positional reads from an open file. */

@@ -1,0 +1,234 @@
+import { createHash } from "node:crypto";
+import type { ValidationContract } from "../contracts/validation-contract.ts";
+import { sha256Hex } from "../lib/hash.ts";
+import { parseUntrustedJson } from "../lib/untrusted-json.ts";
+import { isLimitsVerdict } from "./antivirus/limits-probe.ts";
+import { MANIFEST_JSON_LIMITS } from "./documents.ts";
+import { chunksOf, openPackage } from "./package-source.ts";
+import { ScanQueue, startPackageScan } from "./scan-queue.ts";
+import type { InspectedEntry, PackageAnalysis, PackageFile, ValidationInput } from "./types.ts";
+import { analyzeCollisions, analyzeName } from "./zip/names.ts";
+import {
+  type ByteSource,
+  inflateEntry,
+  readZipStructure,
+  type ZipCaps,
+  type ZipFinding,
+} from "./zip/reader.ts";
+import { sniffFileType } from "./zip/sniff.ts";
+
+const HASH_CHUNK = 4 * 1024 * 1024;
+
+export function zipCapsFromPolicy(policy: ValidationContract): ZipCaps {
+  const p = policy.package;
+  return {
+    maxEntries: p.maxEntries,
+    maxNameBytes: p.maxNameBytes,
+    maxPathDepth: p.maxPathDepth,
+    maxEntryUncompressedBytes: p.maxEntryUncompressedBytes,
+    maxTotalUncompressedBytes: p.maxTotalUncompressedBytes,
+    maxCompressionRatio: p.maxCompressionRatio,
+    compressionRatioMinBytes: p.compressionRatioMinBytes,
+  };
+}
+
+/** modConfig file names the sidecar or the manifest point at: the runner keeps those bytes. */
+function configFileNames(sidecar: unknown, manifestBytes: Buffer | undefined): Set<string> {
+  const names = new Set<string>();
+  const add = (doc: unknown) => {
+    const file = (doc as { modConfig?: { file?: unknown } } | null)?.modConfig?.file;
+    if (typeof file === "string" && file.length <= 240) names.add(file);
+  };
+  add(sidecar);
+  if (manifestBytes) {
+    const parsed = parseUntrustedJson(manifestBytes, MANIFEST_JSON_LIMITS);
+    if (parsed.ok) add(parsed.value);
+  }
+  return names;
+}
+
+/** Times consecutive steps for onStepTimed: each call ends the step running since the last one. */
+export function stepTimer(report: ValidationInput["onStepTimed"]): (step: string) => void {
+  if (!report) return () => {};
+  let last = performance.now();
+  return (step) => {
+    const now = performance.now();
+    report(step, now - last);
+    last = now;
+  };
+}
+
+/** Read, hash, parse, inflate, sniff and scan the package once; checks then only read the result. */
+export async function analyzePackage(
+  input: ValidationInput,
+  stepDone = stepTimer(input.onStepTimed),
+): Promise<PackageAnalysis> {
+  const opened = await openPackage(input.package, input.policy.package.maxPackageBytes);
+  if ("unreadable" in opened) {
+    return {
+      sizeBytes: opened.sizeBytes,
+      sha256: null,
+      unreadable: opened.unreadable,
+      packageKind: null,
+      structure: null,
+      nameFindings: [],
+      entries: [],
+      contentInspected: false,
+      inflateFindings: [],
+      files: new Map(),
+      installFiles: [],
+      scan: { state: input.antivirusDisabled ? "disabled" : input.scanner ? "not_run" : "not_configured" },
+    };
+  }
+  try {
+    const analysis = await analyzeSource(input, opened.source, stepDone);
+    if (!(await opened.unchanged())) throw new Error("the package file changed while it was being validated");
+    return analysis;
+  } finally {
+    await opened.close();
+  }
+}
+
+async function analyzeSource(
+  input: ValidationInput,
+  source: ByteSource,
+  stepDone: (step: string) => void,
+): Promise<PackageAnalysis> {
+  const policy = input.policy;
+  const progress = input.onProgress ?? (() => {});
+  const reportsProgress = input.onProgress !== undefined;
+  const scanState = input.antivirusDisabled ? "disabled" : input.scanner ? null : "not_configured";
+  const total = source.size;
+  const scanner = input.scanner;
+  let scanTotal = total;
+  const queue =
+    scanner && !scanState
+      ? new ScanQueue(scanner, Math.max(1, input.scanConcurrency ?? 4), (done) =>
+          progress({ phase: "scanning", doneBytes: done, totalBytes: scanTotal }),
+        )
+      : null;
+  // The scanner is the long pole: it gets the package before anything else happens here.
+  const { packageScan, alertsOnLimits } =
+    queue && scanner
+      ? await startPackageScan(queue, scanner, source)
+      : { packageScan: null, alertsOnLimits: Promise.resolve(false) };
+  const hash = createHash("sha256");
+  let hashed = 0;
+  for (const chunk of chunksOf(source, HASH_CHUNK)) {
+    hash.update(chunk);
+    hashed += chunk.length;
+    progress({ phase: "hashing", doneBytes: hashed, totalBytes: total });
+  }
+  const sha256 = hash.digest("hex");
+  const packageKind = sniffFileType(
+    tailAware(source.read(0, 4096), source.read(Math.max(0, total - 4096), 4096), total),
+  );
+  stepDone("hash the package");
+  const caps = zipCapsFromPolicy(policy);
+  const structure = readZipStructure(source, caps);
+  stepDone("read the ZIP structure");
+  const nameFindings: ZipFinding[] = [];
+  for (const entry of structure.entries) {
+    const found = analyzeName(entry, caps);
+    if (found.length > 0) nameFindings.push(...found);
+  }
+  for (const finding of analyzeCollisions(structure.entries)) nameFindings.push(finding);
+  stepDone("check the names");
+  const entries: InspectedEntry[] = structure.entries.map((entry) => ({ entry, kind: null }));
+  const inflateFindings: ZipFinding[] = [];
+  const files = new Map<string, Buffer>();
+  const installFiles: PackageFile[] = [];
+
+  // That scan stands for the entries only when the scanner sees the same entries we do (a sound
+  // layout) and would report, not skip, what lies beyond its limits. Otherwise every entry is also
+  // scanned on its own below (a scanner round trip per batch of small entries).
+  const soundLayout = !structure.unsafeToInflate && structure.findings.length === 0;
+  const entriesInsidePackage = packageScan !== null && soundLayout && (await alertsOnLimits);
+  if (queue && !entriesInsidePackage) scanTotal += structure.totalUncompressedBytes;
+
+  if (!structure.unsafeToInflate) {
+    const manifestName = policy.manifestFileName;
+    const manifestEntry = entries.find((e) => e.entry.name === manifestName && !e.entry.isDirectory);
+    let manifestBytes: Buffer | undefined;
+    if (manifestEntry) {
+      const r = inflateEntry(source, manifestEntry.entry);
+      if (r.ok) manifestBytes = r.data;
+    }
+    const keep = configFileNames(input.sidecar, manifestBytes);
+    keep.add(manifestName);
+    let inspected = 0;
+    for (const item of entries) {
+      const { entry } = item;
+      if (entry.isDirectory) continue;
+      const result = inflateEntry(source, entry);
+      inspected += entry.compressedSize;
+      if (reportsProgress) progress({ phase: "inspecting", doneBytes: inspected, totalBytes: total });
+      if (!result.ok) {
+        inflateFindings.push({ code: result.code, entry: entry.name, message: result.message });
+        continue;
+      }
+      const data = result.data;
+      // Hashed from the buffer just inflated for the CRC and the scanner: the per-file hashes a
+      // manager verifies an installation with cost no second read of the package.
+      installFiles.push({
+        path: entry.name,
+        sizeBytes: data.length,
+        sha256: sha256Hex(data),
+      });
+      item.kind = sniffFileType(
+        data.length <= 4096
+          ? data
+          : tailAware(data.subarray(0, 4096), data.subarray(data.length - 4096), data.length),
+      );
+      // First one wins, as for the manifest above; duplicates fail zip_path_safety anyway.
+      if (keep.has(entry.name) && !files.has(entry.name)) files.set(entry.name, Buffer.from(data));
+      if (queue && !entriesInsidePackage) await queue.add(entry.index, JSON.stringify(entry.name), data);
+    }
+    // A finding inside the package is attributed: its entries are scanned one by one so the log
+    // names the infected ones. A limits finding is about the package as a whole and needs none.
+    const packageVerdict = entriesInsidePackage && packageScan ? await packageScan : null;
+    if (queue && packageVerdict?.status === "infected" && !isLimitsVerdict(packageVerdict)) {
+      for (const { entry } of entries) {
+        if (entry.isDirectory) continue;
+        const again = inflateEntry(source, entry);
+        if (again.ok) await queue.add(entry.index, JSON.stringify(entry.name), again.data);
+      }
+    }
+  }
+  if (!structure.unsafeToInflate) stepDone("inflate, verify and hash the entries");
+  const contentInspected = !structure.unsafeToInflate && inflateFindings.length === 0;
+  let scan: PackageAnalysis["scan"];
+  if (scanState) scan = { state: scanState };
+  else if (queue && scanner) {
+    scan = {
+      state: "ran",
+      scanner: scanner.description,
+      verdicts: await queue.drain(),
+      complete: contentInspected,
+      entryCoverage: entriesInsidePackage ? "package" : "each",
+    };
+  } else scan = { state: "not_run" };
+  if (queue) stepDone("wait for the antivirus scanner");
+  return {
+    sizeBytes: total,
+    sha256,
+    unreadable: null,
+    packageKind,
+    structure,
+    nameFindings,
+    entries,
+    contentInspected,
+    inflateFindings,
+    files,
+    installFiles,
+    scan,
+  };
+}
+
+/** The sniffer reads the head (and the tail, where some formats keep their magic); never megabytes. */
+function tailAware(head: Buffer, tail: Buffer, length: number): Buffer {
+  if (length <= head.length) return head;
+  if (length <= 8192)
+    return Buffer.concat([head, tail.subarray(Math.max(0, head.length - (length - tail.length)))]);
+  return Buffer.concat([head, tail]);
+}
