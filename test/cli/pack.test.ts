@@ -16,7 +16,8 @@ import { join } from "node:path";
 import JSZip from "jszip";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readValidationDocuments } from "../../src/catalog/validator.ts";
-import { PACK_TIMESTAMP, packFolder } from "../../src/cli/pack.ts";
+import { BUILT_ZIP_CHECKS, FILE_LIST_CHECKS, PACK_TIMESTAMP, packFolder } from "../../src/cli/pack.ts";
+import { CHECKS, REASONS } from "../../src/validation/checks/index.ts";
 import { REPO_ROOT, runCli } from "../lib/project.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
 
@@ -175,6 +176,16 @@ describe("svc pack refuses what validation would refuse, and writes nothing", ()
       "signature_mismatch",
     ],
   ];
+  it("runs the checks each check's own descriptor marks for pack, in the registry's order", () => {
+    const marked = (stage: "file_list" | "built_zip") =>
+      CHECKS.flatMap((c) => (c.scope === "package" && c.pack === stage ? [c.id] : []));
+    expect(FILE_LIST_CHECKS.map((c) => c.id)).toEqual(marked("file_list"));
+    expect(BUILT_ZIP_CHECKS.map((c) => c.id)).toEqual([...marked("built_zip"), ...marked("file_list")]);
+    // Each check pack runs refuses one of the folders above with its own reason code.
+    const refusedBy = new Set(cases.map(([, , code]) => REASONS[code as keyof typeof REASONS].check));
+    expect([...refusedBy].sort()).toEqual(BUILT_ZIP_CHECKS.map((c) => c.id).sort());
+  });
+
   for (const [what, edit, code] of cases) {
     it(`${what}: ${code}`, async () => {
       const dir = exampleCopy(edit);
