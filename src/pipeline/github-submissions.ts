@@ -30,6 +30,7 @@ import {
 import { STAGING_TAG_PREFIX, submissionPath } from "../github/submission-files.ts";
 import { SUBMISSION_REPORT_SCHEMA, type SubmissionReport } from "../github/submission-report.ts";
 import { SvcError } from "../errors.ts";
+import type { SqlExecutor } from "../store/store.ts";
 import type { Sidecar } from "../validation/types.ts";
 import type { SubmissionState } from "../workflow/machine.ts";
 import {
@@ -410,4 +411,21 @@ export async function linkPullRequest(
     [submissionId, pr.number, pr.htmlUrl],
   );
   return updated.rows[0]!;
+}
+
+/** The rows whose pull request the bot can still move, most recently changed first (at most 200). */
+export async function listOpenPullRequestRows(db: SqlExecutor): Promise<SubmissionRow[]> {
+  const open = await db.query<SubmissionRow>(
+    `SELECT * FROM submissions WHERE github_pull_request IS NOT NULL
+       AND state NOT IN ('cancelled', 'rejected', 'superseded') ORDER BY updated_at DESC LIMIT 200`,
+  );
+  return open.rows;
+}
+
+/** The approved rows that have a pull request: publish_catalog brings them in line before it merges. */
+export async function listApprovedPullRequestRows(db: SqlExecutor): Promise<SubmissionRow[]> {
+  const approved = await db.query<SubmissionRow>(
+    `SELECT * FROM submissions WHERE github_pull_request IS NOT NULL AND state = 'approved'`,
+  );
+  return approved.rows;
 }

@@ -1,0 +1,374 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { appendAuditEvent } from "../accounts/audit.ts";
+import {
+  findPublishedRelease,
+  hideRelease,
+  type PublisherOptions,
+  publishRelease,
+  unhideRelease,
+} from "../catalog/publisher.ts";
+import { SvcError } from "../errors.ts";
+import type { Sidecar } from "../validation/types.ts";
+import type { SubmissionState } from "../workflow/machine.ts";
+import {
+  encodeCursor,
+  failedChecks,
+  isStaff,
+  type PublishResult,
+  type PublishSummary,
+  type QueuePage,
+  type QueueQuery,
+  type SubmissionBackend,
+  type SubmissionCaller,
+  type UploadInput,
+  type UploadListPage,
+  type UploadListQuery,
+  type UploadTarget,
+} from "./backend.ts";
+import {
+  applySubmissionAction,
+  completePublication,
+  createSubmission,
+  type Decision,
+  findResubmittable,
+  listOwnedSubmissions,
+  listSubmissions,
+  loadSubmission,
+  medianWaitSeconds,
+  type NewSubmission,
+  newSubmissionId,
+  queueInfo,
+  resubmitSubmission,
+  type SubmissionDeps,
+  type SubmissionRow,
+  type SubmissionView,
+  submissionView,
+} from "./service.ts";
+import { removeStaged } from "./staging.ts";
+
+export interface LocalBackendOptions extends SubmissionDeps {
+  /** Private storage root: staged packages live under uploads/staging/ below it, never under site/. */
+  storageRoot: string;
+  /** null on Vercel: publication runs in the publish workflow, never in a function. */
+  publisher: PublisherOptions | null;
+  /** Wakes the mod-validation worker after an upload (it also polls). */
+  kickWorker: () => void;
+  /** False on Vercel: package bytes never pass through a function capped at 4.5 MB. */
+  acceptsPackageBytes: boolean;
+  log: (line: string) => void;
+}
+
+/** States the bot can no longer move on GitHub; a list brings only the others in line with their pull requests. */
+const SETTLED_STATES: SubmissionState[] = ["cancelled", "rejected", "superseded"];
+
+/**
+ * Submissions in the database: the SQL service moves them, the portal's worker validates the
+ * staged bytes, and publish_catalog publishes through the local publisher. The protected steps are
+ * where the GitHub implementation adds its pull request; here they do nothing beyond the database.
+ */
+export class LocalSubmissionBackend implements SubmissionBackend {
+  acceptsPackageBytes: boolean;
+  readonly acceptsPackageUrl: boolean = false;
+  /** Whether publish_catalog's summary counts merged pull requests. */
+  protected readonly reportsMerges: boolean = false;
+  protected readonly deps: SubmissionDeps;
+  protected readonly options: LocalBackendOptions;
+
+  constructor(options: LocalBackendOptions) {
+    this.options = options;
+    this.deps = { store: options.store, config: options.config, now: options.now, random: options.random };
+    this.acceptsPackageBytes = options.acceptsPackageBytes;
+  }
+
+  async uploadTarget(caller: SubmissionCaller, sidecar: Sidecar): Promise<UploadTarget> {
+    const resubmits = await findResubmittable(
+      this.deps.store,
+      caller.account.id,
+      sidecar.modId,
+      sidecar.version,
+    );
+    return {
+      submissionId: resubmits?.id ?? newSubmissionId(this.deps.random),
+      storageRoot: this.options.storageRoot,
+      resubmits,
+    };
+  }
+
+  async createUpload(
+    caller: SubmissionCaller,
+    target: UploadTarget,
+    upload: UploadInput,
+  ): Promise<SubmissionView> {
+    const row = await this.recordUpload(target, { ownerAccountId: caller.account.id, ...upload });
+    if (upload.staged.path !== null) this.options.kickWorker();
+    return this.view(row);
+  }
+
+  discardUpload(target: UploadTarget): void {
+    if (!target.resubmits) removeStaged(target.storageRoot, target.submissionId);
+  }
+
+  async status(caller: SubmissionCaller, submissionId: string): Promise<SubmissionView> {
+    const row = await loadSubmission(this.deps.store, submissionId);
+    if (!row || (row.owner_account_id !== caller.account.id && !isStaff(caller)))
+      throw new SvcError("not_found", `no submission ${submissionId}`);
+    return this.view(await this.current(row));
+  }
+
+  async cancel(caller: SubmissionCaller, submissionId: string): Promise<SubmissionView> {
+    const isAdmin = caller.roles.includes("admin");
+    const visibleTo = (r: SubmissionRow) => r.owner_account_id === caller.account.id || isAdmin;
+    await this.beforeCancel(submissionId, visibleTo);
+    const row = await applySubmissionAction(
+      this.deps,
+      submissionId,
+      "cancel",
+      { accountId: caller.account.id, kind: "modder" },
+      { visibleTo },
+    );
+    removeStaged(this.options.storageRoot, row.id);
+    return this.view(row);
+  }
+
+  async listUploads(caller: SubmissionCaller, query: UploadListQuery): Promise<UploadListPage> {
+    const store = this.deps.store;
+    const rows = await listOwnedSubmissions(store, {
+      owner: query.all ? null : caller.account.id,
+      limit: query.limit + 1,
+      ...(query.before ? { before: query.before } : {}),
+    });
+    const page = rows.slice(0, query.limit);
+    const now = this.deps.now();
+    const items = [];
+    for (const listed of page) {
+      // GitHub-backed: the rows the portal keeps, each open one first brought in line with its pull
+      // request (as upload_status does), so the list never shows a state the pull request has left.
+      const row = SETTLED_STATES.includes(listed.state) ? listed : await this.current(listed);
+      items.push({
+        submissionId: row.id,
+        ownerAccountId: row.owner_account_id,
+        modId: row.mod_id,
+        version: row.version,
+        state: row.state,
+        revision: row.revision,
+        package: {
+          fileName: row.package_file_name,
+          sizeBytes: Number(row.package_size_bytes),
+          sha256: row.package_sha256,
+        },
+        queuePosition:
+          row.state === "pending_review" ? (await queueInfo(store, row, now)).queuePosition : null,
+        failedChecks: failedChecks(row.validation_checks),
+        pullRequestUrl: row.github_pull_request_url,
+        packageUrl: row.publication?.packageUrl ?? null,
+        createdAt: new Date(row.created_at).toISOString(),
+        updatedAt: new Date(row.updated_at).toISOString(),
+        statusUrl: `/api/v1/uploads/${row.id}`,
+      });
+    }
+    const last = page.at(-1);
+    return {
+      items,
+      nextCursor: rows.length > query.limit && last ? encodeCursor(last) : null,
+      medianWaitSeconds: await medianWaitSeconds(store, now),
+    };
+  }
+
+  async moderationQueue(query: QueueQuery): Promise<QueuePage> {
+    const store = this.deps.store;
+    await this.refreshQueue();
+    const rows = await listSubmissions(store, {
+      states: query.states,
+      limit: query.limit + 1,
+      ...(query.after ? { after: query.after } : {}),
+    });
+    const page = rows.slice(0, query.limit);
+    const now = this.deps.now();
+    const items = [];
+    for (const row of page) {
+      const view = await submissionView(store, row, this.deps.config, now);
+      items.push({
+        submissionId: view.submissionId,
+        modId: view.modId,
+        version: view.version,
+        state: view.state,
+        ownerAccountId: view.ownerAccountId,
+        packageSha256: view.packageSha256,
+        queuePosition: view.review.queuePosition,
+        ageSeconds: Math.max(0, Math.round((now.getTime() - new Date(view.createdAt).getTime()) / 1000)),
+        failedChecks: failedChecks(view.validationChecks),
+        createdAt: view.createdAt,
+        updatedAt: view.updatedAt,
+        statusUrl: `/api/v1/uploads/${view.submissionId}`,
+      });
+    }
+    const last = page.at(-1);
+    return {
+      items,
+      nextCursor: rows.length > query.limit && last ? encodeCursor(last) : null,
+      medianWaitSeconds: await medianWaitSeconds(store, now),
+    };
+  }
+
+  async decide(
+    caller: SubmissionCaller,
+    submissionId: string,
+    decision: Decision,
+    notes: string,
+  ): Promise<SubmissionView> {
+    const found = await loadSubmission(this.deps.store, submissionId);
+    if (!found) throw new SvcError("not_found", `no submission ${submissionId}`);
+    if (found.owner_account_id === caller.account.id)
+      throw new SvcError("forbidden", "a moderator cannot decide on their own submission");
+    await this.recordDecision(caller, await this.current(found), decision, notes);
+    const row = await applySubmissionAction(
+      this.deps,
+      submissionId,
+      decision,
+      { accountId: caller.account.id, kind: "moderator" },
+      { notes },
+    );
+    return this.view(row);
+  }
+
+  async publishApproved(caller: SubmissionCaller): Promise<PublishSummary> {
+    await this.refreshApproved();
+    const approved = await listSubmissions(this.deps.store, { states: ["approved"], limit: 100 });
+    const results: PublishResult[] = [];
+    for (const row of approved) results.push(await this.publishOne(caller, row));
+    const published = results.filter((r) => r.outcome === "published").length;
+    const merged = results.filter((r) => r.outcome === "merged").length;
+    return {
+      published,
+      ...(this.reportsMerges ? { merged } : {}),
+      failed: results.length - published - merged,
+      results,
+    };
+  }
+
+  protected view(row: SubmissionRow): Promise<SubmissionView> {
+    return submissionView(this.deps.store, row, this.deps.config, this.deps.now());
+  }
+
+  protected publisher(): PublisherOptions {
+    if (!this.options.publisher)
+      throw new SvcError(
+        "not_implemented",
+        "this deployment does not publish by itself: merged submission pull requests are published by the publish workflow",
+      );
+    return this.options.publisher;
+  }
+
+  /** Here the database row is the truth; on GitHub the pull request is, and the row follows it. */
+  protected async current(row: SubmissionRow): Promise<SubmissionRow> {
+    return row;
+  }
+
+  /** Nothing moves a submission outside the database here; on GitHub reviews and /svc commands do. */
+  protected async refreshQueue(): Promise<void> {}
+
+  /** As refreshQueue, for the approved submissions publish_catalog is about to publish. */
+  protected async refreshApproved(): Promise<void> {}
+
+  protected async recordUpload(
+    target: UploadTarget,
+    input: Omit<NewSubmission, "id">,
+  ): Promise<SubmissionRow> {
+    return target.resubmits
+      ? resubmitSubmission(this.deps, target.resubmits.id, input)
+      : createSubmission(this.deps, { id: target.submissionId, ...input });
+  }
+
+  /** The move alone cancels here; on GitHub the pull request is closed first. */
+  protected async beforeCancel(
+    _submissionId: string,
+    _visibleTo: (row: SubmissionRow) => boolean,
+  ): Promise<void> {}
+
+  /** The effect of a decision beyond the row: hide and unhide change the public catalog. */
+  protected async recordDecision(
+    _caller: SubmissionCaller,
+    existing: SubmissionRow,
+    decision: Decision,
+    _notes: string,
+  ): Promise<void> {
+    if (decision !== "hide" && decision !== "unhide") return;
+    // The public catalog changes first (one atomic file commit); the move then records it.
+    const publisher = this.publisher();
+    if (decision === "hide" && (existing.state === "published" || existing.state === "superseded")) {
+      await hideRelease(publisher, existing.mod_id, existing.version);
+    } else if (decision === "unhide" && existing.state === "hidden") {
+      await unhideRelease(publisher, existing.mod_id, existing.version);
+    }
+  }
+
+  /** Publishes one approved submission with the local publisher; a failure is audited and reported, not thrown. */
+  protected async publishOne(caller: SubmissionCaller, row: SubmissionRow): Promise<PublishResult> {
+    const { storageRoot } = this.options;
+    try {
+      const publisher = this.publisher();
+      const stagedFile = join(storageRoot, row.staging_path ?? "");
+      // Publishing the same release again is a no-op success, so a retry after a crash between the
+      // files and this row completes the submission. Bytes already gone (a crash after the row
+      // moved) are fine when exactly this release is in the catalog.
+      const inCatalog =
+        row.staging_path && existsSync(stagedFile)
+          ? null
+          : findPublishedRelease(publisher, row.metadata, row.package_sha256);
+      const published = inCatalog
+        ? { record: inCatalog, alreadyPublished: true as const }
+        : await publishRelease(publisher, {
+            packageBytes: readFileSync(stagedFile),
+            sidecar: row.metadata,
+            source: { kind: "upload", submissionId: row.id },
+          });
+      const done = await completePublication(
+        this.deps,
+        row.id,
+        published.record,
+        caller.account.id,
+        published.alreadyPublished ? { reconciled: true } : {},
+      );
+      removeStaged(storageRoot, row.id);
+      return {
+        submissionId: row.id,
+        modId: row.mod_id,
+        version: row.version,
+        outcome: "published",
+        packageUrl: done.publication?.packageUrl ?? published.record.packageUrl,
+        sha256: published.record.sha256,
+        sizeBytes: published.record.packageSizeBytes,
+        ...(published.alreadyPublished ? { alreadyPublished: true as const } : {}),
+      };
+    } catch (error) {
+      const code = error instanceof SvcError ? error.code : "internal_error";
+      const message = error instanceof SvcError ? error.message : "publication failed";
+      if (!(error instanceof SvcError))
+        this.options.log(
+          `publish_catalog ${row.id}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+        );
+      await this.deps.store.transaction((tx) =>
+        appendAuditEvent(
+          tx,
+          {
+            actorAccountId: caller.account.id,
+            action: "catalog.publish_failed",
+            targetType: "submission",
+            targetId: row.id,
+            metadata: { code, message },
+          },
+          { now: this.deps.now(), random: this.deps.random },
+        ),
+      );
+      return {
+        submissionId: row.id,
+        modId: row.mod_id,
+        version: row.version,
+        outcome: "failed",
+        code,
+        message,
+      };
+    }
+  }
+}
