@@ -109,7 +109,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     log,
     signing,
   });
-  app.submissions = pipeline.runtime;
+  app.submissions = pipeline.backend;
   // Orphaned uploads removed, interrupted validations resumed, stranded publications completed.
   const startup = await pipeline.ready;
   const server = createPortalServer(app);

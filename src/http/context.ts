@@ -4,6 +4,7 @@ import type { PortalConfig } from "../config/portal-config.ts";
 import type { RuntimeSettings } from "../config/settings.ts";
 import type { EndpointDefinition } from "../contracts/endpoints.ts";
 import type { Store } from "../store/store.ts";
+import type { SubmissionBackend } from "../submissions/backend.ts";
 
 /** What every handler receives: configuration, settings, folders and injected edges (clock, log). */
 export interface AppContext {
@@ -21,6 +22,8 @@ export interface AppContext {
   store?: Store;
   /** Accounts, sessions, API keys, roles, rate limits and audit over the store. */
   accounts?: AccountService;
+  /** Uploads, moderation and publication; set up by `svc serve` and the Vercel adapter. */
+  submissions?: SubmissionBackend;
   /**
    * How to find the client's address. Default (local server): the socket peer, and
    * X-Forwarded-For only when that peer is in config.deployment.trustedProxies. The Vercel adapter

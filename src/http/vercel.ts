@@ -5,9 +5,9 @@ import { loadPortalConfig } from "../contracts/portal-config.ts";
 import { parseSettings } from "../config/settings.ts";
 import { SvcError } from "../errors.ts";
 import { defaultRandomBytes } from "../accounts/secrets.ts";
-import { githubLinkFromSettings } from "../pipeline/submissions-runtime.ts";
+import { createFunctionSubmissions } from "../pipeline/submissions-runtime.ts";
 import { createAppContext } from "./app.ts";
-import type { AppContext } from "./context.ts";
+import { type AppContext, storeOf } from "./context.ts";
 import { sendThrown } from "./respond.ts";
 import { dispatchEndpoint, parseRequestUrl } from "./server.ts";
 
@@ -56,17 +56,15 @@ export async function appContextFromEnv(env: Env, root = process.cwd()): Promise
   });
   // Submissions on Vercel are GitHub-backed only: no package byte, no worker, no publisher in a
   // function; uploads name their package by URL and the pull request's workflows do the rest.
-  const github = githubLinkFromSettings(settings, app.log);
-  if (github) {
-    app.submissions = {
-      storageRoot: settings.dataDir,
-      publisher: null,
-      random: defaultRandomBytes,
-      kickWorker: () => {},
-      github,
-      acceptsPackageBytes: false,
-    };
-  }
+  const submissions = createFunctionSubmissions({
+    config,
+    settings,
+    store: storeOf(app),
+    now: app.now,
+    random: defaultRandomBytes,
+    log: app.log,
+  });
+  if (submissions) app.submissions = submissions;
   return app;
 }
 

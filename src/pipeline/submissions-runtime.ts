@@ -7,9 +7,12 @@ import type { RuntimeSettings } from "../config/settings.ts";
 import type { SiteSigning } from "../distribution/tuf-repository.ts";
 import { appInstallation } from "../github/app-auth.ts";
 import type { Store } from "../store/store.ts";
+import type { SubmissionBackend } from "../submissions/backend.ts";
+import { type LocalBackendOptions, LocalSubmissionBackend } from "../submissions/local-backend.ts";
 import { recoverSubmissionsAtStart } from "../submissions/recovery.ts";
 import { scannerFromSettings } from "../submissions/scanner-settings.ts";
 import { startValidationWorker } from "../submissions/worker.ts";
+import { GitHubSubmissionBackend } from "./github-backend.ts";
 import { createGitHubLink, type GitHubLink, reportOnce } from "./github-submissions.ts";
 
 export interface SubmissionsSetup {
@@ -39,6 +42,33 @@ export function githubLinkFromSettings(
     botLogins: installation.botLogins,
     log,
   });
+}
+
+/** The submissions of a Vercel function (GitHub-backed, takes no package bytes, publishes nothing), or null without a GitHub App. */
+export function createFunctionSubmissions(setup: {
+  config: PortalConfig;
+  settings: RuntimeSettings;
+  store: Store;
+  now: () => Date;
+  random: RandomBytes;
+  log: (line: string) => void;
+}): SubmissionBackend | null {
+  const github = githubLinkFromSettings(setup.settings, setup.log);
+  if (!github) return null;
+  return new GitHubSubmissionBackend(
+    {
+      store: setup.store,
+      config: setup.config,
+      now: setup.now,
+      random: setup.random,
+      storageRoot: setup.settings.dataDir,
+      publisher: null,
+      kickWorker: () => {},
+      acceptsPackageBytes: false,
+      log: setup.log,
+    },
+    github,
+  );
 }
 
 /** The upload pipeline of one process: private storage, the publisher over the filesystem store, the worker. */
@@ -91,6 +121,20 @@ export function createSubmissionsRuntime(setup: SubmissionsSetup) {
     },
     { startAfter: ready.catch(() => null) },
   );
+  const local: LocalBackendOptions = {
+    store: setup.store,
+    config: setup.config,
+    now: setup.now,
+    random: setup.random,
+    storageRoot: setup.settings.dataDir,
+    publisher,
+    kickWorker: worker.kick,
+    acceptsPackageBytes: true,
+    log: setup.log,
+  };
+  const backend: SubmissionBackend = github
+    ? new GitHubSubmissionBackend(local, github)
+    : new LocalSubmissionBackend(local);
   return {
     ready,
     scannerDescription: scanner.describe,
@@ -98,13 +142,7 @@ export function createSubmissionsRuntime(setup: SubmissionsSetup) {
       ? `pull requests on ${github.repository} (uploads open a submission PR through the app)`
       : "off: submissions live in the database (set SVC_PORTAL_REPOSITORY and the app's id and key for GitHub-backed submissions)",
     worker,
-    runtime: {
-      storageRoot: setup.settings.dataDir,
-      publisher,
-      random: setup.random,
-      kickWorker: worker.kick,
-      github,
-      acceptsPackageBytes: true,
-    },
+    publisher,
+    backend,
   };
 }

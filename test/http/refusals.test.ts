@@ -10,6 +10,7 @@ import {
 } from "../../src/accounts/audit.ts";
 import { pruneRateLimits } from "../../src/accounts/rate-limit.ts";
 import { defaultRandomBytes } from "../../src/accounts/secrets.ts";
+import { LocalSubmissionBackend } from "../../src/submissions/local-backend.ts";
 import type { Store } from "../../src/store/index.ts";
 import {
   ADAPTERS,
@@ -42,14 +43,17 @@ describe("refused requests in the audit log", () => {
         config.deployment.trustedProxies = ["127.0.0.1"];
       },
     });
-    h.app.submissions = {
+    h.app.submissions = new LocalSubmissionBackend({
+      store: h.store,
+      config: h.app.config,
+      now: h.app.now,
+      random: defaultRandomBytes,
       storageRoot: join(h.root, ".data"),
       publisher: null,
-      random: defaultRandomBytes,
       kickWorker: () => {},
-      github: null,
       acceptsPackageBytes: true,
-    };
+      log: h.app.log,
+    });
     call = client(h.origin);
     modder = await signUpAndSignIn(call, "modder@example.com", "Modder", "modder");
   });

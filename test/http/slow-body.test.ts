@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPortalServer, listen, type ServerLimits } from "../../src/http/server.ts";
 import { join } from "node:path";
 import { defaultRandomBytes } from "../../src/accounts/secrets.ts";
+import { LocalSubmissionBackend } from "../../src/submissions/local-backend.ts";
 import { modRelease } from "../support/catalog-project.ts";
 import { form } from "../submissions/portal.ts";
 import { buildZip } from "../validation/zip-builder.ts";
@@ -183,14 +184,17 @@ describe("slow request bodies and headers", () => {
 
   it("accepts a package at the 100 MiB cap on loopback under the default limits", async () => {
     // The upload route without a validation worker: only the transfer is under test here.
-    h.app.submissions = {
+    h.app.submissions = new LocalSubmissionBackend({
+      store: h.store,
+      config: h.app.config,
+      now: h.app.now,
+      random: defaultRandomBytes,
       storageRoot: join(h.root, ".data"),
       publisher: null,
-      random: defaultRandomBytes,
       kickWorker: () => {},
-      github: null,
       acceptsPackageBytes: true,
-    };
+      log: h.app.log,
+    });
     // The harness's own server: createPortalServer with DEFAULT_SERVER_LIMITS.
     const origin = h.origin;
     const modder = await signUpAndSignIn(client(origin), "big@example.com", "Big", "modder");

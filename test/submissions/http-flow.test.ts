@@ -105,7 +105,7 @@ describe.skipIf(skip)("submissions over HTTP", () => {
     expect((await decide(p, id, "approve", "Fine.")).json.state).toBe("approved");
     // What a crash leaves: the publisher committed the files (the handler's first step), the row
     // was never moved. Today's retry answered version_exists for ever.
-    await publishRelease(p.h.app.submissions!.publisher!, {
+    await publishRelease(p.publisher, {
       packageBytes,
       sidecar,
       source: { kind: "upload", submissionId: id },

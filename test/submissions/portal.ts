@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { parseSettings } from "../../src/config/settings.ts";
+import type { PublisherOptions } from "../../src/catalog/publisher.ts";
 import type { SiteSigning } from "../../src/distribution/tuf-repository.ts";
 import { createSubmissionsRuntime } from "../../src/pipeline/submissions-runtime.ts";
 import {
@@ -33,6 +34,7 @@ export interface Portal {
   admin: SignedIn;
   modder: SignedIn;
   moderator: SignedIn;
+  publisher: PublisherOptions;
 }
 
 export async function startPortal(
@@ -54,7 +56,7 @@ export async function startPortal(
     log: () => {},
     ...(options.signing ? { signing: options.signing } : {}),
   });
-  h.app.submissions = pipeline.runtime;
+  h.app.submissions = pipeline.backend;
   const call = client(h.origin);
   const admin = await signUpAndSignIn(call, "admin@example.com", "Admin");
   const modder = await signUpAndSignIn(call, "modder@example.com", "Modder", "modder");
@@ -71,6 +73,7 @@ export async function startPortal(
     admin,
     modder,
     moderator,
+    publisher: pipeline.publisher,
     stop: async () => {
       await pipeline.worker.stop();
       await h.close();

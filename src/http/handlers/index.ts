@@ -5,15 +5,8 @@ import { auditEvents } from "./audit.ts";
 import { confirmMagicLink, currentSession, deleteSession, requestMagicLink } from "./auth.ts";
 import { backendHealth } from "./backend-health.ts";
 import { apiKeyModDownload } from "./download.ts";
-import {
-  cancelUpload,
-  createUpload,
-  listUploads,
-  moderationDecision,
-  moderationQueue,
-  publishCatalog,
-  uploadStatus,
-} from "./submissions.ts";
+import { moderationDecision, moderationQueue, publishCatalog } from "./moderation.ts";
+import { cancelUpload, createUpload, listUploads, uploadStatus } from "./uploads.ts";
 
 /**
  * One handler per endpoint id of the contract table. The local server and every Vercel function
