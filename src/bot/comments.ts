@@ -308,6 +308,42 @@ export function receiptComment(receipt: PublishReceipt): string {
   ].join("\n");
 }
 
+/** What a hide/unhide receipt says: the publish run's entry for it. */
+export interface VisibilityReceipt {
+  visibility: "hide" | "unhide";
+  /** The release's status after the change; null when it failed. */
+  status: string | null;
+  receipt: PublishReceipt;
+}
+
+/** The receipt comment of a hide/unhide, posted by the publish run's receipts job. */
+export function visibilityReceiptComment(entry: VisibilityReceipt): string {
+  const release = `\`${entry.receipt.modId}@${entry.receipt.version}\``;
+  if (!entry.receipt.ok) {
+    return [
+      `### svc could not ${entry.visibility} ${release}`,
+      "",
+      `\`${entry.receipt.error?.code ?? "internal_error"}\`: ${inlineCode(entry.receipt.error?.message ?? "unknown error", 1000)}`,
+      "",
+      "The public catalog is unchanged. An admin can rerun the publish workflow.",
+    ].join("\n");
+  }
+  return [
+    entry.visibility === "hide"
+      ? `### svc hid ${release} from the public catalog`
+      : `### svc restored ${release} to the public catalog`,
+    "",
+    "| | |",
+    "|---|---|",
+    `| status | \`${entry.status ?? ""}\` |`,
+    `| catalog | ${entry.receipt.catalogUrl ?? ""} |`,
+    `| mod detail | ${entry.receipt.detailUrl ?? ""} |`,
+    ...(entry.visibility === "hide"
+      ? ["", "The artifact stays at its immutable URL; `/svc unhide` lists the release again."]
+      : []),
+  ].join("\n");
+}
+
 export function releasePullRequest(input: {
   modId: string;
   version: string;

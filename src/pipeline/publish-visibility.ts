@@ -7,7 +7,7 @@
  * nothing: the stored state, which only the bot can write, does.
  */
 import type { PublishReceipt } from "../bot/comments.ts";
-import { inlineCode } from "../bot/comments.ts";
+import { inlineCode, visibilityReceiptComment } from "../bot/comments.ts";
 import { deriveSubmission } from "../bot/derive.ts";
 import { fetchPullRequestInfo } from "../bot/fetch.ts";
 import { hideRelease, type PublisherOptions, unhideRelease } from "../catalog/publisher.ts";
@@ -162,37 +162,6 @@ export async function applyVisibility(api: GitHubApi, input: ApplyVisibilityInpu
         : error.message;
     return entry(null, { ok: false, error: { code, message } });
   }
-}
-
-/**
- * The receipt comment of a hide/unhide. It belongs with the other bot texts in src/bot/comments.ts;
- * it lives here until the bot has a visibility receipt event.
- */
-export function visibilityReceiptComment(entry: VisibilityEntry): string {
-  const release = `\`${entry.receipt.modId}@${entry.receipt.version}\``;
-  if (!entry.receipt.ok) {
-    return [
-      `### svc could not ${entry.visibility} ${release}`,
-      "",
-      `\`${entry.receipt.error?.code ?? "internal_error"}\`: ${inlineCode(entry.receipt.error?.message ?? "unknown error", 1000)}`,
-      "",
-      "The public catalog is unchanged. An admin can rerun the publish workflow.",
-    ].join("\n");
-  }
-  return [
-    entry.visibility === "hide"
-      ? `### svc hid ${release} from the public catalog`
-      : `### svc restored ${release} to the public catalog`,
-    "",
-    "| | |",
-    "|---|---|",
-    `| status | \`${entry.status ?? ""}\` |`,
-    `| catalog | ${entry.receipt.catalogUrl ?? ""} |`,
-    `| mod detail | ${entry.receipt.detailUrl ?? ""} |`,
-    ...(entry.visibility === "hide"
-      ? ["", "The artifact stays at its immutable URL; `/svc unhide` lists the release again."]
-      : []),
-  ].join("\n");
 }
 
 export function isVisibilityEntry(value: unknown): value is VisibilityEntry {
