@@ -66,3 +66,14 @@ describe("endpoint table", () => {
     expect(matchEndpoint("GET", "/api/v1/nothing")).toBeNull();
   });
 });
+
+describe("docs/api.md's route table", () => {
+  it("has one row per endpoint of the table, with its method and path, and no other", async () => {
+    const { readFileSync } = await import("node:fs");
+    const docs = readFileSync(new URL("../../docs/api.md", import.meta.url), "utf8");
+    const rows = [...docs.matchAll(/^\| `([a-z_]+)` \| `(GET|POST|PUT|DELETE|PATCH) ([^`]+)` \|/gm)].map(
+      (m) => `${m[1]} ${m[2]} ${m[3]}`,
+    );
+    expect(rows.sort()).toEqual(ENDPOINTS.map((e) => `${e.id} ${e.method} ${e.path}`).sort());
+  });
+});
