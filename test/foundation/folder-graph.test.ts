@@ -2,7 +2,7 @@
 // TypeScript compiler, so `import type` counts), the rules in .dependency-cruiser.mjs refuse any
 // import of a folder on the same or a higher floor, and the folder graph has no cycle. A fixture
 // tree with an upward type import and a two-way pair proves the same check fails when one is added.
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -169,5 +169,15 @@ describe("the floors of src/", () => {
       ["catalog", "distribution"],
       ["cli", "lib"],
     ]);
+  });
+});
+
+describe("the README's map of src/", () => {
+  it("lists every folder with the floor the rules hold", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const rows = [...readme.matchAll(/^\| ([0-9.]+) \| `src\/([a-z]+)\/`/gm)].map((m) => [m[2], Number(m[1])]);
+    expect(Object.fromEntries(rows)).toEqual(
+      Object.fromEntries(Object.entries(FLOORS).filter(([folder]) => folder !== ".")),
+    );
   });
 });
