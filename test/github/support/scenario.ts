@@ -1,4 +1,4 @@
-import { CHECKS } from "../../../src/contracts/checks.ts";
+import { CHECKS } from "../../../src/validation/checks/index.ts";
 import type { ReportCheck, SubmissionReport } from "../../../src/github/submission-report.ts";
 import { writeZip } from "../../support/zip.ts";
 import type { GitHubApiServer, RecordedRequest } from "./github-api-server.ts";
