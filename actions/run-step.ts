@@ -3,9 +3,9 @@
 // action's main.ts is this call with its step.
 import * as core from "@actions/core";
 import { context } from "@actions/github";
-import type { ActionContext, ActionIo, ActionOutcome } from "../src/pipeline/action-step.ts";
+import { type ActionContext, type ActionIo, type ActionStep, StepEnv } from "../src/pipeline/action-step.ts";
 
-export function runStep(step: (context: ActionContext, io: ActionIo) => Promise<ActionOutcome>): void {
+export function runStep(step: ActionStep): void {
   const actionContext: ActionContext = {
     eventName: context.eventName,
     payload: context.payload as Record<string, unknown>,
@@ -26,7 +26,7 @@ export function runStep(step: (context: ActionContext, io: ActionIo) => Promise<
     warning: core.warning,
     setSecret: core.setSecret,
   };
-  step(actionContext, io)
+  step(new StepEnv(actionContext, io))
     .then(async (outcome) => {
       for (const [name, value] of Object.entries(outcome.outputs)) core.setOutput(name, value);
       if (outcome.summary !== null) await core.summary.addRaw(outcome.summary).write();

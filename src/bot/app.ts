@@ -28,7 +28,8 @@ import {
   handleSubmissionEvent,
   readValidationRun,
   VALIDATE_WORKFLOW_PATH,
-  type WorkflowRunInfo,
+  type WorkflowRunPayload,
+  workflowRunInfo,
 } from "./handle.ts";
 import { intakeRelease, type PublishedRelease } from "./release-intake.ts";
 
@@ -71,18 +72,6 @@ interface Payload {
   installation?: { id?: number };
   /** A VALIDATION_OUTCOME_EVENT job. */
   installationId?: number;
-}
-
-interface WorkflowRunPayload {
-  id: number;
-  path: string;
-  event: string;
-  conclusion: string | null;
-  head_sha: string;
-  html_url: string;
-  pull_requests?: Array<{ number: number } | null> | null;
-  head_branch?: string | null;
-  head_repository?: { owner?: { login?: string } | null } | null;
 }
 
 /**
@@ -132,20 +121,6 @@ export function intakeSerialKey(portalRepository: string) {
     if (typeof fullName !== "string" || fullName.toLowerCase() === portalRepository.toLowerCase())
       return null;
     return `release:${fullName.toLowerCase()}@${String(p.release?.tag_name ?? "")}`;
-  };
-}
-
-function workflowRunInfo(run: WorkflowRunPayload): WorkflowRunInfo {
-  return {
-    id: run.id,
-    path: run.path,
-    event: run.event,
-    conclusion: run.conclusion ?? null,
-    headSha: run.head_sha,
-    htmlUrl: run.html_url,
-    pullRequests: (run.pull_requests ?? []).flatMap((pr) => (pr ? [pr.number] : [])),
-    headBranch: run.head_branch ?? null,
-    headOwner: run.head_repository?.owner?.login ?? null,
   };
 }
 

@@ -115,6 +115,34 @@ export interface WorkflowRunInfo {
   headOwner?: string | null;
 }
 
+/** The workflow_run fields of a webhook payload or a runner's event (unchecked JSON). */
+export interface WorkflowRunPayload {
+  id: number;
+  path: string;
+  event: string;
+  conclusion: string | null;
+  head_sha: string;
+  html_url: string;
+  pull_requests?: Array<{ number: number } | null> | null;
+  head_branch?: string | null;
+  head_repository?: { owner?: { login?: string } | null } | null;
+}
+
+/** A workflow_run payload as the bot reads it. */
+export function workflowRunInfo(run: WorkflowRunPayload): WorkflowRunInfo {
+  return {
+    id: run.id,
+    path: run.path,
+    event: run.event,
+    conclusion: run.conclusion ?? null,
+    headSha: run.head_sha,
+    htmlUrl: run.html_url,
+    pullRequests: (run.pull_requests ?? []).flatMap((pr) => (pr ? [pr.number] : [])),
+    headBranch: run.head_branch ?? null,
+    headOwner: run.head_repository?.owner?.login ?? null,
+  };
+}
+
 /** What a finished validation run means for the pull requests it validated. */
 export type ValidationOutcome =
   | { kind: "ignored"; why: string }

@@ -1,7 +1,8 @@
 /**
  * What every action step sees and returns. The adapter (actions/run-step.ts) reads the runner's
- * context and inputs into these values and renders the outcome (outputs, job summary, annotations,
- * failure); the steps themselves never import the Actions toolkit or read the environment.
+ * context and inputs into a StepEnv and renders the step's outcome (outputs, job summary,
+ * annotations, failure); the steps themselves never import the Actions toolkit or read the
+ * environment.
  */
 import type { RepoRef } from "../github/api.ts";
 import { octokitFor, type PortalOctokit } from "../github/octokit.ts";
@@ -43,22 +44,39 @@ export interface ActionOutcome {
   failure: string | null;
 }
 
+/** One step's view of its run: the context, its inputs, its log and the clients it may build. */
+export class StepEnv {
+  constructor(
+    readonly context: ActionContext,
+    readonly io: ActionIo,
+  ) {}
+
+  input(name: string): string {
+    return this.io.input(name);
+  }
+
+  required(name: string): string {
+    const value = this.io.input(name);
+    if (!value) throw new Error(`Input required and not supplied: ${name}`);
+    return value;
+  }
+
+  /** The bot logins a step trusts (input `bot-logins`, comma separated). */
+  botLogins(): string[] {
+    return (this.io.input("bot-logins") || "github-actions[bot]").split(",").map((s) => s.trim());
+  }
+
+  /** The REST client for a token, with the runner's API URL and log. */
+  octokit(token: string | null): PortalOctokit {
+    return octokitFor(token, {
+      baseUrl: this.context.apiUrl,
+      log: { debug: this.io.debug, warn: this.io.warning },
+    });
+  }
+}
+
+export type ActionStep = (env: StepEnv) => Promise<ActionOutcome>;
+
 export function outcome(partial: Partial<ActionOutcome>): ActionOutcome {
   return { outputs: {}, summary: null, warnings: [], notices: [], failure: null, ...partial };
-}
-
-export function requiredInput(io: ActionIo, name: string): string {
-  const value = io.input(name);
-  if (!value) throw new Error(`Input required and not supplied: ${name}`);
-  return value;
-}
-
-/** The REST client a step uses for a token, with the runner's API URL and log. */
-export function actionOctokit(context: ActionContext, io: ActionIo, token: string | null): PortalOctokit {
-  return octokitFor(token, { baseUrl: context.apiUrl, log: { debug: io.debug, warn: io.warning } });
-}
-
-/** The bot logins a step trusts (input `bot-logins`, comma separated). */
-export function botLoginsInput(io: ActionIo): string[] {
-  return (io.input("bot-logins") || "github-actions[bot]").split(",").map((s) => s.trim());
 }

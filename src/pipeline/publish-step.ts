@@ -9,15 +9,7 @@ import { verifyCatalog } from "../github/catalog-push.ts";
 import { mintInstallationToken } from "../github/installation-token.ts";
 import { githubReleaseArtifactStore } from "../github/release-artifact-store.ts";
 import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
-import {
-  type ActionContext,
-  type ActionIo,
-  type ActionOutcome,
-  actionOctokit,
-  botLoginsInput,
-  outcome,
-  requiredInput,
-} from "./action-step.ts";
+import { type ActionOutcome, outcome, type StepEnv } from "./action-step.ts";
 import { type PublishRunEntry, publishSummary, runPublish } from "./publish-action.ts";
 import { pendingSidecars } from "./publish-reconcile.ts";
 import { isVisibilityEntry, postVisibilityReceipt } from "./publish-visibility.ts";
@@ -35,9 +27,10 @@ async function postReceipts(
       await handlePublishReceipt(reader, repo, m.pullRequest, m.receipt, { botLogins });
 }
 
-export async function publishStep(context: ActionContext, io: ActionIo): Promise<ActionOutcome> {
-  const reader = actionOctokit(context, io, requiredInput(io, "github-token"));
-  const botLogins = botLoginsInput(io);
+export async function publishStep(env: StepEnv): Promise<ActionOutcome> {
+  const { context, io } = env;
+  const reader = env.octokit(env.required("github-token"));
+  const botLogins = env.botLogins();
   const receiptsPath = io.input("receipts-path") || "publish-receipts.json";
   const mode = io.input("mode") || "publish";
   if (mode === "receipts") {
@@ -79,13 +72,13 @@ export async function publishStep(context: ActionContext, io: ActionIo): Promise
     reader,
     connect: async () => {
       const minted = await mintInstallationToken({
-        appId: requiredInput(io, "app-id"),
-        privateKey: requiredInput(io, "app-private-key"),
+        appId: env.required("app-id"),
+        privateKey: env.required("app-private-key"),
         repository,
         apiUrl: context.apiUrl,
       });
       io.setSecret(minted.token);
-      return { writer: actionOctokit(context, io, minted.token), pushToken: minted.token };
+      return { writer: env.octokit(minted.token), pushToken: minted.token };
     },
     verify: () => verifyCatalog(root),
     log: io.info,

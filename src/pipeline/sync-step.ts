@@ -6,14 +6,7 @@ import { verifyCatalog } from "../github/catalog-push.ts";
 import { mintInstallationToken } from "../github/installation-token.ts";
 import { githubReleaseArtifactStore } from "../github/release-artifact-store.ts";
 import { octokitReleaseReader } from "../github/release-reader.ts";
-import {
-  type ActionContext,
-  type ActionIo,
-  type ActionOutcome,
-  actionOctokit,
-  outcome,
-  requiredInput,
-} from "./action-step.ts";
+import { type ActionOutcome, outcome, type StepEnv } from "./action-step.ts";
 import {
   parseSyncTargets,
   runSyncTargets,
@@ -22,7 +15,8 @@ import {
   syncSummary,
 } from "./sync-action.ts";
 
-export async function syncStep(context: ActionContext, io: ActionIo): Promise<ActionOutcome> {
+export async function syncStep(env: StepEnv): Promise<ActionOutcome> {
+  const { context, io } = env;
   const targets = parseSyncTargets(io.input("targets") || "releases");
   const paths = projectPaths(context.workspace);
   const config = loadPortalConfig(paths.configPath);
@@ -31,7 +25,7 @@ export async function syncStep(context: ActionContext, io: ActionIo): Promise<Ac
     recordsDir: paths.recordsDir,
     siteDir: paths.siteDir,
     config,
-    reader: octokitReleaseReader(actionOctokit(context, io, io.input("github-token") || null)),
+    reader: octokitReleaseReader(env.octokit(io.input("github-token") || null)),
     // As for `svc sync`: where https://github.com downloads are fetched from (recorded URLs never change).
     ...(context.downloadBase ? { fetchDownloadBase: context.downloadBase } : {}),
   };
@@ -41,15 +35,15 @@ export async function syncStep(context: ActionContext, io: ActionIo): Promise<Ac
   if (io.input("push") === "true") {
     const repository = `${context.repo.owner}/${context.repo.repo}`;
     const minted = await mintInstallationToken({
-      appId: requiredInput(io, "app-id"),
-      privateKey: requiredInput(io, "app-private-key"),
+      appId: env.required("app-id"),
+      privateKey: env.required("app-private-key"),
       repository,
       apiUrl: context.apiUrl,
     });
     io.setSecret(minted.token);
     // On GitHub the framework ZIP is a release of the portal, like every mod package: none enters git.
     options.frameworkStore = githubReleaseArtifactStore({
-      octokit: actionOctokit(context, io, minted.token),
+      octokit: env.octokit(minted.token),
       repository,
       tagFor: frameworkTag,
       downloadBaseUrl: context.serverUrl,

@@ -4,14 +4,7 @@ import { join } from "node:path";
 import { validationSummary } from "../bot/comments.ts";
 import type { SubmissionReport } from "../github/submission-report.ts";
 import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
-import {
-  type ActionContext,
-  type ActionIo,
-  type ActionOutcome,
-  actionOctokit,
-  outcome,
-  requiredInput,
-} from "./action-step.ts";
+import { type ActionOutcome, outcome, type StepEnv } from "./action-step.ts";
 import { validateSubmission, validationErrorReport } from "./validate-submission.ts";
 
 const readJson = (path: string) => {
@@ -27,7 +20,8 @@ interface PullRequestPayload {
   head: { sha: string; ref: string; repo?: { full_name?: string } | null };
 }
 
-export async function validateStep(context: ActionContext, io: ActionIo): Promise<ActionOutcome> {
+export async function validateStep(env: StepEnv): Promise<ActionOutcome> {
+  const { context, io } = env;
   const pr = context.payload.pull_request as PullRequestPayload | undefined;
   if (!pr) throw new Error("validate runs on pull_request events: the event has no pull_request");
   const target = { repo: context.repo, pullRequest: pr.number, headSha: pr.head.sha };
@@ -41,7 +35,7 @@ export async function validateStep(context: ActionContext, io: ActionIo): Promis
       throw new Error(
         `${site}/api/v1/publishing/game-publishing-validation.v1.json is missing: check out the base branch`,
       );
-    const result = await validateSubmission(actionOctokit(context, io, requiredInput(io, "github-token")), {
+    const result = await validateSubmission(env.octokit(env.required("github-token")), {
       ...target,
       head: { ref: pr.head.ref, repository: pr.head.repo?.full_name ?? null },
       policy,
