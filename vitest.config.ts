@@ -16,6 +16,6 @@ export default defineConfig({
     // a busy 2-core machine takes to render a page and hash a file in Chromium. A wait, not a bound
     // under test: what the state must be is unchanged.
     expect: { poll: { timeout: 10_000 } },
-    reporters: ["default", "./test/lib/summary-reporter.ts"],
+    reporters: ["default", "./test/support/summary-reporter.ts"],
   },
 });

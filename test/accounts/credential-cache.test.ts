@@ -5,8 +5,8 @@ import { CREDENTIAL_CACHE_TTL_MS, LruTtlMap } from "../../src/accounts/credentia
 import { createDevDelivery } from "../../src/accounts/email.ts";
 import { defaultRandomBytes } from "../../src/accounts/secrets.ts";
 import type { Store } from "../../src/store/index.ts";
-import { repoConfig } from "../lib/project.ts";
-import { ADAPTERS, openTestStore } from "../http/harness.ts";
+import { repoConfig } from "../support/temp-project.ts";
+import { ADAPTERS, openTestStore } from "../support/http-harness.ts";
 
 const TTL = CREDENTIAL_CACHE_TTL_MS;
 

@@ -6,8 +6,8 @@ import { consumeRateLimit } from "../../src/accounts/rate-limit.ts";
 import { defaultRandomBytes } from "../../src/accounts/secrets.ts";
 import type { PortalConfig } from "../../src/config/portal-config.ts";
 import { MIGRATIONS, migrate, type Store } from "../../src/store/index.ts";
-import { repoConfig } from "../lib/project.ts";
-import { ADAPTERS, openTestStore } from "../http/harness.ts";
+import { repoConfig } from "../support/temp-project.ts";
+import { ADAPTERS, openTestStore } from "../support/http-harness.ts";
 
 const rateLimits = (): PortalConfig["limits"]["rateLimits"] => repoConfig().limits.rateLimits;
 

@@ -3,8 +3,8 @@ import { AccountService } from "../../src/accounts/account-service.ts";
 import type { EmailDelivery, EmailMessage } from "../../src/accounts/email.ts";
 import type { PortalConfig } from "../../src/config/portal-config.ts";
 import type { SqlExecutor, Store } from "../../src/store/index.ts";
-import { repoConfig } from "../lib/project.ts";
-import { ADAPTERS, openTestStore } from "../http/harness.ts";
+import { repoConfig } from "../support/temp-project.ts";
+import { ADAPTERS, openTestStore } from "../support/http-harness.ts";
 
 /**
  * SECURITY.md "account enumeration by timing": sign-up and magic-link requests must do the same

@@ -1,18 +1,12 @@
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointById } from "../../src/contracts/endpoints.ts";
-import { type Harness, startHarness } from "../http/harness.ts";
-import { tempProject } from "../lib/project.ts";
+import { type Harness, startHarness } from "../support/http-harness.ts";
+import { tempProject } from "../support/temp-project.ts";
 import type { BrowserDocument } from "./dom.ts";
 import { type Mailbox, startMailbox } from "./mailbox.ts";
-import {
-  collectPageErrors,
-  launchBrowser,
-  type Portal,
-  SKIP_BROWSER,
-  screenshot,
-  startPortal,
-} from "./support.ts";
+import { collectPageErrors, launchBrowser, SKIP_BROWSER, screenshot } from "../support/browser.ts";
+import { type BrowserPortal, startBrowserPortal } from "../support/browser-portal.ts";
 
 declare const document: BrowserDocument;
 
@@ -31,13 +25,13 @@ const routesLive = ACCOUNT_ROUTES.every((id) => endpointById(id).status === "imp
 
 let browser: Browser;
 let project: ReturnType<typeof tempProject>;
-let portal: Portal;
+let portal: BrowserPortal;
 
 beforeAll(async () => {
   if (SKIP_BROWSER) return;
   browser = await launchBrowser();
   project = tempProject();
-  portal = await startPortal(project);
+  portal = await startBrowserPortal(project);
 });
 afterAll(async () => {
   await browser?.close();

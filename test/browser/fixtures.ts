@@ -1,5 +1,5 @@
 import type { ReleaseRecord } from "../../src/contracts/records.ts";
-import { releaseRecord } from "../lib/project.ts";
+import { releaseRecord } from "../support/temp-project.ts";
 
 const hash = (c: string) => c.repeat(64);
 

@@ -7,10 +7,14 @@ import { promisify } from "node:util";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fixFor } from "../../src/validation/checks/index.ts";
-import { REPO_ROOT } from "../lib/project.ts";
-import { type Portal, SKIP_CLAMSCAN, startPortal } from "../submissions/portal.ts";
+import { REPO_ROOT } from "../support/repo-root.ts";
+import {
+  type SubmissionsPortal,
+  SKIP_CLAMSCAN,
+  startSubmissionsPortal,
+} from "../support/submissions-portal.ts";
 import { writeZip } from "../support/zip.ts";
-import { collectPageErrors, launchBrowser, SKIP_BROWSER, screenshot } from "./support.ts";
+import { collectPageErrors, launchBrowser, SKIP_BROWSER, screenshot } from "../support/browser.ts";
 
 /**
  * The whole path through the pages, in Debian's Chromium against the REAL local portal on
@@ -27,7 +31,7 @@ const MODDER = { email: "quinn@modders.test", name: "Quinn" };
 const WAIT = { timeout: 60_000, interval: 200 };
 
 let browser: Browser;
-let portal: Portal;
+let portal: SubmissionsPortal;
 let work: string;
 const contexts: BrowserContext[] = [];
 let modder: Page;
@@ -97,7 +101,7 @@ beforeAll(async () => {
   if (SKIP_BROWSER || SKIP_CLAMSCAN) return;
   work = mkdtempSync(join(tmpdir(), "svc-modder-admin-"));
   browser = await launchBrowser();
-  portal = await startPortal();
+  portal = await startSubmissionsPortal();
   ({ page: modder, errors: modderErrors } = await newPage());
 });
 afterAll(async () => {

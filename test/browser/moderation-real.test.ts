@@ -1,19 +1,19 @@
 import { createHash } from "node:crypto";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SignedIn } from "../http/harness.ts";
+import type { SignedIn } from "../support/http-harness.ts";
 import {
   form,
-  type Portal,
+  type SubmissionsPortal,
   SKIP_CLAMSCAN,
-  startPortal,
+  startSubmissionsPortal,
   upload,
   waitForState,
-} from "../submissions/portal.ts";
+} from "../support/submissions-portal.ts";
 import { modRelease } from "../support/catalog-project.ts";
 import { writeZip } from "../support/zip.ts";
 import { eicar } from "../validation/clamav.ts";
-import { collectPageErrors, launchBrowser, SKIP_BROWSER, screenshot } from "./support.ts";
+import { collectPageErrors, launchBrowser, SKIP_BROWSER, screenshot } from "../support/browser.ts";
 
 /**
  * The moderation pages against the REAL routes: the local portal over loopback HTTP with the
@@ -23,7 +23,7 @@ import { collectPageErrors, launchBrowser, SKIP_BROWSER, screenshot } from "./su
  */
 
 let browser: Browser;
-let portal: Portal;
+let portal: SubmissionsPortal;
 let context: BrowserContext;
 let page: Page;
 let errors: string[];
@@ -106,7 +106,7 @@ function decideFromPage(target: Page, id: string, csrf: string | null) {
 beforeAll(async () => {
   if (SKIP_BROWSER || SKIP_CLAMSCAN) return;
   browser = await launchBrowser();
-  portal = await startPortal();
+  portal = await startSubmissionsPortal();
   ids.a = await submit(portal.modder, modRelease({ modId: "quick-travel", version: "1.0.0" }));
   ids.b = await submit(portal.modder, modRelease({ modId: "map-pins", version: "2.1.0" }));
   ids.failed = await submit(portal.modder, badPackage());

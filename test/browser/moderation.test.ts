@@ -1,16 +1,10 @@
 import type { Browser, Page, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { schemaRegistry } from "../../src/contracts/schemas.ts";
-import { tempProject } from "../lib/project.ts";
+import { tempProject } from "../support/temp-project.ts";
 import type { BrowserElement } from "./dom.ts";
-import {
-  collectPageErrors,
-  launchBrowser,
-  type Portal,
-  SKIP_BROWSER,
-  screenshot,
-  startPortal,
-} from "./support.ts";
+import { collectPageErrors, launchBrowser, SKIP_BROWSER, screenshot } from "../support/browser.ts";
+import { type BrowserPortal, startBrowserPortal } from "../support/browser-portal.ts";
 
 /**
  * The moderation pages. The submissions routes (moderation_queue, upload_status,
@@ -24,13 +18,13 @@ declare const getComputedStyle: (element: unknown) => { display: string };
 
 let browser: Browser;
 let project: ReturnType<typeof tempProject>;
-let portal: Portal;
+let portal: BrowserPortal;
 
 beforeAll(async () => {
   if (SKIP_BROWSER) return;
   browser = await launchBrowser();
   project = tempProject();
-  portal = await startPortal(project);
+  portal = await startBrowserPortal(project);
 });
 afterAll(async () => {
   await browser?.close();

@@ -12,9 +12,9 @@ import { createPortalServer, listen } from "../../src/http/server.ts";
 import { renderCatalogPage } from "../../src/pages/catalog-page.ts";
 import { renderModPage } from "../../src/pages/mod-page.ts";
 import { ASSET_FILES, PAGE_PATHS, pageContext, renderPages } from "../../src/pages/render-pages.ts";
-import { releaseRecord, tempProject } from "../lib/project.ts";
+import { releaseRecord, tempProject } from "../support/temp-project.ts";
 import type { BrowserDocument, BrowserPerformance, RequestAnimationFrame } from "./dom.ts";
-import { ARTIFACTS_DIR, launchBrowser, SKIP_BROWSER } from "./support.ts";
+import { ARTIFACTS_DIR, launchBrowser, SKIP_BROWSER } from "../support/browser.ts";
 
 declare const document: BrowserDocument;
 declare const performance: BrowserPerformance;

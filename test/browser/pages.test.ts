@@ -5,17 +5,11 @@ import { loadSiteInputs, renderSite, writeSite } from "../../src/catalog/site.ts
 import type { CatalogDocument, ModDetailDocument } from "../../src/contracts/catalog.ts";
 import { renderModPage } from "../../src/pages/mod-page.ts";
 import { pageContext } from "../../src/pages/render-pages.ts";
-import { tempProject } from "../lib/project.ts";
+import { tempProject } from "../support/temp-project.ts";
 import type { BrowserDocument, BrowserElement, BrowserWindow, GetComputedStyle } from "./dom.ts";
 import { hostileRecord, showcaseRecords } from "./fixtures.ts";
-import {
-  collectPageErrors,
-  launchBrowser,
-  type Portal,
-  SKIP_BROWSER,
-  screenshot,
-  startPortal,
-} from "./support.ts";
+import { collectPageErrors, launchBrowser, SKIP_BROWSER, screenshot } from "../support/browser.ts";
+import { type BrowserPortal, startBrowserPortal } from "../support/browser-portal.ts";
 
 declare const document: BrowserDocument;
 declare const window: BrowserWindow;
@@ -23,14 +17,14 @@ declare const getComputedStyle: GetComputedStyle;
 
 let browser: Browser;
 let project: ReturnType<typeof tempProject>;
-let portal: Portal;
+let portal: BrowserPortal;
 
 beforeAll(async () => {
   if (SKIP_BROWSER) return;
   browser = await launchBrowser();
   project = tempProject();
   for (const record of showcaseRecords()) project.addRecord(record);
-  portal = await startPortal(project);
+  portal = await startBrowserPortal(project);
 });
 afterAll(async () => {
   await browser?.close();

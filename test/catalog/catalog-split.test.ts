@@ -24,11 +24,11 @@ import {
   catalogProject,
   modRelease,
   publisherOptions,
-  startPortal,
 } from "../support/catalog-project.ts";
+import { startCatalogPortal } from "../support/catalog-portal.ts";
 
 let project: CatalogProject;
-let portal: Awaited<ReturnType<typeof startPortal>> | undefined;
+let portal: Awaited<ReturnType<typeof startCatalogPortal>> | undefined;
 afterEach(async () => {
   await portal?.close();
   portal = undefined;
@@ -183,7 +183,7 @@ describe("catalog split: sparse catalog, per-mod versions, changes feed", () => 
     project = catalogProject();
     await publish(project, { modId: "alpha-mod", name: "Alpha" });
     await publish(project, { modId: "beta-mod", name: "Beta" });
-    portal = await startPortal(project);
+    portal = await startCatalogPortal(project);
     const catalogUrl = `${portal.origin}/api/v1/catalog.json`;
     let state: ManagerIndexState = await fetchManagerIndex(catalogUrl, fetch);
     expect(state.sequence).toBe(2);
@@ -228,7 +228,7 @@ describe("catalog split: sparse catalog, per-mod versions, changes feed", () => 
   it("falls back to a full fetch when the feed is missing or no longer reaches back to the manager's sequence", async () => {
     project = catalogProject();
     await publish(project, { modId: "alpha-mod", name: "Alpha" });
-    portal = await startPortal(project);
+    portal = await startCatalogPortal(project);
     const catalogUrl = `${portal.origin}/api/v1/catalog.json`;
     const state = await fetchManagerIndex(catalogUrl, fetch);
     await publish(project, { modId: "beta-mod", name: "Beta" });

@@ -2,8 +2,9 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { client, type SignedIn, signUpAndSignIn } from "../http/harness.ts";
-import { catalogProject, modRelease, runCli } from "../support/catalog-project.ts";
+import { client, type SignedIn, signUpAndSignIn } from "../support/http-harness.ts";
+import { catalogProject, modRelease } from "../support/catalog-project.ts";
+import { runCli } from "../support/run-cli.ts";
 import { copyTree, pool, publishedFolders, startServe } from "../support/crash.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
 

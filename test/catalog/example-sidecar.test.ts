@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseSubmission } from "../../src/catalog/publisher.ts";
 import { MANUAL_FALLBACK } from "../../src/contracts/workflow.ts";
-import { REPO_ROOT } from "../support/catalog-project.ts";
+import { REPO_ROOT } from "../support/repo-root.ts";
 import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 
 describe("documents the workflow names", () => {

@@ -10,8 +10,8 @@ import {
   catalogProject,
   modRelease,
   publisherOptions,
-  runCli,
 } from "../support/catalog-project.ts";
+import { runCli } from "../support/run-cli.ts";
 
 let project: CatalogProject;
 afterEach(() => project?.cleanup());

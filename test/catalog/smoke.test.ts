@@ -9,12 +9,12 @@ import {
   catalogProject,
   modRelease,
   publisherOptions,
-  runCli,
-  startPortal,
 } from "../support/catalog-project.ts";
+import { runCli } from "../support/run-cli.ts";
+import { startCatalogPortal } from "../support/catalog-portal.ts";
 
 let project: CatalogProject;
-let portal: Awaited<ReturnType<typeof startPortal>> | undefined;
+let portal: Awaited<ReturnType<typeof startCatalogPortal>> | undefined;
 afterEach(async () => {
   await portal?.close();
   portal = undefined;
@@ -23,7 +23,7 @@ afterEach(async () => {
 
 async function publishedPortal() {
   project = catalogProject();
-  portal = await startPortal(project);
+  portal = await startCatalogPortal(project);
   for (const version of ["1.0.0", "1.1.0"]) {
     const { packageBytes, sidecar } = modRelease({ version });
     await publishRelease(publisherOptions(project), { packageBytes, sidecar, source: { kind: "import" } });

@@ -5,7 +5,7 @@ import { parseSettings } from "../../src/config/settings.ts";
 import { isSvcError } from "../../src/errors.ts";
 import { createAppContext } from "../../src/http/app.ts";
 import { createPgliteStore, migrate, type Store } from "../../src/store/index.ts";
-import { repoConfig } from "../lib/project.ts";
+import { repoConfig } from "../support/temp-project.ts";
 
 describe("a development portal's base URL follows the port it listens on", () => {
   const cases: Array<[string, string, number, string]> = [

@@ -5,13 +5,10 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type DevExampleOptions, exampleSkipReason, publishDevExample } from "../../src/cli/example.ts";
 import { createClamscanScanner } from "../../src/validation/antivirus/clamscan.ts";
-import {
-  type CatalogProject,
-  catalogProject,
-  REPO_ROOT,
-  runCli,
-  startPortal,
-} from "../support/catalog-project.ts";
+import { type CatalogProject, catalogProject } from "../support/catalog-project.ts";
+import { REPO_ROOT } from "../support/repo-root.ts";
+import { runCli } from "../support/run-cli.ts";
+import { startCatalogPortal } from "../support/catalog-portal.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
 
 const PINNED = JSON.parse(
@@ -20,7 +17,7 @@ const PINNED = JSON.parse(
 const ARTIFACT = "site/downloads/mods/example-mod/1.0.0/example-mod-1.0.0.zip";
 
 let project: CatalogProject;
-let portal: Awaited<ReturnType<typeof startPortal>> | null = null;
+let portal: Awaited<ReturnType<typeof startCatalogPortal>> | null = null;
 afterEach(async () => {
   await portal?.close();
   portal = null;
@@ -83,7 +80,7 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("the example on a fresh de
 
     // Served on another port (the catalog follows the portal's loopback origin), the catalog's link
     // downloads the very bytes whose sha256 it lists.
-    portal = await startPortal(project);
+    portal = await startCatalogPortal(project);
     const catalog = (await (await fetch(`${portal.origin}/api/v1/catalog`)).json()) as {
       mods: Array<{ id: string; versions: Array<{ packageUrl: string; sha256: string }> }>;
     };

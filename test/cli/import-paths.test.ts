@@ -1,7 +1,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { type CatalogProject, catalogProject, runCli } from "../support/catalog-project.ts";
+import { type CatalogProject, catalogProject } from "../support/catalog-project.ts";
+import { runCli } from "../support/run-cli.ts";
 
 let project: CatalogProject;
 afterEach(() => project?.cleanup());

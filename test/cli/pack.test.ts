@@ -18,7 +18,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readValidationDocuments } from "../../src/catalog/validator.ts";
 import { BUILT_ZIP_CHECKS, FILE_LIST_CHECKS, PACK_TIMESTAMP, packFolder } from "../../src/cli/pack.ts";
 import { CHECKS, REASONS } from "../../src/validation/checks/index.ts";
-import { REPO_ROOT, runCli } from "../lib/project.ts";
+import { REPO_ROOT } from "../support/repo-root.ts";
+import { runCli } from "../support/run-cli.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
 
 const EXAMPLE = join(REPO_ROOT, "pulls-template/example-mod");

@@ -15,7 +15,7 @@ import { writeRoot } from "../../src/distribution/tuf-root.ts";
 import { createAppContext } from "../../src/http/app.ts";
 import { createPortalServer, listen } from "../../src/http/server.ts";
 import type { Store } from "../../src/store/index.ts";
-import { openTestStore } from "../http/harness.ts";
+import { openTestStore } from "../support/http-harness.ts";
 import {
   type CatalogProject,
   catalogProject,

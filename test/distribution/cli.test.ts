@@ -5,13 +5,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { publishRelease } from "../../src/catalog/publisher.ts";
 import { ManagerClient } from "../../src/distribution/manager-client.ts";
 import { signatureStatus } from "../../src/distribution/tuf-status.ts";
-import {
-  catalogProject,
-  modRelease,
-  publisherOptions,
-  runCli,
-  startPortal,
-} from "../support/catalog-project.ts";
+import { catalogProject, modRelease, publisherOptions } from "../support/catalog-project.ts";
+import { runCli } from "../support/run-cli.ts";
+import { startCatalogPortal } from "../support/catalog-portal.ts";
 import { startMirror } from "./support.ts";
 
 const cleanups: Array<() => unknown> = [];
@@ -47,7 +43,7 @@ describe("svc keys / install / verify / repair", () => {
     const project = catalogProject();
     cleanups.push(() => project.cleanup());
     // The real local portal server (what `svc serve` runs), not the attack tests' mirror.
-    const mirror = await startPortal(project);
+    const mirror = await startCatalogPortal(project);
     cleanups.push(() => mirror.close());
     const outside = mkdtempSync(join(tmpdir(), "svc-keys-"));
     cleanups.push(() => rmSync(outside, { recursive: true, force: true }));

@@ -10,14 +10,10 @@ import { signSite } from "../../src/distribution/tuf-repository.ts";
 import { writeRoot } from "../../src/distribution/tuf-root.ts";
 import { signatureStatus } from "../../src/distribution/tuf-status.ts";
 import { ManagerClient } from "../../src/distribution/manager-client.ts";
-import {
-  catalogProject,
-  modRelease,
-  publisherOptions,
-  runCli,
-  startPortal,
-} from "../support/catalog-project.ts";
-import { form, startPortal as startUploadPortal, upload, waitForState } from "../submissions/portal.ts";
+import { catalogProject, modRelease, publisherOptions } from "../support/catalog-project.ts";
+import { runCli } from "../support/run-cli.ts";
+import { startCatalogPortal } from "../support/catalog-portal.ts";
+import { form, startSubmissionsPortal, upload, waitForState } from "../support/submissions-portal.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
 import { operatorKeys } from "./support.ts";
 
@@ -48,7 +44,7 @@ describe.skipIf(skip)("signing on the local publication paths", () => {
   it("svc import, svc build and hide sign the site: svc install verifies without a manual svc keys sign", async () => {
     const project = catalogProject();
     cleanups.push(() => project.cleanup());
-    const portal = await startPortal(project);
+    const portal = await startCatalogPortal(project);
     cleanups.push(() => portal.close());
     const outside = outsideDir("svc-keys-");
     const keysDir = join(outside, "keys");
@@ -123,7 +119,7 @@ describe.skipIf(skip)("signing on the local publication paths", () => {
 
   it("the API publish route signs what it committed: the manager verifies the new catalog and installs through the API-key lane", async () => {
     const keys = operatorKeys();
-    const p = await startUploadPortal({ SVC_LIVE_UPLOADS: "1" }, { signing: { keys: keys.online } });
+    const p = await startSubmissionsPortal({ SVC_LIVE_UPLOADS: "1" }, { signing: { keys: keys.online } });
     cleanups.push(() => p.stop());
     const siteDir = join(p.h.root, "site");
     const root = new Metadata(buildRoot(1, { root: keys.root, ...keys.online.keys }, new Date()));

@@ -9,13 +9,8 @@ import { SvcError } from "../../src/errors.ts";
 import type { DistributionError } from "../../src/distribution/errors.ts";
 import { readManifest, verifyInstall } from "../../src/distribution/install-manifest.ts";
 import { signSite } from "../../src/distribution/tuf-repository.ts";
-import {
-  catalogProject,
-  modRelease,
-  publisherOptions,
-  runCli,
-  stubValidator,
-} from "../support/catalog-project.ts";
+import { catalogProject, modRelease, publisherOptions, stubValidator } from "../support/catalog-project.ts";
+import { runCli } from "../support/run-cli.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
 import { signedPortal, treeHashes } from "./support.ts";
 

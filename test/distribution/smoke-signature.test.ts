@@ -7,7 +7,8 @@ import { checkSignedCatalog } from "../../src/distribution/signature-check.ts";
 import { buildRoot, signerFor } from "../../src/distribution/tuf-keys.ts";
 import { signSite } from "../../src/distribution/tuf-repository.ts";
 import { writeRoot } from "../../src/distribution/tuf-root.ts";
-import { catalogProject, modRelease, publisherOptions, startPortal } from "../support/catalog-project.ts";
+import { catalogProject, modRelease, publisherOptions } from "../support/catalog-project.ts";
+import { startCatalogPortal } from "../support/catalog-portal.ts";
 import { operatorKeys, signedPortal } from "./support.ts";
 
 const cleanups: Array<() => unknown> = [];
@@ -19,7 +20,7 @@ describe("the public smoke checks the signed catalog", () => {
   it("reports unsigned (and passes) without a root, verified once signed, against the local portal", async () => {
     const project = catalogProject();
     cleanups.push(() => project.cleanup());
-    const portal = await startPortal(project);
+    const portal = await startCatalogPortal(project);
     cleanups.push(() => portal.close());
     const { packageBytes, sidecar } = modRelease({ version: "1.0.0" });
     await publishRelease(publisherOptions(project), { packageBytes, sidecar, source: { kind: "import" } });

@@ -6,7 +6,7 @@ import * as validatorsBuild from "../../bin/build-validators.mjs";
 import { generateDocuments, type SiteInputs } from "../../src/catalog/site.ts";
 import { ENDPOINTS } from "../../src/contracts/endpoints.ts";
 import { type SchemaName, SchemaRegistry, schemaFiles, schemaRegistry } from "../../src/contracts/schemas.ts";
-import { releaseRecord, repoConfig } from "../lib/project.ts";
+import { releaseRecord, repoConfig } from "../support/temp-project.ts";
 
 const config = repoConfig();
 const registry = schemaRegistry(config.baseUrl);

@@ -5,7 +5,8 @@ import { checkContractRules } from "../../src/catalog/contract-rules.ts";
 import { parseManagerCatalog } from "../../src/contracts/manager-reader.ts";
 import { listGeneratedFiles, loadSiteInputs, renderSite } from "../../src/catalog/site.ts";
 import type { CatalogDocument, ModDetailDocument, ModsIndexDocument } from "../../src/contracts/catalog.ts";
-import { releaseRecord, runCli, tempProject } from "../lib/project.ts";
+import { releaseRecord, tempProject } from "../support/temp-project.ts";
+import { runCli } from "../support/run-cli.ts";
 
 let project: ReturnType<typeof tempProject>;
 afterEach(() => project?.cleanup());

@@ -9,7 +9,7 @@ import {
   type SignedIn,
   signUpAndSignIn,
   startHarness,
-} from "./harness.ts";
+} from "../support/http-harness.ts";
 
 /** Every implemented route over real HTTP on loopback, once per store adapter. */
 describe.each(ADAPTERS)("account routes over HTTP on %s", (adapter) => {

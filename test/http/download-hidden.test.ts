@@ -15,7 +15,7 @@ import {
   modRelease,
   publisherOptions,
 } from "../support/catalog-project.ts";
-import { openTestStore } from "./harness.ts";
+import { openTestStore } from "../support/http-harness.ts";
 
 /**
  * Hidden means withdrawn from every public path: the static /downloads/ address and the API-key

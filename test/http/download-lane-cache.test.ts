@@ -12,7 +12,7 @@ import type { AppContext } from "../../src/http/context.ts";
 import { RECHECK_MS } from "../../src/http/published-artifacts.ts";
 import { createPortalServer, listen } from "../../src/http/server.ts";
 import type { Store } from "../../src/store/index.ts";
-import { openTestStore } from "./harness.ts";
+import { openTestStore } from "../support/http-harness.ts";
 
 /**
  * The download lane keeps per-record answers (paths, headers), per-target routes and a per-socket

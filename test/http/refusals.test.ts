@@ -21,7 +21,7 @@ import {
   type SignedIn,
   signUpAndSignIn,
   startHarness,
-} from "./harness.ts";
+} from "../support/http-harness.ts";
 
 /**
  * SECURITY.md: every refused request leaves one audit event (request.refused: the code, the route,

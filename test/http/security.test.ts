@@ -9,7 +9,7 @@ import {
   signIn,
   signUpAndSignIn,
   startHarness,
-} from "./harness.ts";
+} from "../support/http-harness.ts";
 
 /** SECURITY.md "HTTP and auth", the classes that apply to the account routes, on PGlite. */
 describe("HTTP and auth threats", () => {

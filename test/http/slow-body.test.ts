@@ -6,9 +6,9 @@ import { join } from "node:path";
 import { defaultRandomBytes } from "../../src/accounts/secrets.ts";
 import { LocalSubmissionBackend } from "../../src/submissions/local-backend.ts";
 import { modRelease } from "../support/catalog-project.ts";
-import { form } from "../submissions/portal.ts";
+import { form } from "../support/submissions-portal.ts";
 import { buildZip } from "../validation/zip-builder.ts";
-import { client, type Harness, signUpAndSignIn, startHarness } from "./harness.ts";
+import { client, type Harness, signUpAndSignIn, startHarness } from "../support/http-harness.ts";
 
 /**
  * SECURITY.md "oversized or slow bodies": slow headers and slow bodies are refused with

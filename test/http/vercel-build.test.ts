@@ -21,7 +21,7 @@ import { dirname, join, relative } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ENDPOINTS, type EndpointDefinition } from "../../src/contracts/endpoints.ts";
-import { REPO_ROOT } from "../lib/project.ts";
+import { REPO_ROOT } from "../support/repo-root.ts";
 
 /**
  * `vercel build` on a copy of the repository, offline, then the built functions run on plain Node:

@@ -10,8 +10,8 @@ import { HANDLERS } from "../../src/http/handlers/index.ts";
 import { listen } from "../../src/http/server.ts";
 import type { AppContext } from "../../src/http/context.ts";
 import { appContextFromEnv, createVercelHandler, resetVercelContext } from "../../src/http/vercel.ts";
-import { REPO_ROOT } from "../lib/project.ts";
-import { ADAPTERS, client, type Harness, startHarness } from "./harness.ts";
+import { REPO_ROOT } from "../support/repo-root.ts";
+import { ADAPTERS, client, type Harness, startHarness } from "../support/http-harness.ts";
 
 const API_DIR = join(REPO_ROOT, "api");
 

@@ -2,10 +2,12 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SITE_PATHS } from "../../src/contracts/urls.ts";
-import { type CatalogProject, catalogProject, REPO_ROOT, startPortal } from "../support/catalog-project.ts";
+import { type CatalogProject, catalogProject } from "../support/catalog-project.ts";
+import { REPO_ROOT } from "../support/repo-root.ts";
+import { startCatalogPortal } from "../support/catalog-portal.ts";
 
 let project: CatalogProject;
-let portal: Awaited<ReturnType<typeof startPortal>> | null = null;
+let portal: Awaited<ReturnType<typeof startCatalogPortal>> | null = null;
 afterEach(async () => {
   await portal?.close();
   portal = null;
@@ -22,7 +24,7 @@ function documentPaths(): string[] {
 describe("every document route also answers without .json", () => {
   it("on the local server: the same bytes as the .json file, for every document svc build writes", async () => {
     project = catalogProject();
-    portal = await startPortal(project);
+    portal = await startCatalogPortal(project);
     const paths = documentPaths().filter((p) => !p.includes("better-hud"));
     expect(paths).toEqual(
       expect.arrayContaining(["api/v1/runtime/latest.json", "api/v1/manager/latest.json"]),

@@ -7,7 +7,7 @@ import { parseSettings } from "../../src/config/settings.ts";
 import { type SchemaName, schemaRegistry } from "../../src/contracts/schemas.ts";
 import type { AppContext } from "../../src/http/context.ts";
 import { createPortalServer, listen } from "../../src/http/server.ts";
-import { releaseRecord, tempProject } from "../lib/project.ts";
+import { releaseRecord, tempProject } from "../support/temp-project.ts";
 
 let project: ReturnType<typeof tempProject>;
 let server: Server;

@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolvePort } from "../../src/cli/dev-portal.ts";
-import { REPO_ROOT, runCli } from "../lib/project.ts";
+import { REPO_ROOT } from "../support/repo-root.ts";
+import { runCli } from "../support/run-cli.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
 
 /** The fenced sh blocks of one README section, verbatim. */

@@ -26,7 +26,7 @@ import { recoverSubmissionsAtStart } from "../../src/submissions/recovery.ts";
 import { catalogProject, modRelease, publisherOptions } from "../support/catalog-project.ts";
 import { writeZip } from "../support/zip.ts";
 import { clamscanPath, eicar, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
-import { tempProject } from "../lib/project.ts";
+import { tempProject } from "../support/temp-project.ts";
 
 const skip = shouldSkip(clamscanPath, "clamscan");
 let project: ReturnType<typeof tempProject>;

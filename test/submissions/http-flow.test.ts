@@ -5,17 +5,24 @@ import { afterEach, describe, expect, it } from "vitest";
 import { publishRelease } from "../../src/catalog/publisher.ts";
 import { modRelease } from "../support/catalog-project.ts";
 import { writeZip } from "../support/zip.ts";
-import { signUpAndSignIn } from "../http/harness.ts";
+import { signUpAndSignIn } from "../support/http-harness.ts";
 import { eicar } from "../validation/clamav.ts";
-import { form, type Portal, SKIP_CLAMSCAN as skip, startPortal, upload, waitForState } from "./portal.ts";
+import {
+  form,
+  type SubmissionsPortal,
+  SKIP_CLAMSCAN as skip,
+  startSubmissionsPortal,
+  upload,
+  waitForState,
+} from "../support/submissions-portal.ts";
 
-let portal: Portal | undefined;
+let portal: SubmissionsPortal | undefined;
 afterEach(async () => {
   await portal?.stop();
   portal = undefined;
 });
 
-async function decide(p: Portal, id: string, decision: string, notes: string, who = p.moderator) {
+async function decide(p: SubmissionsPortal, id: string, decision: string, notes: string, who = p.moderator) {
   return p.call("POST", `/api/v1/moderation/releases/${id}/decision`, {
     body: { decision, notes },
     cookie: who.cookie,
@@ -23,18 +30,18 @@ async function decide(p: Portal, id: string, decision: string, notes: string, wh
   });
 }
 
-async function publish(p: Portal) {
+async function publish(p: SubmissionsPortal) {
   return p.call("POST", "/api/v1/catalog/publish", { cookie: p.admin.cookie, csrf: p.admin.csrf });
 }
 
-const staged = (p: Portal) => {
+const staged = (p: SubmissionsPortal) => {
   const dir = join(p.h.root, ".data", "uploads", "staging");
   return existsSync(dir) ? readdirSync(dir) : [];
 };
 
 describe.skipIf(skip)("submissions over HTTP", () => {
   it("walks sign-up to download: upload, validate, approve, publish, fast download, every step audited", async () => {
-    portal = await startPortal();
+    portal = await startSubmissionsPortal();
     const p = portal;
     const { packageBytes, sidecar } = modRelease({ modId: "quick-travel", version: "1.0.0" });
     const created = await upload(p, p.modder, form(sidecar, packageBytes));
@@ -96,7 +103,7 @@ describe.skipIf(skip)("submissions over HTTP", () => {
   });
 
   it("completes a submission whose publication a crash cut between the files and the row when the publish is retried", async () => {
-    portal = await startPortal();
+    portal = await startSubmissionsPortal();
     const p = portal;
     const { packageBytes, sidecar } = modRelease({ modId: "retried-mod", version: "1.0.0" });
     const created = await upload(p, p.modder, form(sidecar, packageBytes));
@@ -136,7 +143,7 @@ describe.skipIf(skip)("submissions over HTTP", () => {
   });
 
   it("ends a bad package in validation_failed with logs that say what to fix, and lets the modder cancel", async () => {
-    portal = await startPortal();
+    portal = await startSubmissionsPortal();
     const p = portal;
     const { sidecar } = modRelease({ modId: "bad-mod" });
     const bytes = writeZip([
@@ -183,7 +190,7 @@ describe.skipIf(skip)("submissions over HTTP", () => {
   });
 
   it("requests changes, then takes a resubmission of the same version as a new revision", async () => {
-    portal = await startPortal();
+    portal = await startSubmissionsPortal();
     const p = portal;
     const first = modRelease({ modId: "map-pins" });
     const created = await upload(p, p.modder, form(first.sidecar, first.packageBytes));
@@ -207,7 +214,7 @@ describe.skipIf(skip)("submissions over HTTP", () => {
   });
 
   it("hides and unhides a published release in the public catalog, and publishes nothing twice", async () => {
-    portal = await startPortal();
+    portal = await startSubmissionsPortal();
     const p = portal;
     const { packageBytes, sidecar } = modRelease({ modId: "loot-filter" });
     const id = (await upload(p, p.modder, form(sidecar, packageBytes))).json.submissionId;
@@ -227,7 +234,7 @@ describe.skipIf(skip)("submissions over HTTP", () => {
   });
 
   it("refuses uploads before reading a byte when SVC_LIVE_UPLOADS is not 1", async () => {
-    portal = await startPortal({});
+    portal = await startSubmissionsPortal({});
     const p = portal;
     const { packageBytes, sidecar } = modRelease();
     const refused = await upload(p, p.modder, form(sidecar, packageBytes));
@@ -236,7 +243,7 @@ describe.skipIf(skip)("submissions over HTTP", () => {
   });
 
   it("holds the upload routes against the HTTP and auth threat classes", async () => {
-    portal = await startPortal();
+    portal = await startSubmissionsPortal();
     const p = portal;
     const { packageBytes, sidecar } = modRelease({ modId: "safe-mod" });
     // Role, CSRF and API keys are checked before the body.
@@ -294,7 +301,7 @@ describe.skipIf(skip)("submissions over HTTP", () => {
   });
 
   it("refuses a package one byte over the cap while streaming and keeps nothing", async () => {
-    portal = await startPortal();
+    portal = await startSubmissionsPortal();
     const p = portal;
     const { sidecar } = modRelease({ modId: "huge-mod" });
     const cap = p.h.app.config.limits.maxPackageBytes;

@@ -1,9 +1,16 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { modRelease } from "../support/catalog-project.ts";
-import { signUpAndSignIn } from "../http/harness.ts";
-import { form, type Portal, SKIP_CLAMSCAN as skip, startPortal, upload, waitForState } from "./portal.ts";
+import { signUpAndSignIn } from "../support/http-harness.ts";
+import {
+  form,
+  type SubmissionsPortal,
+  SKIP_CLAMSCAN as skip,
+  startSubmissionsPortal,
+  upload,
+  waitForState,
+} from "../support/submissions-portal.ts";
 
-let portal: Portal | undefined;
+let portal: SubmissionsPortal | undefined;
 afterEach(async () => {
   await portal?.stop();
   portal = undefined;
@@ -11,7 +18,7 @@ afterEach(async () => {
 
 describe.skipIf(skip)("list_uploads over HTTP", () => {
   it("lists only the caller's own submissions, newest first, paged by cursor; all=1 is staff only", async () => {
-    portal = await startPortal();
+    portal = await startSubmissionsPortal();
     const p = portal;
     const other = await signUpAndSignIn(p.call, "other-modder@example.com", "Other", "modder");
     const player = await signUpAndSignIn(p.call, "player@example.com", "Player");

@@ -21,12 +21,9 @@ import type {
 import { loadSiteInputs, renderSite, writeSite } from "../../src/catalog/site.ts";
 import type { PortalConfig } from "../../src/config/portal-config.ts";
 import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
-import { parseSettings } from "../../src/config/settings.ts";
-import { createPortalServer, listen } from "../../src/http/server.ts";
 import { inflateEntry, readZipStructure } from "../../src/validation/zip/reader.ts";
+import { REPO_ROOT } from "./repo-root.ts";
 import { writeZip } from "./zip.ts";
-
-export const REPO_ROOT = join(import.meta.dirname, "..", "..");
 
 /** A throwaway portal (portal.config.json, records/, a built site/) in a temp folder. */
 export function catalogProject(edit: (config: PortalConfig) => void = () => {}) {
@@ -200,33 +197,5 @@ export function publisherOptions(
     // A clock that moves one minute per call, so timestamps are deterministic and ordered.
     now: () => new Date(Date.UTC(2026, 10, 2, 10, tick++)),
     ...overrides,
-  };
-}
-
-/** The one in-process CLI runner of the tests. */
-export { runCli } from "../lib/project.ts";
-
-/** The local portal server on 127.0.0.1:0 over a project's site (constructed the way `svc serve` does). */
-export async function startPortal(project: CatalogProject) {
-  const app = {
-    config: project.config,
-    settings: parseSettings({}, { dataDir: join(project.root, ".data") }),
-    siteDir: project.siteDir,
-    startedAt: new Date(),
-    now: () => new Date(),
-    log: () => {},
-  };
-  const server = createPortalServer(app);
-  const { port } = await listen(server, 0, "127.0.0.1");
-  const origin = `http://127.0.0.1:${port}`;
-  project.setBaseUrl(origin);
-  app.config = project.config;
-  return {
-    origin,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
   };
 }

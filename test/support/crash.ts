@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cpSync, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
-import { REPO_ROOT } from "./catalog-project.ts";
+import { REPO_ROOT } from "./repo-root.ts";
 
 /** The preload that SIGKILLs a child at a chosen file operation (see its header for the variables). */
 export const FAULT_PRELOAD = join(REPO_ROOT, "test/support/fault-injection.mjs");

@@ -7,7 +7,7 @@ import { createAppContext } from "../../src/http/app.ts";
 import type { AppContext } from "../../src/http/context.ts";
 import { createPortalServer, listen } from "../../src/http/server.ts";
 import { createPgliteStore, createPostgresStore, migrate, type Store } from "../../src/store/index.ts";
-import { releaseRecord, tempProject } from "../lib/project.ts";
+import { releaseRecord, tempProject } from "./temp-project.ts";
 
 export type Adapter = "pglite" | "postgres";
 

@@ -14,7 +14,7 @@ import {
   type SignedIn,
   signUpAndSignIn,
   startHarness,
-} from "../http/harness.ts";
+} from "./http-harness.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
 
 /**
@@ -27,7 +27,7 @@ import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/c
 export const SKIP_CLAMSCAN = shouldSkip(clamscanPath, "clamscan");
 const database = SKIP_CLAMSCAN ? "" : makeSignatureDatabase(mkdtempSync(join(tmpdir(), "svc-clamdb-")));
 
-export interface Portal {
+export interface SubmissionsPortal {
   h: Harness;
   call: Call;
   stop: () => Promise<void>;
@@ -37,10 +37,10 @@ export interface Portal {
   publisher: PublisherOptions;
 }
 
-export async function startPortal(
+export async function startSubmissionsPortal(
   env: Record<string, string> = { SVC_LIVE_UPLOADS: "1" },
   options: { signing?: SiteSigning } = {},
-): Promise<Portal> {
+): Promise<SubmissionsPortal> {
   const scannerEnv = { SVC_CLAMSCAN: clamscanPath ?? "", SVC_CLAMAV_DATABASE: database };
   const h = await startHarness({ env: { ...scannerEnv, ...env } });
   const settings = parseSettings({ ...scannerEnv, ...env }, { dataDir: join(h.root, ".data") });
@@ -110,7 +110,12 @@ export function form(
   return data;
 }
 
-export async function upload(p: Portal, who: SignedIn, body: FormData, headers: Record<string, string> = {}) {
+export async function upload(
+  p: SubmissionsPortal,
+  who: SignedIn,
+  body: FormData,
+  headers: Record<string, string> = {},
+) {
   const response = await fetch(`${p.h.origin}/api/v1/uploads`, {
     method: "POST",
     body,
@@ -120,7 +125,12 @@ export async function upload(p: Portal, who: SignedIn, body: FormData, headers: 
 }
 
 /** Polls upload_status until the worker has moved the submission into one of states. */
-export async function waitForState(p: Portal, who: SignedIn, id: string, states: string[]): Promise<any> {
+export async function waitForState(
+  p: SubmissionsPortal,
+  who: SignedIn,
+  id: string,
+  states: string[],
+): Promise<any> {
   for (let i = 0; i < 200; i++) {
     const status = await p.call("GET", `/api/v1/uploads/${id}`, { cookie: who.cookie });
     if (states.includes(status.json.state)) return status.json;

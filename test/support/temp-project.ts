@@ -1,13 +1,9 @@
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { Writable } from "node:stream";
 import type { PortalConfig } from "../../src/config/portal-config.ts";
 import type { ReleaseRecord } from "../../src/contracts/records.ts";
-import type { CliIo } from "../../src/cli/io.ts";
-import { main } from "../../src/cli/main.ts";
-
-export const REPO_ROOT = join(import.meta.dirname, "..", "..");
+import { REPO_ROOT } from "./repo-root.ts";
 
 export function repoConfig(): PortalConfig {
   return JSON.parse(readFileSync(join(REPO_ROOT, "portal.config.json"), "utf8")) as PortalConfig;
@@ -70,21 +66,4 @@ export function releaseRecord(overrides: Partial<ReleaseRecord> = {}): ReleaseRe
     updatedAt: "2026-11-01T10:00:00.000Z",
     ...overrides,
   };
-}
-
-class Capture extends Writable {
-  text = "";
-  override _write(chunk: Buffer, _enc: string, done: () => void) {
-    this.text += chunk.toString();
-    done();
-  }
-}
-
-/** Runs the svc CLI in-process with captured output. */
-export async function runCli(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}) {
-  const stdout = new Capture();
-  const stderr = new Capture();
-  const io: CliIo = { stdout, stderr, cwd, env };
-  const code = await main(args, io);
-  return { code, stdout: stdout.text, stderr: stderr.text };
 }
