@@ -1,3 +1,4 @@
+import type { ModOwnership } from "../contracts/ownership.ts";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PortalConfig } from "../config/portal-config.ts";
@@ -46,6 +47,8 @@ export interface ModChange {
   modId: string;
   /** Every record of the mod (any status) after the change, at the portal's base URL. */
   records: readonly ReleaseRecord[];
+  /** The mod's ownership after the change (null: unclaimed). */
+  ownership: ModOwnership | null;
   change: { version: string; kind: ChangeKind; at: string };
   now: () => Date;
 }
@@ -260,7 +263,12 @@ export function renderModChange(input: ModChange): RenderedModChange | null {
     return result.text;
   };
 
-  const view = visibleMods(input.records.filter((r) => r.modId === modId))[0] ?? null;
+  const ownerships = new Map(input.ownership ? [[modId, input.ownership]] : []);
+  const view =
+    visibleMods(
+      input.records.filter((r) => r.modId === modId),
+      ownerships,
+    )[0] ?? null;
   let catalogEntry: ReturnType<typeof buildCatalogMod> | null = null;
   let detail: ModDetailDocument | null = null;
   if (view) {

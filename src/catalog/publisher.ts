@@ -27,7 +27,16 @@ import {
 import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
 import { renderModChange } from "./mod-change.ts";
 import { recordsAtBase } from "./portal-base.ts";
-import { loadModRecords, loadOptionalJson } from "./records.ts";
+import { loadModRecords, loadOptionalJson, loadOwnership, ownershipText } from "./records.ts";
+import {
+  claimOwnership,
+  describePrincipal,
+  type Identity,
+  type ModOwnership,
+  maySubmit,
+  type Principal,
+  type RepositoryRef,
+} from "../contracts/ownership.ts";
 import { RECORD_PATHS, type ReleaseFile, type ReleaseRecord } from "../contracts/records.ts";
 import { listGeneratedFiles, loadSiteInputs, renderSite, serializeDocument } from "./site.ts";
 
@@ -101,6 +110,17 @@ export interface PublishRequest {
   packageBytes: Uint8Array;
   sidecar: unknown;
   source: ReleaseSource;
+  /**
+   * The person behind the release. Given, the publication is refused (`forbidden`) unless they own
+   * or collaborate on the mod, and an unclaimed mod id is claimed for them (claimAs becomes its one
+   * owner, with the source repository intake will accept). Omitted (an operator's `svc import`), no
+   * ownership is checked or claimed.
+   */
+  submitter?: {
+    identity: Identity;
+    claimAs: Principal;
+    sourceRepository?: RepositoryRef | null;
+  };
 }
 
 export interface PublicationResult {
@@ -228,6 +248,9 @@ interface Plan {
   modId: string;
   /** Every record of the mod (any status) after the change. */
   modRecords: ReleaseRecord[];
+  /** The mod's ownership after the change; `claimed`: this change writes it (the first accepted submission). */
+  ownership: ModOwnership | null;
+  claimed?: boolean;
   /** Records whose files change. */
   touched: ReleaseRecord[];
   change: { version: string; kind: ChangeKind; at: string };
@@ -260,6 +283,8 @@ interface RenderedPlan {
 function renderFull(options: PublisherOptions, plan: Plan, now: () => Date): RenderedPlan {
   const inputs = loadSiteInputs(options.config, options.recordsDir);
   const records = [...inputs.records.filter((r) => r.modId !== plan.modId), ...plan.modRecords];
+  const ownerships = new Map(inputs.ownerships);
+  if (plan.ownership) ownerships.set(plan.modId, plan.ownership);
   const changes = inputs.changes ?? [];
   const changesPage = appendChange(changes.at(-1) ?? null, {
     modId: plan.modId,
@@ -269,7 +294,7 @@ function renderFull(options: PublisherOptions, plan: Plan, now: () => Date): Ren
     at: plan.change.at,
   });
   const nextChanges = [...changes.filter((p) => p.page !== changesPage.page), changesPage];
-  const files = renderSite({ ...inputs, records, changes: nextChanges }, options.siteDir, now);
+  const files = renderSite({ ...inputs, records, changes: nextChanges, ownerships }, options.siteDir, now);
   const stale = listGeneratedFiles(options.siteDir).filter((p) => !files.has(p));
   return { files, stale, changesPage, failures: checkContractRules(files) };
 }
@@ -297,6 +322,7 @@ function commitPlan(
           recordsDir: options.recordsDir,
           modId: plan.modId,
           records: plan.modRecords,
+          ownership: plan.ownership,
           change: plan.change,
           now,
         });
@@ -318,6 +344,8 @@ function commitPlan(
   for (const record of plan.touched) {
     write.set(`${recordsRel}/${RECORD_PATHS.release(record.modId, record.version)}`, recordText(record));
   }
+  if (plan.claimed && plan.ownership)
+    write.set(`${recordsRel}/${RECORD_PATHS.ownership(plan.modId)}`, ownershipText(plan.ownership));
   write.set(
     `${recordsRel}/${RECORD_PATHS.changesPage(rendered.changesPage.page)}`,
     serializeChangesPage(rendered.changesPage),
@@ -451,6 +479,9 @@ export async function publishRelease(
       if (isSameRelease(taken, sidecar, sha256)) return alreadyPublished(options, taken);
       throw versionExists(taken);
     }
+    const owned = loadOwnership(options.recordsDir, key.modId, schemaRegistry(options.config.baseUrl));
+    const submitter = request.submitter;
+    if (submitter && !maySubmit(owned, submitter.identity)) throw notAnOwner(key.modId, submitter.claimAs);
     // promote() refuses a taken key itself (artifact_exists), as late as possible.
     const artifact = await options.store.promote(key, bytes);
     let committed = false;
@@ -498,9 +529,20 @@ export async function publishRelease(
       const records = [...modRecords, record];
       const changed = settleStatuses(records, record.modId, at);
       const final = records.find((r) => r.modId === record.modId && r.version === record.version)!;
+      const claimed = owned === null && submitter !== undefined;
       const plan: Plan = {
         modId: record.modId,
         modRecords: records,
+        ownership: claimed
+          ? claimOwnership({
+              modId: record.modId,
+              owner: submitter.claimAs,
+              at,
+              sourceRepository: submitter.sourceRepository ?? null,
+              ...(request.source.submissionId ? { submissionId: request.source.submissionId } : {}),
+            })
+          : owned,
+        claimed,
         touched: [final, ...changed.filter((r) => r !== final)],
         change: { version: record.version, kind: "publish", at },
       };
@@ -533,6 +575,14 @@ export function findPublishedRelease(
 ): ReleaseRecord | null {
   const record = readRecord(join(options.recordsDir, RECORD_PATHS.release(sidecar.modId, sidecar.version)));
   return record && isSameRelease(record, sidecar, sha256) ? record : null;
+}
+
+function notAnOwner(modId: string, who: Principal): SvcError {
+  return new SvcError(
+    "forbidden",
+    `${describePrincipal(who)} is not an owner or collaborator of ${modId}: only they may publish its releases (an owner adds collaborators; an admin transfers a mod)`,
+    { details: { modId } },
+  );
 }
 
 /** The answer to a publication of a release that is already there (checked under the lock). */
@@ -598,7 +648,13 @@ async function changeVisibility(
     const touched = [record, ...changed.filter((r) => r !== record)];
     const result = commitPlan(
       options,
-      { modId, modRecords: records, touched, change: { version, kind: hide ? "hide" : "unhide", at } },
+      {
+        modId,
+        modRecords: records,
+        ownership: loadOwnership(options.recordsDir, modId, schemaRegistry(options.config.baseUrl)),
+        touched,
+        change: { version, kind: hide ? "hide" : "unhide", at },
+      },
       null,
     );
     return {

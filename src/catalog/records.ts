@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { SvcError } from "../errors.ts";
 import { formatIssues, type SchemaRegistry } from "../contracts/schemas.ts";
 
+import type { ModOwnership } from "../contracts/ownership.ts";
 import type { ReleaseRecord } from "../contracts/records.ts";
 import { RECORD_PATHS } from "../contracts/records.ts";
 
@@ -57,4 +58,45 @@ export function loadModRecords(recordsDir: string, modId: string, registry: Sche
 export function loadOptionalJson<T>(recordsDir: string, relativePath: string): T | null {
   const path = join(recordsDir, relativePath);
   return existsSync(path) ? (readJson(path) as T) : null;
+}
+
+/** records/owners/{modId}.json, schema-checked; null when the mod id is unclaimed. */
+export function loadOwnership(
+  recordsDir: string,
+  modId: string,
+  registry: SchemaRegistry,
+): ModOwnership | null {
+  const value = loadOptionalJson<unknown>(recordsDir, RECORD_PATHS.ownership(modId));
+  if (value === null) return null;
+  const result = registry.validate<ModOwnership>("mod-ownership", value);
+  if (!result.ok)
+    throw new SvcError(
+      "invalid_payload",
+      `records/${RECORD_PATHS.ownership(modId)} is not a valid ownership record: ${formatIssues(result.issues)}`,
+    );
+  if (result.value.modId !== modId)
+    throw new SvcError(
+      "invalid_payload",
+      `records/${RECORD_PATHS.ownership(modId)} names mod ${result.value.modId}`,
+    );
+  return result.value;
+}
+
+/** Every ownership record, by mod id. */
+export function loadOwnerships(recordsDir: string, registry: SchemaRegistry): Map<string, ModOwnership> {
+  const dir = join(recordsDir, RECORD_PATHS.ownersDir);
+  const out = new Map<string, ModOwnership>();
+  if (!existsSync(dir)) return out;
+  for (const name of readdirSync(dir).sort()) {
+    if (!name.endsWith(".json")) continue;
+    const modId = name.slice(0, -".json".length);
+    const ownership = loadOwnership(recordsDir, modId, registry);
+    if (ownership) out.set(modId, ownership);
+  }
+  return out;
+}
+
+/** The bytes an ownership record is written with. */
+export function ownershipText(ownership: ModOwnership): string {
+  return `${JSON.stringify(ownership, null, 2)}\n`;
 }

@@ -1,3 +1,4 @@
+import type { ModOwnership } from "../contracts/ownership.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -43,7 +44,7 @@ import { type CommitResult, commitFiles } from "./atomic-files.ts";
 import { listFilesUnder } from "../lib/walk.ts";
 import { loadChangesPages } from "./changes.ts";
 import { buildChangesHead, type ChangesPage, serializeChangesPage } from "../contracts/changes.ts";
-import { loadOptionalJson, loadReleaseRecords } from "./records.ts";
+import { loadOptionalJson, loadOwnerships, loadReleaseRecords } from "./records.ts";
 import { RECORD_PATHS, type ReleaseRecord, type TrackedRelease } from "../contracts/records.ts";
 
 /** Everything a build reads: operator configuration and the records. Nothing else feeds site/api/v1. */
@@ -58,6 +59,8 @@ export interface SiteInputs {
   endpoints: readonly EndpointDefinition[];
   /** records/changes, oldest page first (omitted: an empty feed). */
   changes?: ChangesPage[];
+  /** records/owners, by mod id (omitted: no mod is claimed). */
+  ownerships?: ReadonlyMap<string, ModOwnership>;
 }
 
 export interface ProjectPaths {
@@ -99,6 +102,7 @@ export function loadSiteInputs(config: PortalConfig, recordsDir: string): SiteIn
     backendSmoke: null,
     endpoints: ENDPOINTS,
     changes: loadChangesPages(recordsDir, registry),
+    ownerships: loadOwnerships(recordsDir, registry),
   };
 }
 
@@ -125,7 +129,7 @@ export function generateDocuments(inputs: SiteInputs, options: RenderOptions = {
   const { config } = inputs;
   const at = PENDING_TIMESTAMP;
   const supported = supportedBuilds(inputs.gameBuilds);
-  const mods = visibleMods(inputs.records);
+  const mods = visibleMods(inputs.records, inputs.ownerships);
   const readinessInputs = {
     config,
     endpoints: inputs.endpoints,

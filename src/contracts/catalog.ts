@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import * as semver from "./semver.ts";
 import type { PortalConfig } from "../config/portal-config.ts";
 import type { Author, Dependency, Entrypoint, Links, ReleaseFile, ReleaseRecord } from "./records.ts";
+import { type ModOwnership, type PublicOwnership, publicOwnership } from "./ownership.ts";
 import { portalUrls } from "./urls.ts";
 
 export interface VersionRecord {
@@ -75,6 +76,8 @@ export interface ModDetailDocument extends ModSummary {
   generatedAt: string;
   description: string;
   links: Links;
+  /** Who may publish the mod; null until a submission claims it (svc.mod-ownership.v1). */
+  ownership: PublicOwnership | null;
   versions: VersionRecord[];
 }
 
@@ -91,10 +94,14 @@ export interface ModView {
   modId: string;
   newest: ReleaseRecord;
   visible: ReleaseRecord[];
+  ownership: PublicOwnership | null;
 }
 
 /** Groups records by mod and keeps only what the public may see: hidden versions are left out. */
-export function visibleMods(records: readonly ReleaseRecord[]): ModView[] {
+export function visibleMods(
+  records: readonly ReleaseRecord[],
+  ownerships: ReadonlyMap<string, ModOwnership> = new Map(),
+): ModView[] {
   const byMod = new Map<string, ReleaseRecord[]>();
   for (const record of records) {
     if (record.status === "hidden") continue;
@@ -106,7 +113,13 @@ export function visibleMods(records: readonly ReleaseRecord[]): ModView[] {
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([modId, list]) => {
       const visible = list.sort((a, b) => semver.rcompare(a.version, b.version));
-      return { modId, newest: visible[0]!, visible };
+      const ownership = ownerships.get(modId);
+      return {
+        modId,
+        newest: visible[0]!,
+        visible,
+        ownership: ownership ? publicOwnership(ownership) : null,
+      };
     });
 }
 
@@ -226,6 +239,7 @@ export function buildModDetail(config: PortalConfig, view: ModView, generatedAt:
     ...modSummary(view, config.baseUrl),
     description: view.newest.description,
     links: view.newest.links,
+    ownership: view.ownership,
     versions: view.visible.map(toVersionRecord),
   };
 }

@@ -86,4 +86,6 @@ export const RECORD_PATHS = {
   postPublishSmoke: "smoke/post-publish.json",
   changesDir: "changes",
   changesPage: (page: number) => `changes/${page}.json`,
+  ownersDir: "owners",
+  ownership: (modId: string) => `owners/${modId}.json`,
 } as const;

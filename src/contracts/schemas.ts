@@ -18,6 +18,7 @@ export type SchemaName =
   | "changes-page"
   | "mods-index"
   | "mod-detail"
+  | "mod-ownership"
   | "mod-versions"
   | "runtime"
   | "framework"

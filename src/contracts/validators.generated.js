@@ -24,6 +24,8 @@ export function loadValidator(name) {
       return (sourceRequire ? sourceRequire("./validators/mod-detail.cjs") : require("./validators/mod-detail.cjs")).validate;
     case "mod-manifest":
       return (sourceRequire ? sourceRequire("./validators/mod-manifest.cjs") : require("./validators/mod-manifest.cjs")).validate;
+    case "mod-ownership":
+      return (sourceRequire ? sourceRequire("./validators/mod-ownership.cjs") : require("./validators/mod-ownership.cjs")).validate;
     case "mod-versions":
       return (sourceRequire ? sourceRequire("./validators/mod-versions.cjs") : require("./validators/mod-versions.cjs")).validate;
     case "mods-index":

@@ -94,6 +94,23 @@ const submission = {
   updatedAt: AT,
 };
 
+const ownership = {
+  schema: "svc.mod-ownership.v1",
+  modId: "better-hud",
+  owners: [{ account: "acct_0123456789abcdefghijkl" }, { github: "hud-author" }],
+  collaborators: [{ github: "Co-Author" }],
+  sourceRepository: { fullName: "hud-author/better-hud", id: 123456 },
+  trustedPublishers: [
+    { repository: { fullName: "hud-author/better-hud", id: 123456 }, workflow: "release.yml", environment: null },
+  ],
+  claimedAt: AT,
+  updatedAt: AT,
+  history: [
+    { at: AT, action: "claim", by: { account: "acct_0123456789abcdefghijkl" }, submissionId: "sub_1" },
+    { at: AT, action: "add_collaborator", by: { github: "hud-author" }, subject: { github: "Co-Author" } },
+  ],
+};
+
 const VALID: Record<SchemaName, unknown> = {
   common: {},
   artifact: { artifactStatus: "planned", downloadEnabled: false },
@@ -109,6 +126,7 @@ const VALID: Record<SchemaName, unknown> = {
   },
   "mods-index": generated.get("mods-index"),
   "mod-detail": generated.get("mod-detail"),
+  "mod-ownership": ownership,
   "mod-versions": generated.get("mod-versions"),
   runtime: generated.get("runtime"),
   framework: generated.get("framework"),
@@ -262,6 +280,24 @@ const INVALID: Array<[SchemaName, string, Mutation, { path: string; keyword: str
     "an unknown field",
     (d) => (d.downloads = 5),
     { path: "/", keyword: "unevaluatedProperties" },
+  ],
+  [
+    "mod-ownership",
+    "a principal that is both an account and a GitHub user",
+    (d) => (d.owners[0] = { account: "acct_0123456789abcdefghijkl", github: "hud-author" }),
+    { path: "/owners/0", keyword: "oneOf" },
+  ],
+  [
+    "mod-ownership",
+    "no owner",
+    (d) => (d.owners = []),
+    { path: "/owners", keyword: "minItems" },
+  ],
+  [
+    "mod-ownership",
+    "a trusted publisher whose workflow is a path",
+    (d) => (d.trustedPublishers[0].workflow = "../other/release.yml"),
+    { path: "/trustedPublishers/0/workflow", keyword: "pattern" },
   ],
   [
     "mod-versions",
