@@ -4,7 +4,7 @@
  * alone, whose action is pinned by commit SHA and attests the subjects the publish job computed.
  */
 import { describe, expect, it } from "vitest";
-import { type Plain, readWorkflow } from "../github/support/workflow-file.ts";
+import { type Plain, readWorkflow } from "../support/workflow-file.ts";
 
 const { doc, errors } = readWorkflow("publish.yml");
 const expression = (expr: string) => ["$", "{{ ", expr, " }}"].join("");

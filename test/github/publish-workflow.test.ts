@@ -5,7 +5,7 @@
  * push, on a schedule and on a plain dispatch, in one never-cancelled concurrency group.
  */
 import { describe, expect, it } from "vitest";
-import { type Plain, readWorkflow } from "./support/workflow-file.ts";
+import { type Plain, readWorkflow } from "../support/workflow-file.ts";
 
 function workflow(name: string): Plain {
   const { doc, errors } = readWorkflow(name);

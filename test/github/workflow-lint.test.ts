@@ -2,12 +2,12 @@ import { readdirSync, readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { register } from "tsx/esm/api";
 import { describe, expect, it } from "vitest";
-import type { LintRule } from "../../src/github/workflow-lint.ts";
+import type { LintRule } from "../support/workflow-lint.ts";
 
 // @actions/workflow-parser imports its schema JSON without an import attribute, which Node's own
 // loader refuses; tsx's loader (the one bin/svc.js uses) accepts it.
 register();
-const { lintAction, lintWorkflow } = await import("../../src/github/workflow-lint.ts");
+const { lintAction, lintWorkflow } = await import("../support/workflow-lint.ts");
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const FIXTURES = new URL("./fixtures/workflows/", import.meta.url).pathname;

@@ -1,7 +1,9 @@
 /**
  * Workflow lint: parses every workflow and action file with GitHub's own parser
- * (@actions/workflow-parser) and rejects the patterns that hand write tokens or a shell to
- * strangers. Each rule has a stable id; test/github/workflow-lint.test.ts proves each one fires.
+ * (@actions/workflow-parser, a devDependency: this is test code) and rejects the patterns that hand
+ * write tokens or a shell to strangers. Each rule has a stable id; test/github/workflow-lint.test.ts
+ * proves each one fires. The parser imports its schema JSON without an import attribute, which
+ * Node's own loader refuses: import this module after tsx's loader is registered (workflow-file.ts).
  */
 import { parseAction } from "@actions/workflow-parser/actions/action-parser";
 import { NoOperationTraceWriter, parseWorkflow } from "@actions/workflow-parser";
@@ -20,10 +22,10 @@ export interface LintFinding {
   message: string;
 }
 
-type Plain = string | number | boolean | null | Plain[] | { [key: string]: Plain };
+export type Plain = string | number | boolean | null | Plain[] | { [key: string]: Plain };
 
 /** The parser's token tree as plain data; an expression becomes its `${{ }}` text. */
-function toPlain(token: unknown): Plain {
+export function toPlain(token: unknown): Plain {
   if (token === null || typeof token !== "object") return token as Plain;
   const t = token as {
     type?: number;
@@ -87,13 +89,24 @@ function checkRun(file: string, where: string, run: Plain | undefined, findings:
   }
 }
 
-export function lintWorkflow(file: string, content: string): LintFinding[] {
+/** A workflow parsed by GitHub's own parser: the document as plain data (null when unparsable), and its errors. */
+export function parseWorkflowFile(
+  file: string,
+  content: string,
+): { doc: Plain; errors: Array<{ message: string }> } {
   const parsed = parseWorkflow({ name: file, content }, new NoOperationTraceWriter());
-  const errors = parsed.context.errors.getErrors();
-  if (errors.length > 0 || !parsed.value) {
-    return errors.map((e) => ({ file, rule: "parse_error" as const, message: e.message }));
+  return {
+    doc: parsed.value ? toPlain(JSON.parse(JSON.stringify(parsed.value))) : null,
+    errors: parsed.context.errors.getErrors(),
+  };
+}
+
+export function lintWorkflow(file: string, content: string): LintFinding[] {
+  const parsed = parseWorkflowFile(file, content);
+  if (parsed.errors.length > 0 || parsed.doc === null) {
+    return parsed.errors.map((e) => ({ file, rule: "parse_error" as const, message: e.message }));
   }
-  const doc = asObject(toPlain(JSON.parse(JSON.stringify(parsed.value))));
+  const doc = asObject(parsed.doc);
   const findings: LintFinding[] = [];
   const events = eventNames(doc.on);
   const untrustedTrigger = events.includes("pull_request") || events.includes("pull_request_target");
