@@ -3,18 +3,15 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { writeZip } from "../support/zip.ts";
-import { type CatalogProject, catalogProject, runCli } from "../support/catalog-project.ts";
-import {
-  type GitHubApiServer,
-  githubRelease,
-  releaseAsset,
-  startGitHubApi,
-} from "../support/github-openapi-server.ts";
+import { type CatalogProject, catalogProject } from "../support/catalog-project.ts";
+import { runCli } from "../support/run-cli.ts";
+import { githubRelease, releaseAsset } from "../support/github-fixtures.ts";
+import { type GitHubServer, startGitHubServer } from "../support/github-server.ts";
 
-let api: GitHubApiServer;
+let api: GitHubServer;
 let project: CatalogProject;
 afterEach(async () => {
-  await api?.close();
+  await api?.stop();
   project?.cleanup();
 });
 
@@ -24,15 +21,14 @@ const frameworkZip = writeZip([
   { name: "Binaries/Win64/svc-framework.dll", data: "framework 2.1.0".repeat(100) },
 ]);
 
-function env(server: GitHubApiServer) {
+function env(server: GitHubServer) {
   return { SVC_GITHUB_API_URL: server.url, SVC_GITHUB_DOWNLOAD_URL: server.url };
 }
 
-function scriptReleases(server: GitHubApiServer, options: { frameworkDigest?: string } = {}) {
-  server.expect({
-    route: "GET /repos/{owner}/{repo}/releases/latest",
-    times: 2,
-    reply: (req) => {
+function scriptReleases(server: GitHubServer, options: { frameworkDigest?: string } = {}) {
+  server.expect(
+    "GET /repos/{owner}/{repo}/releases/latest",
+    (req) => {
       if (req.params.repo === "manager") {
         return {
           status: 200,
@@ -79,32 +75,30 @@ function scriptReleases(server: GitHubApiServer, options: { frameworkDigest?: st
         }),
       };
     },
-  });
-  server.expect({
-    route: "GET /svc-portal/manager/releases/latest/download/svc-manager-1.4.0.zip",
-    raw: true,
-    reply: () => ({ status: 200, body: managerZip }),
-  });
-  server.expect({
-    route: "GET /svc-portal/framework/releases/download/v2.1.0/svc-framework-2.1.0.zip.sha256",
-    raw: true,
-    reply: () => ({
+    2,
+  );
+  server.expectRaw("GET /svc-portal/manager/releases/latest/download/svc-manager-1.4.0.zip", () => ({
+    status: 200,
+    body: managerZip,
+  }));
+  server.expectRaw(
+    "GET /svc-portal/framework/releases/download/v2.1.0/svc-framework-2.1.0.zip.sha256",
+    () => ({
       status: 200,
       body: Buffer.from(`${options.frameworkDigest ?? sha(frameworkZip)}  svc-framework-2.1.0.zip\n`),
     }),
-  });
+  );
 }
 
 describe("svc sync (against the OpenAPI-checked loopback GitHub)", () => {
   it("records the manager from the latest-release permalink and publishes the framework ZIP", async () => {
     project = catalogProject();
-    api = await startGitHubApi();
+    api = await startGitHubServer();
     scriptReleases(api);
-    api.expect({
-      route: "GET /svc-portal/framework/releases/download/v2.1.0/svc-framework-2.1.0.zip",
-      raw: true,
-      reply: () => ({ status: 200, body: frameworkZip }),
-    });
+    api.expectRaw("GET /svc-portal/framework/releases/download/v2.1.0/svc-framework-2.1.0.zip", () => ({
+      status: 200,
+      body: frameworkZip,
+    }));
     const result = await runCli(["sync", "releases"], project.root, env(api));
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
@@ -137,8 +131,8 @@ describe("svc sync (against the OpenAPI-checked loopback GitHub)", () => {
     expect((await runCli(["check"], project.root)).code).toBe(0);
 
     // A second run is idempotent: the framework ZIP is already published with the same bytes.
-    await api.close();
-    api = await startGitHubApi();
+    await api.stop();
+    api = await startGitHubServer();
     scriptReleases(api);
     const before = project.snapshot();
     expect((await runCli(["sync", "releases"], project.root, env(api))).code).toBe(0);
@@ -148,13 +142,12 @@ describe("svc sync (against the OpenAPI-checked loopback GitHub)", () => {
 
   it("refuses a framework whose bytes do not match the published digest, writing nothing", async () => {
     project = catalogProject();
-    api = await startGitHubApi();
+    api = await startGitHubServer();
     scriptReleases(api, { frameworkDigest: "b".repeat(64) });
-    api.expect({
-      route: "GET /svc-portal/framework/releases/download/v2.1.0/svc-framework-2.1.0.zip",
-      raw: true,
-      reply: () => ({ status: 200, body: frameworkZip }),
-    });
+    api.expectRaw("GET /svc-portal/framework/releases/download/v2.1.0/svc-framework-2.1.0.zip", () => ({
+      status: 200,
+      body: frameworkZip,
+    }));
     const before = project.snapshot();
     const result = await runCli(["sync", "releases"], project.root, env(api));
     expect(result.code).toBe(1);
@@ -165,27 +158,24 @@ describe("svc sync (against the OpenAPI-checked loopback GitHub)", () => {
 
   it("refuses an asset for which the release publishes no digest", async () => {
     project = catalogProject();
-    api = await startGitHubApi();
-    api.expect({
-      route: "GET /repos/{owner}/{repo}/releases/latest",
-      reply: () => ({
-        status: 200,
-        body: githubRelease({
-          id: 1,
-          tag: "v1.4.0",
-          repo: "svc-portal/manager",
-          assets: [
-            releaseAsset({
-              id: 11,
-              name: "svc-manager-1.4.0.zip",
-              size: 10,
-              repo: "svc-portal/manager",
-              tag: "v1.4.0",
-            }),
-          ],
-        }),
+    api = await startGitHubServer();
+    api.expect("GET /repos/{owner}/{repo}/releases/latest", () => ({
+      status: 200,
+      body: githubRelease({
+        id: 1,
+        tag: "v1.4.0",
+        repo: "svc-portal/manager",
+        assets: [
+          releaseAsset({
+            id: 11,
+            name: "svc-manager-1.4.0.zip",
+            size: 10,
+            repo: "svc-portal/manager",
+            tag: "v1.4.0",
+          }),
+        ],
       }),
-    });
+    }));
     const before = project.snapshot();
     const result = await runCli(["sync", "releases"], project.root, env(api));
     expect(result.code).toBe(1);
@@ -196,7 +186,7 @@ describe("svc sync (against the OpenAPI-checked loopback GitHub)", () => {
 
   it("refreshes game builds from the framework release; the catalog's supportedGameBuilds follows", async () => {
     project = catalogProject();
-    api = await startGitHubApi();
+    api = await startGitHubServer();
     const matrix = Buffer.from(
       JSON.stringify({
         builds: [
@@ -211,32 +201,28 @@ describe("svc sync (against the OpenAPI-checked loopback GitHub)", () => {
         ],
       }),
     );
-    api.expect({
-      route: "GET /repos/{owner}/{repo}/releases/latest",
-      reply: () => ({
-        status: 200,
-        body: githubRelease({
-          id: 2,
-          tag: "v2.1.0",
-          repo: "svc-portal/framework",
-          assets: [
-            releaseAsset({
-              id: 23,
-              name: "game-builds.json",
-              size: matrix.length,
-              repo: "svc-portal/framework",
-              tag: "v2.1.0",
-              digest: `sha256:${sha(matrix)}`,
-            }),
-          ],
-        }),
+    api.expect("GET /repos/{owner}/{repo}/releases/latest", () => ({
+      status: 200,
+      body: githubRelease({
+        id: 2,
+        tag: "v2.1.0",
+        repo: "svc-portal/framework",
+        assets: [
+          releaseAsset({
+            id: 23,
+            name: "game-builds.json",
+            size: matrix.length,
+            repo: "svc-portal/framework",
+            tag: "v2.1.0",
+            digest: `sha256:${sha(matrix)}`,
+          }),
+        ],
       }),
-    });
-    api.expect({
-      route: "GET /svc-portal/framework/releases/download/v2.1.0/game-builds.json",
-      raw: true,
-      reply: () => ({ status: 200, body: matrix }),
-    });
+    }));
+    api.expectRaw("GET /svc-portal/framework/releases/download/v2.1.0/game-builds.json", () => ({
+      status: 200,
+      body: matrix,
+    }));
     const result = await runCli(["sync", "game-builds"], project.root, env(api));
     expect(result.stderr).toBe("");
     expect(result.stdout).toMatch(/supported: 17000000, 17100000/);

@@ -13,13 +13,9 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  startPublishScenario,
-  type PublishScenario,
-  scheduleEvent,
-} from "../github/support/publish-scenario.ts";
-import { type Plain, readWorkflow } from "../github/support/workflow-file.ts";
-import { REPO_ROOT } from "../support/catalog-project.ts";
+import { startPublishScenario, type PublishScenario, scheduleEvent } from "../support/publish-scenario.ts";
+import { REPO_ROOT } from "../support/repo-root.ts";
+import { type Plain, readWorkflow } from "../support/workflow-file.ts";
 import { clamscanPath, shouldSkip } from "../validation/clamav.ts";
 
 const workflow = readWorkflow("publish.yml").doc;

@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManagerClient } from "../../src/distribution/manager-client.ts";
-import { runCli } from "../support/catalog-project.ts";
-import { pushEvent, type PublishScenario, startPublishScenario } from "../github/support/publish-scenario.ts";
+import { pushEvent, type PublishScenario, startPublishScenario } from "../support/publish-scenario.ts";
+import { runCli } from "../support/run-cli.ts";
 import { clamscanPath, shouldSkip } from "../validation/clamav.ts";
 import { startMirror } from "./support.ts";
 

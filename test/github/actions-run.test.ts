@@ -21,25 +21,27 @@ import {
   catalogProject,
   modRelease,
   publisherOptions,
-  runCli,
 } from "../support/catalog-project.ts";
-import { githubRelease, releaseAsset } from "../support/github-openapi-server.ts";
+import { runAction } from "../support/action-runner.ts";
+import { githubRelease, releaseAsset } from "../support/github-fixtures.ts";
+import { BOT_LOGIN, pullRequestFile } from "../support/github-repository.ts";
+import { type GitHubServer, startGitHubServer } from "../support/github-server.ts";
+import { expectReportArtifact, PullRequestWorld } from "../support/pull-request-world.ts";
+import { REPO_ROOT } from "../support/repo-root.ts";
+import { runCli } from "../support/run-cli.ts";
+import { SIDECAR_PATH, sidecar, submissionReport } from "../support/submission-fixtures.ts";
+import { examplePayload, PORTAL } from "../support/webhook-payloads.ts";
 import { writeZip } from "../support/zip.ts";
-import { ROOT, runAction } from "./support/action-runner.ts";
-import { BOT_LOGIN, examplePayload, PORTAL } from "./support/bot-harness.ts";
-import { GitHubApiServer } from "./support/github-api-server.ts";
-import { PullRequestWorld, pullRequestFile } from "./support/pull-request-world.ts";
-import { expectReportArtifact, SIDECAR_PATH, sidecar, submissionReport } from "./support/scenario.ts";
 
 /** One entry of GET /pulls/{pull_number}/files: a file the pull request adds. */
 const addedFile = (filename: string) => pullRequestFile(filename, "added");
 
-let github: GitHubApiServer;
+let github: GitHubServer;
 let dir: string;
 let project: CatalogProject | undefined;
 const stops: Array<() => Promise<void>> = [];
 beforeEach(async () => {
-  github = await new GitHubApiServer().start();
+  github = await startGitHubServer();
   dir = mkdtempSync(join(tmpdir(), "svc-action-"));
 });
 afterEach(async () => {
@@ -112,7 +114,7 @@ describe("actions/validate from its bundle", () => {
     event.pull_request.number = 1;
     event.pull_request.head.sha = headSha;
     const result = await runAction("validate", {
-      workspace: ROOT,
+      workspace: REPO_ROOT,
       event,
       eventName: "pull_request",
       env: runnerEnv(),
@@ -199,7 +201,7 @@ describe("actions/validate from its bundle", () => {
 
   it("fails the step with one message when the event is not a pull request", async () => {
     const result = await runAction("validate", {
-      workspace: ROOT,
+      workspace: REPO_ROOT,
       event: examplePayload("release", "published"),
       eventName: "release",
       env: runnerEnv(),
@@ -462,7 +464,7 @@ describe("actions/sync from its bundle", () => {
     expect((await runCli(["check"], project.root)).code).toBe(0);
 
     await github.stop();
-    github = await new GitHubApiServer().start();
+    github = await startGitHubServer();
     scriptReleases({ times: 3 });
     const snapshot = project.snapshot();
     // The framework ZIP is already published with the same bytes, so it is not downloaded again.

@@ -1,10 +1,10 @@
 import JSZip from "jszip";
 /**
- * The publish job as a first real deployment runs it (issue 12, items 1, 2 and 5a): the committed
- * actions/publish bundle, run as a runner runs it, in a workspace made as actions/checkout makes it,
- * against a loopback GitHub that checks every request and reply against GitHub's OpenAPI
- * description and a loopback git remote (git http-backend) whose default branch is protected:
- * only the GitHub App's installation token (the bypass actor) may update it.
+ * The publish job as a first real deployment runs it: the committed actions/publish bundle, run as
+ * a runner runs it, in a workspace made as actions/checkout makes it, against a loopback GitHub that
+ * checks every request and reply against GitHub's OpenAPI description and a loopback git remote
+ * (git http-backend) whose default branch is protected: only the GitHub App's installation token
+ * (the bypass actor) may update it.
  */
 import { execFile, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -14,10 +14,10 @@ import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { CatalogPushError, pushCatalogCommit, refusedCatalogPath } from "../../src/github/catalog-push.ts";
-import { runCli } from "../support/catalog-project.ts";
+import { runCli } from "../support/run-cli.ts";
 import { clamscanPath, shouldSkip } from "../validation/clamav.ts";
-import { checkoutLikeActions, startGitRemote } from "./support/git-remote.ts";
-import { APP_TOKEN, BOT_LOGIN } from "./support/publish-world.ts";
+import { checkoutLikeActions, startGitRemote } from "../support/git-remote.ts";
+import { APP_TOKEN, BOT_LOGIN } from "../support/github-repository.ts";
 import {
   dispatchEvent,
   OLD_WORKFLOW_TOKEN,
@@ -26,7 +26,7 @@ import {
   REPOSITORY,
   scheduleEvent,
   startPublishScenario,
-} from "./support/publish-scenario.ts";
+} from "../support/publish-scenario.ts";
 
 // Each test runs the bundle several times, as a runner would; the bound guards a hang, not speed.
 const RUNS_TIMEOUT = 120_000;
@@ -351,19 +351,19 @@ describe.skipIf(skip)("publish: idempotent", { timeout: RUNS_TIMEOUT }, () => {
     // mode pending reads the checkout only: the job installs ClamAV when some sidecar has no record.
     const pending = await s.run(await s.checkout(), scheduleEvent(), { inputs: { mode: "pending" } });
     expect(pending.outputs).toEqual({ pending: "true" });
-    expect(s.github.requests).toEqual([]);
+    expect(s.github.recorded).toEqual([]);
     expect((await s.run(await s.checkout(), pushEvent(before, sub.merge, [sub.path]))).code).toBe(0);
     const done = await s.run(await s.checkout(), scheduleEvent(), { inputs: { mode: "pending" } });
     expect(done.outputs).toEqual({ pending: "false" });
     const head = s.remote.head();
     s.world.deployments = [{ id: 1, sha: head, state: "success" }];
 
-    const reads = s.github.requests.length;
+    const reads = s.github.recorded.length;
     const again = await s.run(await s.checkout(), scheduleEvent());
     expect(again.code, again.stdout).toBe(0);
     expect(again.outputs).toMatchObject({ published: "0", commit: "", deploy: "false" });
     expect(again.summary).toContain("1 sidecar(s) already published with the same sha256 (no-op).");
-    const called = s.github.requests.slice(reads).map((r) => r.operation);
+    const called = s.github.recorded.slice(reads).map((r) => r.operation);
     expect(called).not.toContain("GET /repos/{owner}/{repo}/commits");
     expect(s.remote.head()).toBe(head);
 

@@ -1,21 +1,21 @@
 /**
- * sync.yml's commit path (issue 12, items 1 and 2 for sync): actions/sync with push=true, from its
- * committed bundle, puts the framework ZIP into a release of the portal (never into git) and pushes
- * records/ and site/ to the protected default branch with the app's installation token, through the
- * same code as publication; a second run changes nothing.
+ * sync.yml's commit path: actions/sync with push=true, from its committed bundle, puts the framework
+ * ZIP into a release of the portal (never into git) and pushes records/ and site/ to the protected
+ * default branch with the app's installation token, through the same code as publication; a second
+ * run changes nothing.
  */
 import { createHash, generateKeyPairSync } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import { githubRelease, releaseAsset } from "../support/github-openapi-server.ts";
+import { runAction } from "../support/action-runner.ts";
+import { githubRelease, releaseAsset } from "../support/github-fixtures.ts";
+import { BOT_LOGIN } from "../support/github-repository.ts";
 import { writeZip } from "../support/zip.ts";
-import { runAction } from "./support/action-runner.ts";
-import { BOT_LOGIN } from "./support/publish-world.ts";
 import {
   type PublishScenario,
   REPOSITORY,
   startPublishScenario,
   WORKFLOW_TOKEN,
-} from "./support/publish-scenario.ts";
+} from "../support/publish-scenario.ts";
 
 // Each test runs the bundle several times, as a runner would; the bound guards a hang, not speed.
 const RUNS_TIMEOUT = 120_000;
@@ -48,10 +48,9 @@ const matrix = Buffer.from(
 function upstreamReleases(s: PublishScenario) {
   const asset = (id: number, name: string, bytes: Buffer, repo: string, tag: string) =>
     releaseAsset({ id, name, size: bytes.length, repo, tag, digest: `sha256:${sha256(bytes)}` });
-  s.github.expect({
-    route: "GET /repos/{owner}/{repo}/releases/latest",
-    times: Number.POSITIVE_INFINITY,
-    reply: (req) =>
+  s.github.expect(
+    "GET /repos/{owner}/{repo}/releases/latest",
+    (req) =>
       req.params.repo === "manager"
         ? {
             status: 200,
@@ -74,14 +73,14 @@ function upstreamReleases(s: PublishScenario) {
               ],
             }),
           },
-  });
+    Number.POSITIVE_INFINITY,
+  );
   const serve = (path: string, body: Buffer) =>
-    s.github.expect({
-      route: `GET ${path}`,
-      raw: true,
-      times: Number.POSITIVE_INFINITY,
-      reply: () => ({ status: 200, body, headers: { "content-type": "application/octet-stream" } }),
-    });
+    s.github.expectRaw(
+      `GET ${path}`,
+      () => ({ status: 200, body, headers: { "content-type": "application/octet-stream" } }),
+      Number.POSITIVE_INFINITY,
+    );
   serve("/svc-portal/manager/releases/latest/download/svc-manager-1.4.0.zip", managerZip);
   serve("/svc-portal/framework/releases/download/v2.1.0/svc-framework-2.1.0.zip", frameworkZip);
   serve("/svc-portal/framework/releases/download/v2.1.0/game-builds.json", matrix);

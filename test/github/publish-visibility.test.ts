@@ -21,11 +21,12 @@ import {
   modRelease,
   publisherOptions,
 } from "../support/catalog-project.ts";
-import { eventExample, runAction } from "./support/action-runner.ts";
-import { BOT_LOGIN, PORTAL } from "./support/bot-harness.ts";
-import { checkoutLikeActions, type GitRemote, startGitRemote } from "./support/git-remote.ts";
-import { GitHubApiServer } from "./support/github-api-server.ts";
-import { PullRequestWorld } from "./support/pull-request-world.ts";
+import { runAction } from "../support/action-runner.ts";
+import { checkoutLikeActions, type GitRemote, startGitRemote } from "../support/git-remote.ts";
+import { BOT_LOGIN } from "../support/github-repository.ts";
+import { type GitHubServer, startGitHubServer } from "../support/github-server.ts";
+import { PullRequestWorld } from "../support/pull-request-world.ts";
+import { eventExample, PORTAL } from "../support/webhook-payloads.ts";
 
 const WORKFLOW_TOKEN = "ghs_workflow_token_read";
 const APP_TOKEN = "ghs_app_installation_token_test";
@@ -36,12 +37,12 @@ const appKey = generateKeyPairSync("rsa", { modulusLength: 2048 })
 // Each test runs the bundle several times, as a runner would; the bound guards a hang, not speed.
 const RUNS_TIMEOUT = 120_000;
 
-let github: GitHubApiServer;
+let github: GitHubServer;
 let remote: GitRemote;
 let dir: string;
 const cleanups: Array<() => void> = [];
 beforeEach(async () => {
-  github = await new GitHubApiServer().start();
+  github = await startGitHubServer();
   dir = mkdtempSync(join(tmpdir(), "svc-visibility-"));
 });
 afterEach(async () => {

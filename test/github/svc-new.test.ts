@@ -9,7 +9,9 @@ import type { GitHubApi } from "../../src/github/api.ts";
 import { classifySubmission, parseSubmissionPath } from "../../src/github/submission-files.ts";
 import { validateSidecar } from "../../src/validation/documents.ts";
 import type { ValidationReport } from "../../src/validation/types.ts";
-import { type CatalogProject, catalogProject, REPO_ROOT, runCli } from "../support/catalog-project.ts";
+import { type CatalogProject, catalogProject } from "../support/catalog-project.ts";
+import { REPO_ROOT } from "../support/repo-root.ts";
+import { runCli } from "../support/run-cli.ts";
 import { writeZip } from "../support/zip.ts";
 import { clamdPath, type RunningClamd, startClamd } from "../validation/clamav.ts";
 

@@ -11,14 +11,15 @@ import { validateSubmission } from "../../src/pipeline/validate-submission.ts";
 import { modRelease } from "../support/catalog-project.ts";
 import {
   form,
-  type Portal,
+  type SubmissionsPortal,
   SKIP_CLAMSCAN as skip,
-  startPortal,
+  startSubmissionsPortal,
   upload,
   waitForState,
-} from "../submissions/portal.ts";
-import { BOT_LOGIN, PORTAL } from "./support/bot-harness.ts";
-import { GitHubApiServer, type RecordedRequest } from "./support/github-api-server.ts";
+} from "../support/submissions-portal.ts";
+import { BOT_LOGIN } from "../support/github-repository.ts";
+import { type GitHubServer, type RecordedRequest, startGitHubServer } from "../support/github-server.ts";
+import { PORTAL } from "../support/webhook-payloads.ts";
 
 const privateKey = generateKeyPairSync("rsa", { modulusLength: 2048 })
   .privateKey.export({ type: "pkcs1", format: "pem" })
@@ -48,7 +49,7 @@ class PortalRepo {
   uploaded: Buffer[] = [];
   private nextId = 500;
 
-  constructor(readonly github: GitHubApiServer) {}
+  constructor(readonly github: GitHubServer) {}
 
   status(): { state: string } | null {
     const comment = this.comments.find((c) => c.login === BOT_LOGIN && c.body.startsWith("<!-- svc:status"));
@@ -76,6 +77,8 @@ class PortalRepo {
       body: this.body,
       user: { login: BOT_LOGIN, id: 2, type: "Bot" },
       labels: this.labels.map((name) => ({ name })),
+      // The fake completes a reply from GitHub's example, whose pull request changes 5 files.
+      changed_files: this.files.length,
       head: { sha: this.headSha, ref: this.branch, repo: { full_name: PORTAL } },
       base: { ref: "main", repo: { default_branch: "main", full_name: PORTAL } },
     };
@@ -203,8 +206,8 @@ class PortalRepo {
   }
 }
 
-let github: GitHubApiServer | undefined;
-let portal: Portal | undefined;
+let github: GitHubServer | undefined;
+let portal: SubmissionsPortal | undefined;
 afterEach(async () => {
   await portal?.stop();
   await github?.stop();
@@ -212,10 +215,10 @@ afterEach(async () => {
   github = undefined;
 });
 
-async function startGitHubPortal(): Promise<{ p: Portal; repo: PortalRepo }> {
-  github = await new GitHubApiServer().start();
+async function startGitHubPortal(): Promise<{ p: SubmissionsPortal; repo: PortalRepo }> {
+  github = await startGitHubServer();
   const repo = new PortalRepo(github).serve();
-  portal = await startPortal({
+  portal = await startSubmissionsPortal({
     SVC_LIVE_UPLOADS: "1",
     SVC_PORTAL_REPOSITORY: PORTAL,
     SVC_GITHUB_APP_ID: "1",
@@ -226,14 +229,14 @@ async function startGitHubPortal(): Promise<{ p: Portal; repo: PortalRepo }> {
   return { p: portal, repo };
 }
 
-const decide = (p: Portal, id: string, decision: string, notes: string) =>
+const decide = (p: SubmissionsPortal, id: string, decision: string, notes: string) =>
   p.call("POST", `/api/v1/moderation/releases/${id}/decision`, {
     body: { decision, notes },
     cookie: p.moderator.cookie,
     csrf: p.moderator.csrf,
   });
 
-const writes = (g: GitHubApiServer): string[] =>
+const writes = (g: GitHubServer): string[] =>
   g.recorded.filter((r: RecordedRequest) => r.method !== "GET").map((r) => `${r.method} ${r.route}`);
 
 describe.skipIf(skip)("uploads on a GitHub-backed portal", () => {
@@ -392,7 +395,7 @@ describe.skipIf(skip)("uploads on a GitHub-backed portal", () => {
 
 describe("the validate action on a staged upload's pull request", () => {
   it("defers to the portal's worker for the portal's own upload branch, and reports a look-alike from a fork", async () => {
-    const g = await new GitHubApiServer().start();
+    const g = await startGitHubServer();
     try {
       const sidecarPath = "submissions/quick-travel/1.0.0.json";
       const { sidecar } = modRelease({ modId: "quick-travel", version: "1.0.0" });

@@ -6,7 +6,8 @@ import { createServer, type RequestListener } from "node:http";
 import type { AddressInfo } from "node:net";
 import { sign } from "@octokit/webhooks-methods";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { examplePayload, PORTAL, WEBHOOK_SECRET } from "./support/bot-harness.ts";
+import { WEBHOOK_SECRET } from "../support/bot-harness.ts";
+import { examplePayload, PORTAL } from "../support/webhook-payloads.ts";
 
 async function call(
   handler: RequestListener,

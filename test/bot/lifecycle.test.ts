@@ -1,15 +1,19 @@
+/**
+ * The bot over a submission pull request's whole life, through the deployed webhook functions: each
+ * step's writes to GitHub are a file snapshot (scenarios/), the status comment is one living comment
+ * and the state label mirrors it; reviews and commands count only from moderators who are not the
+ * author, a report counts only for the head commit of this repository, and a new push dismisses an
+ * approval.
+ */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { handlePublishReceipt } from "../../src/bot/handle.ts";
 import { Octokit } from "@octokit/rest";
-import { type BotHarness, BOT_LOGIN, examplePayload, startBot } from "./support/bot-harness.ts";
-import { PullRequestWorld } from "./support/pull-request-world.ts";
-import {
-  expectReportArtifact,
-  SIDECAR_PATH,
-  sentSince,
-  sidecar,
-  submissionReport,
-} from "./support/scenario.ts";
+import { type BotHarness, startBot } from "../support/bot-harness.ts";
+import { BOT_LOGIN } from "../support/github-repository.ts";
+import { sentSince } from "../support/github-server.ts";
+import { expectReportArtifact, PullRequestWorld } from "../support/pull-request-world.ts";
+import { SIDECAR_PATH, sidecar, submissionReport } from "../support/submission-fixtures.ts";
+import { examplePayload } from "../support/webhook-payloads.ts";
 
 const SCENARIOS = new URL("./scenarios/", import.meta.url).pathname;
 

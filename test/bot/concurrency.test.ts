@@ -1,5 +1,5 @@
 /**
- * Issue 12, item 4: two near-simultaneous deliveries created two status comments. Here two
+ * Two near-simultaneous deliveries of one pull request leave one status comment. Here two
  * serverless instances (two deployments on one store) receive two deliveries of one pull request at
  * the same moment from a GitHub that answers in 150 ms, and both drain at once: the queue runs them
  * one after the other, so the pull request ends with one status comment and one state label. The
@@ -7,17 +7,18 @@
  * created a status comment beside the bot's leaves one.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type BotHarness, BOT_LOGIN, startBot, testStore } from "./support/bot-harness.ts";
+import { type BotHarness, startBot, testStore } from "../support/bot-harness.ts";
 import type { Store } from "../../src/store/index.ts";
-import { GitHubApiServer } from "./support/github-api-server.ts";
-import { PullRequestWorld } from "./support/pull-request-world.ts";
-import { SIDECAR_PATH, sidecar } from "./support/scenario.ts";
+import { BOT_LOGIN } from "../support/github-repository.ts";
+import { type GitHubServer, startGitHubServer } from "../support/github-server.ts";
+import { PullRequestWorld } from "../support/pull-request-world.ts";
+import { SIDECAR_PATH, sidecar } from "../support/submission-fixtures.ts";
 
-let github: GitHubApiServer;
+let github: GitHubServer;
 let store: Store;
 const bots: BotHarness[] = [];
 beforeEach(async () => {
-  github = await new GitHubApiServer().start();
+  github = await startGitHubServer();
   store = await testStore();
 });
 afterEach(async () => {

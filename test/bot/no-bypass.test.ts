@@ -1,14 +1,14 @@
 /**
- * Issue 12, 5(b): a pull request that edits the validation workflow runs its own version of it
- * (pull_request workflows come from the merge commit), so it can upload any report it likes. The bot
- * judges the pull request's shape from the file list it reads itself, and treats the report only as
- * data checked against the sidecar it reads at the head commit.
+ * A pull request that edits the validation workflow cannot pass: it runs its own version of that
+ * workflow (pull_request workflows come from the merge commit), so it can upload any report it
+ * likes. The bot judges the pull request's shape from the file list it reads itself, and treats the
+ * report only as data checked against the sidecar it reads at the head commit.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { shapeOf } from "../../src/bot/derive.ts";
-import { type BotHarness, startBot } from "./support/bot-harness.ts";
-import { PullRequestWorld } from "./support/pull-request-world.ts";
-import { expectReportArtifact, SIDECAR_PATH, sidecar, submissionReport } from "./support/scenario.ts";
+import { type BotHarness, startBot } from "../support/bot-harness.ts";
+import { expectReportArtifact, PullRequestWorld } from "../support/pull-request-world.ts";
+import { SIDECAR_PATH, sidecar, submissionReport } from "../support/submission-fixtures.ts";
 
 let bot: BotHarness;
 let world: PullRequestWorld;

@@ -1,7 +1,7 @@
 /**
- * Issue 12, item 6: release intake reaches modders. The portal app is private with write rights on
- * the portal; modders install a separate public app whose only rights are contents: read and
- * metadata: read, and which hears only `release`. Its webhooks (real release.published payloads)
+ * Release intake reaches modders. The portal app is private with write rights on the portal;
+ * modders install a separate public app whose only rights are contents: read and metadata: read,
+ * and which hears only `release`. Its webhooks (real release.published payloads)
  * reach the same deployment on their own route and secret, and the submission pull request is
  * opened with the portal app's installation token.
  */
@@ -11,10 +11,11 @@ import { join } from "node:path";
 import { parse } from "yaml";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { writeZip } from "../support/zip.ts";
-import { ROOT } from "./support/action-runner.ts";
-import { type BotHarness, examplePayload, startBot, WEBHOOK_SECRET } from "./support/bot-harness.ts";
-import type { GitHubApiServer } from "./support/github-api-server.ts";
-import { sidecar } from "./support/scenario.ts";
+import { type BotHarness, startBot, WEBHOOK_SECRET } from "../support/bot-harness.ts";
+import type { GitHubServer } from "../support/github-server.ts";
+import { REPO_ROOT } from "../support/repo-root.ts";
+import { sidecar } from "../support/submission-fixtures.ts";
+import { examplePayload } from "../support/webhook-payloads.ts";
 
 const SCENARIOS = new URL("./scenarios/", import.meta.url).pathname;
 
@@ -24,7 +25,7 @@ interface Manifest {
   default_permissions: Record<string, string>;
   default_events: string[];
 }
-const manifest = (file: string) => parse(readFileSync(join(ROOT, file), "utf8")) as Manifest;
+const manifest = (file: string) => parse(readFileSync(join(REPO_ROOT, file), "utf8")) as Manifest;
 
 describe("the app manifests", () => {
   it("the intake app is public, read-only and hears only release, on its own route", () => {
@@ -54,7 +55,7 @@ describe("the app manifests", () => {
 
 describe("a release published in a mod repository", () => {
   let bot: BotHarness;
-  let github: GitHubApiServer;
+  let github: GitHubServer;
   let zip: Buffer;
   beforeEach(async () => {
     bot = await startBot();

@@ -1,14 +1,14 @@
 /**
- * Issue 12, item 4: a failed package download, a scanner outage or a validation run that ends
- * without a report used to leave the pull request saying "validating" forever. Each now ends in
+ * A failure outside the package never leaves a pull request "validating": a failed package
+ * download, a scanner outage or a validation run that ends without a report each end in
  * validation_failed, marked retryable, and `/svc revalidate` (the submitter or a moderator) re-runs
  * the head commit's validation run. A delivery the bot gives up on ends visible too: listed by the
  * drain (Vercel cron, CRON_SECRET), and the pull request's status comment says so.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type BotHarness, CRON_SECRET, startBot } from "./support/bot-harness.ts";
-import { PullRequestWorld } from "./support/pull-request-world.ts";
-import { expectReportArtifact, SIDECAR_PATH, sidecar, submissionReport } from "./support/scenario.ts";
+import { type BotHarness, CRON_SECRET, startBot } from "../support/bot-harness.ts";
+import { expectReportArtifact, PullRequestWorld } from "../support/pull-request-world.ts";
+import { SIDECAR_PATH, sidecar, submissionReport } from "../support/submission-fixtures.ts";
 
 let bot: BotHarness;
 let world: PullRequestWorld;

@@ -3,45 +3,24 @@
  * (createBotFunctions: signature check on the raw body, the delivery queue in a real store, 202,
  * then the drain through the Probot app), mounted on a loopback server. Webhooks are real payloads
  * from @octokit/webhooks-examples, signed like GitHub signs them; every call the bot makes goes to
- * GitHubApiServer, which checks it against GitHub's OpenAPI description.
+ * the fake GitHub (github-server.ts), which checks it against GitHub's OpenAPI description.
  */
 import { generateKeyPairSync, randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
-import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { sign } from "@octokit/webhooks-methods";
 import { Probot, ProbotOctokit } from "probot";
-import { type BotFunctions, createBotFunctions, type SvcAppOptions } from "../../../src/bot/app.ts";
-import type { QueueOptions } from "../../../src/bot/delivery-queue.ts";
-import type { NodeHandler } from "../../../src/bot/deployment.ts";
-import { createPgliteStore, migrate, type Store } from "../../../src/store/index.ts";
-import { GitHubApiServer } from "./github-api-server.ts";
+import { type BotFunctions, createBotFunctions, type SvcAppOptions } from "../../src/bot/app.ts";
+import type { QueueOptions } from "../../src/bot/delivery-queue.ts";
+import type { NodeHandler } from "../../src/bot/deployment.ts";
+import { createPgliteStore, migrate, type Store } from "../../src/store/index.ts";
+import { BOT_LOGIN } from "./github-repository.ts";
+import { type GitHubServer, startGitHubServer } from "./github-server.ts";
+import { PORTAL } from "./webhook-payloads.ts";
 
-const require = createRequire(import.meta.url);
-const EXAMPLES = require("@octokit/webhooks-examples/api.github.com/index.json") as Array<{
-  name: string;
-  examples: Array<Record<string, unknown>>;
-}>;
-
-export const PORTAL = "Codertocat/Hello-World";
-export const INSTALLATION_ID = 1;
 export const WEBHOOK_SECRET = "test-webhook-secret-not-real";
 export const INTAKE_WEBHOOK_SECRET = "test-intake-secret-not-real";
 export const CRON_SECRET = "test-cron-secret-not-real-0123456789";
-export const BOT_LOGIN = "svc-portal[bot]";
-
-/** A real payload for an event/action, deep-copied so a test may adjust it. */
-export function examplePayload(name: string, action: string): Record<string, any> {
-  const group = EXAMPLES.find((e) => e.name === name);
-  const found = group?.examples.filter((e) => e.action === action) ?? [];
-  const chosen = found.find((e) => e.installation) ?? found[0];
-  if (!chosen) throw new Error(`no ${name}.${action} example in @octokit/webhooks-examples`);
-  const copy = structuredClone(chosen) as Record<string, any>;
-  // Only app deliveries carry an installation; the examples taken without one get the test's.
-  copy.installation ??= { id: INSTALLATION_ID, node_id: "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==" };
-  return copy;
-}
-
 let privateKey: string | undefined;
 export function testPrivateKey(): string {
   privateKey ??= generateKeyPairSync("rsa", { modulusLength: 2048 })
@@ -66,7 +45,7 @@ export async function testStore(): Promise<Store> {
 }
 
 /** Probot pointed at the loopback GitHub, as api/github/*.ts build it from APP_ID and PRIVATE_KEY. */
-export function testProbot(github: GitHubApiServer): Probot {
+export function testProbot(github: GitHubServer): Probot {
   return new Probot({
     appId: 1,
     privateKey: testPrivateKey(),
@@ -91,7 +70,7 @@ export interface Delivered {
 }
 
 export interface BotHarness {
-  github: GitHubApiServer;
+  github: GitHubServer;
   store: Store;
   functions: BotFunctions;
   origin: string;
@@ -113,7 +92,7 @@ export interface BotHarness {
 
 export interface BotHarnessOptions extends Partial<SvcAppOptions> {
   /** Another instance's GitHub and store: two harnesses on one store are two serverless instances. */
-  github?: GitHubApiServer;
+  github?: GitHubServer;
   store?: Store;
   /** Opens the store at the first request, as a cold instance does (default: the shared one, open). */
   openStore?: () => Promise<Store>;
@@ -122,7 +101,7 @@ export interface BotHarnessOptions extends Partial<SvcAppOptions> {
 
 export async function startBot(overrides: BotHarnessOptions = {}): Promise<BotHarness> {
   const { github: givenGitHub, store: givenStore, openStore, queue, ...appOptions } = overrides;
-  const github = givenGitHub ?? (await new GitHubApiServer().start());
+  const github = givenGitHub ?? (await startGitHubServer());
   // Installation tokens are fetched whenever Probot needs one; they are background calls.
   github.allow("POST /app/installations/{installation_id}/access_tokens", (req) => ({
     status: 201,

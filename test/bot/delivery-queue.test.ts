@@ -13,7 +13,7 @@ import {
   listDeliveries,
 } from "../../src/bot/delivery-queue.ts";
 import { createPostgresStore, type Store } from "../../src/store/index.ts";
-import { ADAPTERS, openTestStore } from "../http/harness.ts";
+import { ADAPTERS, openTestStore } from "../support/http-harness.ts";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

@@ -9,16 +9,17 @@ import { join } from "node:path";
 import { parse } from "yaml";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { intakeSubmissionReport } from "../../src/github/submission-report.ts";
-import { ROOT, runAction } from "./support/action-runner.ts";
-import { examplePayload, PORTAL } from "./support/bot-harness.ts";
-import { GitHubApiServer } from "./support/github-api-server.ts";
-import { PullRequestWorld } from "./support/pull-request-world.ts";
-import { SIDECAR_PATH, sidecar } from "./support/scenario.ts";
+import { runAction } from "../support/action-runner.ts";
+import { type GitHubServer, startGitHubServer } from "../support/github-server.ts";
+import { PullRequestWorld } from "../support/pull-request-world.ts";
+import { REPO_ROOT } from "../support/repo-root.ts";
+import { SIDECAR_PATH, sidecar } from "../support/submission-fixtures.ts";
+import { examplePayload, PORTAL } from "../support/webhook-payloads.ts";
 
-let github: GitHubApiServer;
+let github: GitHubServer;
 let dir: string;
 beforeEach(async () => {
-  github = await new GitHubApiServer().start();
+  github = await startGitHubServer();
   dir = mkdtempSync(join(tmpdir(), "svc-validate-"));
 });
 afterEach(async () => {
@@ -33,7 +34,7 @@ async function validate() {
   event.pull_request.head.sha = headSha;
   const reportPath = join(dir, "submission-report.json");
   const result = await runAction("validate", {
-    workspace: ROOT,
+    workspace: REPO_ROOT,
     event,
     eventName: "pull_request",
     env: { GITHUB_REPOSITORY: PORTAL, GITHUB_API_URL: github.url },
@@ -101,7 +102,7 @@ describe("actions/validate always writes a report", () => {
 
 describe("the workflows", () => {
   const workflow = (name: string) =>
-    parse(readFileSync(join(ROOT, ".github/workflows", name), "utf8")) as {
+    parse(readFileSync(join(REPO_ROOT, ".github/workflows", name), "utf8")) as {
       jobs: Record<
         string,
         { if?: string; "timeout-minutes"?: number; steps?: Array<Record<string, unknown>> }

@@ -3,28 +3,11 @@
  * INPUT_* variables, GITHUB_EVENT_NAME/GITHUB_EVENT_PATH, and GITHUB_OUTPUT and GITHUB_STEP_SUMMARY
  * files. The bundle is run from its real path, because it finds schemas/ relative to itself.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:https";
-import { createRequire } from "node:module";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-
-export const ROOT = new URL("../../../", import.meta.url).pathname;
-
-const require = createRequire(import.meta.url);
-const EXAMPLES = require("@octokit/webhooks-examples/api.github.com/index.json") as Array<{
-  name: string;
-  examples: Array<Record<string, unknown>>;
-}>;
-
-/** A real payload of an event that has no action (push, workflow_dispatch), deep-copied. */
-export function eventExample(name: string): Record<string, any> {
-  const chosen = EXAMPLES.find((e) => e.name === name)?.examples.find((e) => e.action === undefined);
-  if (!chosen) throw new Error(`no action-less ${name} example in @octokit/webhooks-examples`);
-  return structuredClone(chosen) as Record<string, any>;
-}
+import { REPO_ROOT } from "./repo-root.ts";
 
 export interface ActionRun {
   code: number;
@@ -79,7 +62,7 @@ export function runAction(
   if (options.eventName) env.GITHUB_EVENT_NAME = options.eventName;
   for (const [key, value] of Object.entries(options.inputs ?? {})) env[`INPUT_${key.toUpperCase()}`] = value;
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(ROOT, "actions", name, "dist/index.js")], {
+    const child = spawn(process.execPath, [join(REPO_ROOT, "actions", name, "dist/index.js")], {
       cwd: options.workspace,
       env,
     });
@@ -104,62 +87,4 @@ export function readOutputs(file: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const m of text.matchAll(/^([\w-]+)<<(\S+)\n([\s\S]*?)\n\2$/gm)) out[m[1]!] = m[3]!;
   return out;
-}
-
-export interface TlsServer {
-  url: string;
-  /** The self-signed certificate, for NODE_EXTRA_CA_CERTS of the child process. */
-  caFile: string;
-  stop(): Promise<void>;
-}
-
-/**
- * An https server on 127.0.0.1 with a certificate made at test time (openssl): sidecars may only
- * name https package URLs, so a runner-style publication downloads from here. The child trusts the
- * certificate through NODE_EXTRA_CA_CERTS; nothing else is relaxed.
- */
-export async function startTlsServer(files: Record<string, Buffer>): Promise<TlsServer> {
-  const dir = mkdtempSync(join(tmpdir(), "svc-tls-"));
-  const key = join(dir, "key.pem");
-  const cert = join(dir, "cert.pem");
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:prime256v1",
-      "-nodes",
-      "-days",
-      "1",
-      "-subj",
-      "/CN=127.0.0.1",
-      "-addext",
-      "subjectAltName=IP:127.0.0.1",
-      "-keyout",
-      key,
-      "-out",
-      cert,
-    ],
-    { stdio: "ignore" },
-  );
-  const server: Server = createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
-    const body = files[new URL(req.url ?? "/", "https://127.0.0.1").pathname];
-    if (!body) return void res.writeHead(404).end();
-    res
-      .writeHead(200, { "content-type": "application/zip", "content-length": String(body.length) })
-      .end(body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    caFile: cert,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }

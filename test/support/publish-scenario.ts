@@ -2,8 +2,8 @@
  * One portal repository for the publish job, with every part real except GitHub itself: the
  * committed actions/publish bundle run as a runner runs it, a workspace made as actions/checkout
  * makes it, the loopback git remote that enforces branch protection (git-remote.ts), the stateful
- * OpenAPI-checked GitHub (publish-world.ts), package downloads over https, and clamscan with a
- * signature database made at test time.
+ * OpenAPI-checked GitHub with the repository's state (github-repository.ts), package downloads over
+ * https, and clamscan with a signature database made at test time.
  */
 import { execFile } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
@@ -11,12 +11,15 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type CatalogProject, catalogProject, modRelease, REPO_ROOT } from "../../support/catalog-project.ts";
-import { type GitHubApiServer, startGitHubApi } from "../../support/github-openapi-server.ts";
-import { makeSignatureDatabase } from "../../validation/clamav.ts";
-import { type ActionRun, eventExample, runAction, startTlsServer, type TlsServer } from "./action-runner.ts";
+import { makeSignatureDatabase } from "../validation/clamav.ts";
+import { type ActionRun, runAction } from "./action-runner.ts";
+import { type CatalogProject, catalogProject, modRelease } from "./catalog-project.ts";
 import { checkoutLikeActions, type GitRemote, startGitRemote } from "./git-remote.ts";
-import { APP_TOKEN, BOT_LOGIN, PublishWorld, type WorldPullRequest } from "./publish-world.ts";
+import { APP_TOKEN, BOT_LOGIN, GitHubRepository, type PullRequestState } from "./github-repository.ts";
+import { type GitHubServer, startGitHubServer } from "./github-server.ts";
+import { REPO_ROOT } from "./repo-root.ts";
+import { startTlsServer, type TlsServer } from "./tls-server.ts";
+import { eventExample } from "./webhook-payloads.ts";
 
 export const REPOSITORY = "svc-portal/mods";
 /** The workflow's GITHUB_TOKEN in the new publish job: contents read. */
@@ -33,7 +36,7 @@ function appPrivateKey(): string {
 }
 
 export interface Submission {
-  pr: WorldPullRequest;
+  pr: PullRequestState;
   path: string;
   text: string;
   packageBytes: Buffer;
@@ -44,8 +47,9 @@ export interface Submission {
 export interface PublishScenario {
   project: CatalogProject;
   remote: GitRemote;
-  github: GitHubApiServer;
-  world: PublishWorld;
+  github: GitHubServer;
+  /** The portal repository on the fake GitHub: every read, the release store's writes, app tokens. */
+  world: GitHubRepository;
   tls: TlsServer;
   dir: string;
   /** A sidecar (and its package, served over https) in a new pull request; nothing merged yet. */
@@ -73,8 +77,11 @@ export async function startPublishScenario(): Promise<PublishScenario> {
       [APP_TOKEN]: { login: BOT_LOGIN, write: true, bypass: true },
     },
   });
-  const github = await startGitHubApi();
-  const world = new PublishWorld(github, remote, REPOSITORY);
+  const github = await startGitHubServer();
+  const world = new GitHubRepository(github, REPOSITORY, { remote })
+    .serveReads()
+    .serveReleaseWrites()
+    .serveAppTokens();
   const packages: Record<string, Buffer> = {};
   const tls = await startTlsServer(packages);
   const dir = mkdtempSync(join(tmpdir(), "svc-publish-run-"));
@@ -143,7 +150,7 @@ export async function startPublishScenario(): Promise<PublishScenario> {
       return { ...result, receipts };
     },
     async stop() {
-      await github.close();
+      await github.stop();
       await tls.stop();
       await remote.stop();
       project.cleanup();

@@ -1,8 +1,10 @@
-import { CHECKS } from "../../../src/validation/checks/index.ts";
-import type { ReportCheck, SubmissionReport } from "../../../src/github/submission-report.ts";
-import { writeZip } from "../../support/zip.ts";
-import type { GitHubApiServer, RecordedRequest } from "./github-api-server.ts";
-import { PORTAL } from "./bot-harness.ts";
+/**
+ * A submission as the bot sees it: the sidecar a pull request adds, and the submission report the
+ * validation run uploads for it.
+ */
+import type { ReportCheck, SubmissionReport } from "../../src/github/submission-report.ts";
+import { CHECKS } from "../../src/validation/checks/index.ts";
+import { PORTAL } from "./webhook-payloads.ts";
 
 export const SIDECAR_PATH = "submissions/better-hud/1.2.0.json";
 
@@ -57,33 +59,4 @@ export function submissionReport(
       finishedAt: "2026-11-21T10:00:05.000Z",
     },
   };
-}
-
-/** The artifact listing and the redirect to the ZIP, as GitHub serves them. */
-export function expectReportArtifact(github: GitHubApiServer, report: unknown, runId = 30433642): void {
-  const zip = writeZip([
-    { name: "submission-report.json", data: typeof report === "string" ? report : JSON.stringify(report) },
-  ]);
-  const location = github.serveRaw(`/blob/artifacts/${runId}.zip`, (_req, res) => {
-    res.writeHead(200, { "content-type": "application/zip", "content-length": String(zip.length) }).end(zip);
-  });
-  github.expect("GET /repos/{owner}/{repo}/actions/runs/{run_id}/artifacts", {
-    body: {
-      total_count: 1,
-      artifacts: [{ id: 7, name: "submission-report", size_in_bytes: zip.length, expired: false }],
-    },
-  });
-  github.expect("GET /repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}", {
-    status: 302,
-    headers: { location },
-  });
-}
-
-/** What the bot sent (writes only), in order: the file snapshot of a step. */
-export function sentSince(github: GitHubApiServer, from: number): string {
-  const writes = github.recorded
-    .slice(from)
-    .filter((r: RecordedRequest) => r.method !== "GET" && !r.route.startsWith("/app/"))
-    .map((r) => ({ request: `${r.method} ${r.route}`, params: r.params, body: r.body }));
-  return `${JSON.stringify(writes, null, 2)}\n`;
 }
