@@ -391,7 +391,8 @@ function loadMod(options: PublisherOptions, modId: string): ReleaseRecord[] {
   );
 }
 
-function locked<T extends { written: readonly string[]; deleted: readonly string[] }>(
+/** Runs one change of the published tree under the publish lock, signing after its commit. */
+export function locked<T extends { written: readonly string[]; deleted: readonly string[] }>(
   options: PublisherOptions,
   fn: () => Promise<T>,
 ): Promise<T> {
