@@ -24,7 +24,7 @@ const CONTRACT_IDS = [
   "publish_catalog",
   "audit_events",
 ];
-/** Routes beyond the contract's table (issue 15: a modder's own submissions). */
+/** Routes beyond the contract's table: list_uploads, a modder's own submissions. */
 const EXTENSION_IDS = ["list_uploads"];
 
 describe("endpoint table", () => {
