@@ -18,7 +18,7 @@ function readmeBlocks(heading: string): string[] {
   return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
 
-interface Portal {
+interface ServeProcess {
   child: ChildProcess;
   port: number;
   origin: string;
@@ -27,12 +27,12 @@ interface Portal {
 }
 
 /** `svc serve --dev` (what npm start runs) as its own process, on a port the test chose. */
-async function startPortal(
+async function startServeProcess(
   root: string,
   port: number,
   env: NodeJS.ProcessEnv,
   extra: string[] = [],
-): Promise<Portal> {
+): Promise<ServeProcess> {
   const child = spawn(
     process.execPath,
     [join(REPO_ROOT, "bin/svc.js"), "serve", "--dev", "--root", root, ...extra],
@@ -98,7 +98,7 @@ function freshPortal(): string {
 describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("the README walkthrough on a non-default port", () => {
   let root = "";
   let env: NodeJS.ProcessEnv = {};
-  let portal: Portal | null = null;
+  let portal: ServeProcess | null = null;
   beforeAll(() => {
     root = freshPortal();
     const db = makeSignatureDatabase(join(root, "clamav"));
@@ -120,7 +120,7 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("the README walkthrough on
   it("passes verbatim: example on start, upload, validation, review, publication, download and its sha256, smoke", async () => {
     let port = await resolvePort("127.0.0.1", 0);
     if (port === 8787) port = await resolvePort("127.0.0.1", 0);
-    portal = await startPortal(root, port, env);
+    portal = await startServeProcess(root, port, env);
     const banner = portal.stdout();
     expect(banner).toContain(`svc portal on ${portal.origin}`);
     expect(banner).toContain(`  base URL    ${portal.origin}  (dev: follows the listening port;`);
