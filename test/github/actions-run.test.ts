@@ -23,8 +23,8 @@ import {
   publisherOptions,
 } from "../support/catalog-project.ts";
 import { runAction } from "../support/action-runner.ts";
-import { githubRelease, releaseAsset } from "../support/github-fixtures.ts";
-import { BOT_LOGIN, pullRequestFile } from "../support/github-repository.ts";
+import { githubRelease, pullRequestFile, releaseAsset } from "../support/github-fixtures.ts";
+import { BOT_LOGIN } from "../support/github-repository.ts";
 import { type GitHubServer, startGitHubServer } from "../support/github-server.ts";
 import { expectReportArtifact, PullRequestWorld } from "../support/pull-request-world.ts";
 import { REPO_ROOT } from "../support/repo-root.ts";

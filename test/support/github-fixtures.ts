@@ -1,7 +1,17 @@
 /**
- * Objects as GitHub's REST API returns them, complete (every required field): a user, a release and
- * its assets, for replies a test scripts field by field.
+ * Objects as GitHub's REST API returns them: a user, a release and its assets complete (every
+ * required field), for replies a test scripts field by field; and the objects the state model
+ * (github-repository.ts) answers with, built from its state (the server completes them from
+ * GitHub's examples).
  */
+import { createHash } from "node:crypto";
+import type {
+  AssetState,
+  CommentState,
+  PullRequestFile,
+  PullRequestState,
+  ReleaseState,
+} from "./github-repository.ts";
 
 /** A simple-user as GitHub returns it. */
 export function githubUser(login = "svc-bot", id = 1) {
@@ -93,5 +103,98 @@ export function githubRelease(fields: {
     updated_at: "2026-11-01T10:00:00Z",
     author: githubUser(),
     assets: fields.assets ?? [],
+  };
+}
+
+export function gitBlobSha(bytes: Buffer): string {
+  return createHash("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
+}
+
+/** One entry of GET /pulls/{pull_number}/files, the `index`th file of a pull request. */
+export function pullRequestFile(filename: string, status: string, index = 0) {
+  return { sha: `${index}`.padStart(40, "0"), filename, status, additions: 1, deletions: 0, changes: 1 };
+}
+
+/** A pull request as GET /repos/{owner}/{repo}/pulls lists it. */
+export function simplePullRequest(repo: string, pr: PullRequestState): Record<string, unknown> {
+  return {
+    number: pr.number,
+    state: pr.state,
+    html_url: `https://github.com/${repo}/pull/${pr.number}`,
+    body: pr.body,
+    merged_at: pr.mergedAt,
+    user: { login: pr.author, id: 21031067, type: "User" },
+    labels: pr.labels.map((name) => ({ name })),
+    requested_reviewers: [],
+    requested_teams: [],
+    head: { sha: pr.headSha, ref: pr.headRef, repo: { full_name: pr.headRepo } },
+    base: { ref: "main", repo: { default_branch: "main", full_name: repo } },
+  };
+}
+
+/** A pull request as GET /repos/{owner}/{repo}/pulls/{pull_number} returns it. */
+export function pullRequest(repo: string, pr: PullRequestState): Record<string, unknown> {
+  return { ...simplePullRequest(repo, pr), merged: pr.merged, changed_files: pr.files.length };
+}
+
+/** A file of a pull request's file list (its blob sha when the state holds its content). */
+export function pullRequestFileEntry(
+  repo: string,
+  pr: PullRequestState,
+  file: PullRequestFile,
+  index: number,
+): Record<string, unknown> {
+  return {
+    ...pullRequestFile(file.filename, file.status, index),
+    ...(file.content ? { sha: gitBlobSha(file.content) } : {}),
+    blob_url: `https://github.com/${repo}/blob/${pr.headSha}/${file.filename}`,
+    raw_url: `https://github.com/${repo}/raw/${pr.headSha}/${file.filename}`,
+    contents_url: `https://api.github.com/repos/${repo}/contents/${file.filename}?ref=${pr.headSha}`,
+  };
+}
+
+export function issueComment(comment: CommentState): Record<string, unknown> {
+  return { id: comment.id, body: comment.body, user: { ...comment.user, id: 1 } };
+}
+
+/** A file as GET /repos/{owner}/{repo}/contents/{path} returns it. */
+export function contentFile(path: string, bytes: Buffer): Record<string, unknown> {
+  return {
+    type: "file",
+    encoding: "base64",
+    name: path.split("/").pop(),
+    path,
+    size: bytes.length,
+    sha: gitBlobSha(bytes),
+    content: bytes.toString("base64"),
+  };
+}
+
+export function releaseAssetOf(repo: string, apiUrl: string, release: ReleaseState, asset: AssetState) {
+  return releaseAsset({
+    id: asset.id,
+    name: asset.name,
+    size: asset.bytes.length,
+    repo,
+    tag: release.tag,
+    digest: `sha256:${createHash("sha256").update(asset.bytes).digest("hex")}`,
+    apiUrl,
+  });
+}
+
+/** A release of the state model; `apiUrl` is the fake's, so its upload and asset URLs lead back there. */
+export function releaseOf(repo: string, apiUrl: string, immutable: boolean, release: ReleaseState) {
+  return {
+    ...githubRelease({
+      id: release.id,
+      tag: release.tag,
+      repo,
+      apiUrl,
+      uploadUrl: apiUrl,
+      assets: release.assets.map((a) => releaseAssetOf(repo, apiUrl, release, a)),
+    }),
+    draft: release.draft,
+    immutable: !release.draft && immutable,
+    published_at: release.draft ? null : "2026-11-21T10:05:00Z",
   };
 }

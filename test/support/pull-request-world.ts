@@ -13,6 +13,7 @@ import {
   type PullRequestFile,
   type PullRequestState,
 } from "./github-repository.ts";
+import { issueComment, pullRequestFileEntry } from "./github-fixtures.ts";
 import type { GitHubServer, RecordedRequest, Reply } from "./github-server.ts";
 import { writeZip } from "./zip.ts";
 import { examplePayload, PORTAL } from "./webhook-payloads.ts";
@@ -198,11 +199,11 @@ export class PullRequestWorld extends GitHubRepository {
   }
 
   fileList(): unknown[] {
-    return this.files.map((f, i) => this.fileBody(this.pr, f, i));
+    return this.files.map((f, i) => pullRequestFileEntry(PORTAL, this.pr, f, i));
   }
 
   commentList(): unknown[] {
-    return this.comments.map((c) => this.commentBody(c));
+    return this.comments.map(issueComment);
   }
 
   addComment(req: RecordedRequest): Reply | Promise<Reply> {
