@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, rmSync, writeSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
 import { portalUrls, SITE_PATHS } from "../contracts/urls.ts";
 import { SvcError } from "../errors.ts";
+import { writeFileSynced } from "../lib/atomic-write.ts";
 import { hashFile } from "../lib/hash.ts";
 import { stagingDir } from "./atomic-files.ts";
 
@@ -85,16 +86,8 @@ export function filesystemArtifactStore(options: FilesystemStoreOptions): Artifa
       const url = urls.artifact(key.modId, key.version, key.fileName);
       if (existsSync(versionDir(key))) throw artifactExistsError(key, url, publicPath(key));
       const dir = join(stagingDir(options.root), randomBytes(8).toString("hex"));
-      mkdirSync(dir, { recursive: true });
       const staged = join(dir, key.fileName);
-      const fd = openSync(staged, "wx", 0o644);
-      try {
-        let offset = 0;
-        while (offset < bytes.length) offset += writeSync(fd, bytes, offset);
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
+      writeFileSynced(staged, bytes, { exclusive: true });
       const measured = await hashFile(staged);
       const cleanup = async () => rmSync(dir, { recursive: true, force: true });
       return {

@@ -2,19 +2,23 @@ import { randomBytes } from "node:crypto";
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 
+function writeAllAndSync(fd: number, data: Uint8Array | string): void {
+  const bytes = typeof data === "string" ? Buffer.from(data) : data;
+  let offset = 0;
+  while (offset < bytes.length) offset += writeSync(fd, bytes, offset);
+  fsyncSync(fd);
+}
+
 /**
  * Writes beside the target, fsyncs, and renames over it: a reader (or a crash) sees either the old
  * file or the new one, never half of either. The temporary name is random and created exclusively,
  * so two writers never share one, and it is removed whenever the write or the rename fails.
  */
 export function writeFileAtomic(path: string, data: Uint8Array | string, mode = 0o644): void {
-  const bytes = typeof data === "string" ? Buffer.from(data) : data;
   const temp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
   const fd = openSync(temp, "wx", mode);
   try {
-    let offset = 0;
-    while (offset < bytes.length) offset += writeSync(fd, bytes, offset);
-    fsyncSync(fd);
+    writeAllAndSync(fd, data);
   } catch (error) {
     closeSync(fd);
     rmSync(temp, { force: true });
@@ -29,15 +33,19 @@ export function writeFileAtomic(path: string, data: Uint8Array | string, mode = 
   }
 }
 
-/** Writes and fsyncs a file that no reader names yet (no rename needed), making its folder. */
-export function writeFileSynced(path: string, data: Uint8Array | string): void {
+/**
+ * Writes and fsyncs a file that no reader names yet (no rename needed), making its folder.
+ * `exclusive` refuses an existing file (EEXIST) instead of truncating it.
+ */
+export function writeFileSynced(
+  path: string,
+  data: Uint8Array | string,
+  options: { exclusive?: boolean; mode?: number } = {},
+): void {
   mkdirSync(dirname(path), { recursive: true });
-  const bytes = typeof data === "string" ? Buffer.from(data) : data;
-  const fd = openSync(path, "w");
+  const fd = openSync(path, options.exclusive ? "wx" : "w", options.mode ?? 0o644);
   try {
-    let offset = 0;
-    while (offset < bytes.length) offset += writeSync(fd, bytes, offset);
-    fsyncSync(fd);
+    writeAllAndSync(fd, data);
   } finally {
     closeSync(fd);
   }

@@ -5,6 +5,7 @@
  * environment.
  */
 import type { RepoRef } from "../github/api.ts";
+import { mintInstallationToken } from "../github/installation-token.ts";
 import { octokitFor, type PortalOctokit } from "../github/octokit.ts";
 
 export interface ActionContext {
@@ -64,6 +65,26 @@ export class StepEnv {
   /** The bot logins a step trusts (input `bot-logins`, comma separated). */
   botLogins(): string[] {
     return (this.io.input("bot-logins") || "github-actions[bot]").split(",").map((s) => s.trim());
+  }
+
+  /** owner/name of the repository the workflow runs in. */
+  get repository(): string {
+    return `${this.context.repo.owner}/${this.context.repo.repo}`;
+  }
+
+  /**
+   * The GitHub App's installation token for this repository (inputs app-id and app-private-key),
+   * masked in every later log line.
+   */
+  async mintAppToken(): Promise<string> {
+    const minted = await mintInstallationToken({
+      appId: this.required("app-id"),
+      privateKey: this.required("app-private-key"),
+      repository: this.repository,
+      apiUrl: this.context.apiUrl,
+    });
+    this.io.setSecret(minted.token);
+    return minted.token;
   }
 
   /** The REST client for a token, with the runner's API URL and log. */

@@ -6,7 +6,6 @@ import { runnerValidator } from "../catalog/validator.ts";
 import { loadPortalConfig } from "../contracts/portal-config.ts";
 import type { GitHubApi, RepoRef } from "../github/api.ts";
 import { verifyCatalog } from "../github/catalog-push.ts";
-import { mintInstallationToken } from "../github/installation-token.ts";
 import { githubReleaseArtifactStore } from "../github/release-artifact-store.ts";
 import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
 import { type ActionOutcome, outcome, type StepEnv } from "./action-step.ts";
@@ -47,7 +46,7 @@ export async function publishStep(env: StepEnv): Promise<ActionOutcome> {
   }
   if (mode !== "publish") throw new Error(`mode must be publish, pending or receipts, not ${mode}`);
 
-  const repository = `${context.repo.owner}/${context.repo.repo}`;
+  const repository = env.repository;
   const config = loadPortalConfig(join(root, "portal.config.json"));
   const database = io.input("clamscan-db");
   const scanner =
@@ -71,14 +70,8 @@ export async function publishStep(env: StepEnv): Promise<ActionOutcome> {
     botLogins,
     reader,
     connect: async () => {
-      const minted = await mintInstallationToken({
-        appId: env.required("app-id"),
-        privateKey: env.required("app-private-key"),
-        repository,
-        apiUrl: context.apiUrl,
-      });
-      io.setSecret(minted.token);
-      return { writer: env.octokit(minted.token), pushToken: minted.token };
+      const token = await env.mintAppToken();
+      return { writer: env.octokit(token), pushToken: token };
     },
     verify: () => verifyCatalog(root),
     log: io.info,

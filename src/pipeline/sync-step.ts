@@ -3,7 +3,6 @@ import { projectPaths } from "../catalog/site.ts";
 import { frameworkTag, type SyncOptions } from "../catalog/sync.ts";
 import { loadPortalConfig } from "../contracts/portal-config.ts";
 import { verifyCatalog } from "../github/catalog-push.ts";
-import { mintInstallationToken } from "../github/installation-token.ts";
 import { githubReleaseArtifactStore } from "../github/release-artifact-store.ts";
 import { octokitReleaseReader } from "../github/release-reader.ts";
 import { type ActionOutcome, outcome, type StepEnv } from "./action-step.ts";
@@ -33,25 +32,18 @@ export async function syncStep(env: StepEnv): Promise<ActionOutcome> {
   let outcomes: SyncOutcome[];
   let changed: boolean;
   if (io.input("push") === "true") {
-    const repository = `${context.repo.owner}/${context.repo.repo}`;
-    const minted = await mintInstallationToken({
-      appId: env.required("app-id"),
-      privateKey: env.required("app-private-key"),
-      repository,
-      apiUrl: context.apiUrl,
-    });
-    io.setSecret(minted.token);
+    const token = await env.mintAppToken();
     // On GitHub the framework ZIP is a release of the portal, like every mod package: none enters git.
     options.frameworkStore = githubReleaseArtifactStore({
-      octokit: env.octokit(minted.token),
-      repository,
+      octokit: env.octokit(token),
+      repository: env.repository,
       tagFor: frameworkTag,
       downloadBaseUrl: context.serverUrl,
     });
     const result = await syncAndPush(targets, options, {
       cwd: paths.root,
       branch: config.portal.defaultBranch ?? "main",
-      token: minted.token,
+      token: token,
       verify: () => verifyCatalog(paths.root),
       log: io.info,
     });

@@ -175,7 +175,10 @@ describe("the floors of src/", () => {
 describe("the README's map of src/", () => {
   it("lists every folder with the floor the rules hold", () => {
     const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-    const rows = [...readme.matchAll(/^\| ([0-9.]+) \| `src\/([a-z]+)\/`/gm)].map((m) => [m[2], Number(m[1])]);
+    const rows = [...readme.matchAll(/^\| ([0-9.]+) \| `src\/([a-z]+)\/`/gm)].map((m) => [
+      m[2],
+      Number(m[1]),
+    ]);
     expect(Object.fromEntries(rows)).toEqual(
       Object.fromEntries(Object.entries(FLOORS).filter(([folder]) => folder !== ".")),
     );

@@ -101,7 +101,11 @@ const ownership = {
   collaborators: [{ github: "Co-Author" }],
   sourceRepository: { fullName: "hud-author/better-hud", id: 123456 },
   trustedPublishers: [
-    { repository: { fullName: "hud-author/better-hud", id: 123456 }, workflow: "release.yml", environment: null },
+    {
+      repository: { fullName: "hud-author/better-hud", id: 123456 },
+      workflow: "release.yml",
+      environment: null,
+    },
   ],
   claimedAt: AT,
   updatedAt: AT,
@@ -287,12 +291,7 @@ const INVALID: Array<[SchemaName, string, Mutation, { path: string; keyword: str
     (d) => (d.owners[0] = { account: "acct_0123456789abcdefghijkl", github: "hud-author" }),
     { path: "/owners/0", keyword: "oneOf" },
   ],
-  [
-    "mod-ownership",
-    "no owner",
-    (d) => (d.owners = []),
-    { path: "/owners", keyword: "minItems" },
-  ],
+  ["mod-ownership", "no owner", (d) => (d.owners = []), { path: "/owners", keyword: "minItems" }],
   [
     "mod-ownership",
     "a trusted publisher whose workflow is a path",
