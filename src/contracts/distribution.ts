@@ -43,25 +43,36 @@ export function buildFrameworkRelease(
     runtimeTag: config.runtime.tag,
   };
   if (!tracked?.url || !tracked.sha256 || !tracked.sizeBytes || !tracked.fileName || !tracked.tag) {
-    return {
-      ...base,
-      ...(tracked?.tag ? { tag: tracked.tag } : {}),
-      ...(tracked?.releaseUrl ? { releaseUrl: tracked.releaseUrl } : {}),
-      artifactStatus: "planned" as const,
-      downloadEnabled: false,
-    };
+    return { ...base, ...plannedRelease(tracked) };
   }
   return {
     ...base,
-    tag: tracked.tag,
-    ...(tracked.releaseUrl ? { releaseUrl: tracked.releaseUrl } : {}),
-    ...(tracked.publishedAt ? { publishedAt: tracked.publishedAt } : {}),
-    artifactStatus: "published" as const,
-    downloadEnabled: true,
+    ...publishedRelease(tracked, tracked.tag),
     fileName: tracked.fileName,
     packageUrl: tracked.url,
     sha256: tracked.sha256,
     packageSizeBytes: tracked.sizeBytes,
+  };
+}
+
+/** A tracked release whose artifact is not known yet: no URL, no hash, nothing to download. */
+function plannedRelease(tracked: TrackedRelease | null) {
+  return {
+    ...(tracked?.tag ? { tag: tracked.tag } : {}),
+    ...(tracked?.releaseUrl ? { releaseUrl: tracked.releaseUrl } : {}),
+    artifactStatus: "planned" as const,
+    downloadEnabled: false,
+  };
+}
+
+/** The release fields of a tracked release whose artifact is published. */
+function publishedRelease(tracked: TrackedRelease, tag: string) {
+  return {
+    tag,
+    ...(tracked.releaseUrl ? { releaseUrl: tracked.releaseUrl } : {}),
+    ...(tracked.publishedAt ? { publishedAt: tracked.publishedAt } : {}),
+    artifactStatus: "published" as const,
+    downloadEnabled: true,
   };
 }
 
@@ -78,21 +89,11 @@ export function buildManagerRelease(
     version: tracked?.version ?? null,
   };
   if (!tracked?.url || !tracked.sha256 || !tracked.sizeBytes || !tracked.assetName || !tracked.tag) {
-    return {
-      ...base,
-      ...(tracked?.tag ? { tag: tracked.tag } : {}),
-      ...(tracked?.releaseUrl ? { releaseUrl: tracked.releaseUrl } : {}),
-      artifactStatus: "planned" as const,
-      downloadEnabled: false,
-    };
+    return { ...base, ...plannedRelease(tracked) };
   }
   return {
     ...base,
-    tag: tracked.tag,
-    ...(tracked.releaseUrl ? { releaseUrl: tracked.releaseUrl } : {}),
-    ...(tracked.publishedAt ? { publishedAt: tracked.publishedAt } : {}),
-    artifactStatus: "published" as const,
-    downloadEnabled: true,
+    ...publishedRelease(tracked, tracked.tag),
     assetName: tracked.assetName,
     downloadUrl: tracked.url,
     ...(tracked.permalinkUrl ? { permalinkUrl: tracked.permalinkUrl } : {}),

@@ -28,10 +28,7 @@ export type CatalogPushCode = Extract<
 >;
 
 export class CatalogPushError extends SvcError<CatalogPushCode> {
-  constructor(code: CatalogPushCode, message: string) {
-    super(code, message);
-    this.name = "CatalogPushError";
-  }
+  override name = "CatalogPushError";
 }
 
 /** What a catalog commit may contain: records and the generated site, never package bytes. */

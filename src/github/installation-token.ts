@@ -11,10 +11,7 @@ import { SvcError } from "../errors.ts";
 import { type RepoRef, splitRepository } from "./api.ts";
 
 export class InstallationTokenError extends SvcError<"app_config_invalid" | "app_not_installed"> {
-  constructor(code: "app_config_invalid" | "app_not_installed", message: string) {
-    super(code, message);
-    this.name = "InstallationTokenError";
-  }
+  override name = "InstallationTokenError";
 }
 
 export interface InstallationTokenRequest {

@@ -53,10 +53,7 @@ export interface PublishRun {
 }
 
 export class PublishRunError extends SvcError<"not_default_branch"> {
-  constructor(code: "not_default_branch", message: string) {
-    super(code, message);
-    this.name = "PublishRunError";
-  }
+  override name = "PublishRunError";
 }
 
 /** A dispatch names a visibility change when any of its inputs is set (the bot sends all four). */

@@ -36,10 +36,7 @@ export type VisibilityRefusalCode = Extract<
 >;
 
 export class VisibilityRefusal extends SvcError<VisibilityRefusalCode> {
-  constructor(code: VisibilityRefusalCode, message: string) {
-    super(code, message);
-    this.name = "VisibilityRefusal";
-  }
+  override name = "VisibilityRefusal";
 }
 
 /** One entry of the receipts file for a hide/unhide (beside publish-merged's MergedSubmission entries). */
