@@ -85,6 +85,23 @@ export function audit(deps: AccountDependencies, db: SqlExecutor, input: AuditIn
   return auditLog.appendAuditEvent(db, input, { now: deps.now(), random: deps.random });
 }
 
+/** An event an account records about itself (actor and target are the same account). */
+export function auditOwnAccount(
+  deps: AccountDependencies,
+  db: SqlExecutor,
+  accountId: string,
+  action: AuditInput["action"],
+  metadata: AuditInput["metadata"],
+): Promise<AuditEvent> {
+  return audit(deps, db, {
+    actorAccountId: accountId,
+    action,
+    targetType: "account",
+    targetId: accountId,
+    metadata,
+  });
+}
+
 export function listAuditEvents(deps: AccountDependencies, filter: AuditFilter): Promise<AuditPage> {
   return auditLog.listAuditEvents(deps.store, filter);
 }

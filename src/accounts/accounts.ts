@@ -1,7 +1,13 @@
 import type { Role } from "../config/portal-config.ts";
 import { SvcError } from "../errors.ts";
 import type { SqlExecutor } from "../store/store.ts";
-import { type AccountDependencies, audit, deliver, requireEmailDelivery } from "./account-dependencies.ts";
+import {
+  type AccountDependencies,
+  audit,
+  auditOwnAccount,
+  deliver,
+  requireEmailDelivery,
+} from "./account-dependencies.ts";
 import {
   ACCOUNT_COLUMNS,
   type Account,
@@ -159,12 +165,8 @@ export async function createAccount(
             },
       );
       if (autoVerify && !existing) {
-        await audit(deps, tx, {
-          actorAccountId: accountId,
-          action: AUDIT_ACTIONS.accountEmailVerified,
-          targetType: "account",
-          targetId: accountId,
-          metadata: { method: "auto_verify" },
+        await auditOwnAccount(deps, tx, accountId, AUDIT_ACTIONS.accountEmailVerified, {
+          method: "auto_verify",
         });
       }
     });
@@ -197,13 +199,7 @@ export async function verifyEmail(
         [accountId, now],
       )
     ).rows[0]!;
-    await audit(deps, tx, {
-      actorAccountId: accountId,
-      action: AUDIT_ACTIONS.accountEmailVerified,
-      targetType: "account",
-      targetId: accountId,
-      metadata: { method: "email_token" },
-    });
+    await auditOwnAccount(deps, tx, accountId, AUDIT_ACTIONS.accountEmailVerified, { method: "email_token" });
     return toAccount(row);
   });
   // Verification changes which roles take effect, and cached credentials carry them.

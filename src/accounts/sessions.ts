@@ -3,6 +3,7 @@ import { SvcError } from "../errors.ts";
 import {
   type AccountDependencies,
   audit,
+  auditOwnAccount,
   deliver,
   requireEmailDelivery,
   type SessionCacheEntry,
@@ -128,12 +129,9 @@ export async function confirmMagicLink(
       "INSERT INTO sessions (id_hash, account_id, created_at, expires_at) VALUES ($1, $2, $3::timestamptz, $4::timestamptz)",
       [hashSecret(sessionToken), accountId, now.toISOString(), expiresAt],
     );
-    await audit(deps, tx, {
-      actorAccountId: accountId,
-      action: AUDIT_ACTIONS.sessionCreated,
-      targetType: "account",
-      targetId: accountId,
-      metadata: { method: "magic_link", expiresAt },
+    await auditOwnAccount(deps, tx, accountId, AUDIT_ACTIONS.sessionCreated, {
+      method: "magic_link",
+      expiresAt,
     });
     return account;
   });
@@ -219,13 +217,7 @@ export async function endSession(
       [hashSecret(sessionToken), now, accountId],
     );
     if (ended.rowCount === 1) {
-      await audit(deps, tx, {
-        actorAccountId: accountId,
-        action: AUDIT_ACTIONS.sessionEnded,
-        targetType: "account",
-        targetId: accountId,
-        metadata: { reason: "logout" },
-      });
+      await auditOwnAccount(deps, tx, accountId, AUDIT_ACTIONS.sessionEnded, { reason: "logout" });
     }
   });
   // After the commit: a lookup between an earlier eviction and the commit would re-cache it.
