@@ -6,7 +6,9 @@ export type RateLimitBucket =
   | "sessionCreation"
   | "apiKeyLifecycle"
   | "uploadCreation"
-  | "authenticatedMutation";
+  | "authenticatedMutation"
+  | "trustedPublishingRepository"
+  | "trustedPublishingOwner";
 
 export interface GameBuildEntry {
   buildId: string;
@@ -43,6 +45,13 @@ export interface PortalConfig {
     liveUploads: boolean;
     durableStorage: "none" | "postgresql";
     trustedProxies: string[];
+  };
+  /** GitHub Actions OIDC tokens exchanged for upload credentials (src/config/trusted-publishing.ts). */
+  trustedPublishing?: {
+    issuer?: string;
+    audience?: string | null;
+    clockToleranceSeconds?: number;
+    credentialLifetimeSeconds?: number;
   };
 }
 
