@@ -25,8 +25,24 @@ export const ERROR_CODES = {
   invalid_json: http(400, "the body is not valid JSON"),
   unauthenticated: http(401, "no valid session or API key"),
   invalid_api_key: http(401, "the API key is unknown, revoked or malformed"),
+  oidc_token_invalid: http(
+    401,
+    "the GitHub Actions OIDC token does not verify: its signature, algorithm, key, issuer, audience, lifetime or a required claim (details.claim names it)",
+  ),
+  upload_credential_invalid: http(
+    401,
+    "the trusted-publishing upload credential is unknown, used or expired",
+  ),
   csrf_failed: http(403, "the x-svc-csrf header does not match the session"),
   forbidden: http(403, "the caller lacks the role or ownership this needs"),
+  trusted_publisher_unknown: http(
+    403,
+    "no trusted publisher of the mod matches the token's repository id, workflow file and environment",
+  ),
+  trusted_publisher_unlinked: http(
+    403,
+    "the matching trusted publisher was registered by someone who is not a portal account that owns or collaborates on the mod",
+  ),
   not_found: http(404, "no such resource"),
   method_not_allowed: http(405, "the route does not take this method"),
   request_timeout: http(408, "the request body arrived too slowly"),
@@ -45,6 +61,7 @@ export const ERROR_CODES = {
   internal_error: http(500, "an unexpected failure (logged)"),
   not_implemented: http(501, "a planned route that is not built yet"),
   github_unavailable: http(502, "GitHub did not answer or refused the app's request"),
+  oidc_issuer_unavailable: http(502, "the OIDC issuer's discovery document or key set could not be read"),
   email_delivery_unavailable: http(503, "no email delivery is configured, or it failed"),
   uploads_disabled: http(503, "uploads are off (SVC_LIVE_UPLOADS is not 1)"),
   scanner_unavailable: http(503, "no antivirus scanner is reachable"),
