@@ -21,6 +21,8 @@ export const AUDIT_ACTIONS = {
   apiKeyRevoked: "api_key.revoked",
   requestRefused: "request.refused",
   requestRefusalsSuppressed: "request.refusals_suppressed",
+  trustedPublishingExchanged: "trusted_publishing.exchanged",
+  trustedPublishingUploaded: "trusted_publishing.uploaded",
 } as const;
 
 export interface AuditEvent {
@@ -187,6 +189,8 @@ export interface RefusalInput {
   ip: string;
   /** The signed-in caller, when the refusal came after authentication (a CSRF failure). */
   actorAccountId: string | null;
+  /** What the refused request claimed to be, never a secret (a trusted-publishing token's claims). */
+  metadata?: Record<string, unknown>;
 }
 
 /** The part of an address one party usually controls: IPv4 as is, IPv6 cut to its /64. */
@@ -232,6 +236,7 @@ export async function recordRefusal(
       targetType: "endpoint",
       targetId: input.endpointId,
       metadata: {
+        ...input.metadata,
         code: input.code,
         status: input.status,
         method: input.method,

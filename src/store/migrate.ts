@@ -4,6 +4,7 @@ import { SUBMISSIONS_MIGRATION } from "./migrations/002-submissions.ts";
 import { GITHUB_SUBMISSIONS_MIGRATION } from "./migrations/003-github-submissions.ts";
 import { DELIVERY_QUEUE_MIGRATION } from "./migrations/004-delivery-queue.ts";
 import { MAGIC_LINK_TOKENS_MIGRATION } from "./migrations/005-magic-link-tokens.ts";
+import { UPLOAD_CREDENTIALS_MIGRATION } from "./migrations/006-upload-credentials.ts";
 
 /**
  * Versioned schema migrations, applied in order, each once, inside one transaction guarded by an
@@ -24,6 +25,7 @@ export const MIGRATIONS: readonly Migration[] = [
   GITHUB_SUBMISSIONS_MIGRATION,
   DELIVERY_QUEUE_MIGRATION,
   MAGIC_LINK_TOKENS_MIGRATION,
+  UPLOAD_CREDENTIALS_MIGRATION,
 ];
 
 /** Any constant works; it only has to be the same for every instance of the portal. */
