@@ -91,6 +91,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     config,
     settings,
     siteDir: paths.siteDir,
+    recordsDir: paths.recordsDir,
     store,
     log: (line) => (line.startsWith("[dev email]") ? io.stdout.write(`${line}\n`) : log(line)),
     ...(values.dev ? { rateLimitResetHint: RESET_LIMITS_HINT } : {}),

@@ -26,6 +26,11 @@ export interface EndpointDefinition {
   csrf?: boolean;
   /** How the caller authenticates: a session cookie, or an API key on the download lane. */
   authScheme?: "session" | "api_key";
+  /**
+   * Also takes a trusted-publishing upload credential ('Authorization: Bearer svc_tp_...') in
+   * place of the session: no cookie, so no CSRF header; good for one mod and one accepted upload.
+   */
+  uploadCredential?: boolean;
   /** Error codes beyond the common ones (invalid_payload, unauthenticated, forbidden, csrf_failed). */
   errors?: string[];
   /** Documentation of the request (body fields or query parameters) the implementation accepts. */
@@ -272,7 +277,18 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     rateLimit: { scope: "account", bucket: "uploadCreation" },
     csrf: true,
     authScheme: "session",
-    errors: ["uploads_disabled", "rate_limit_exceeded", "payload_too_large", "unsupported_media_type"],
+    uploadCredential: true,
+    errors: [
+      "uploads_disabled",
+      "rate_limit_exceeded",
+      "payload_too_large",
+      "unsupported_media_type",
+      "upload_credential_invalid",
+    ],
+    request: {
+      headers:
+        "Cookie svc_session + x-svc-csrf, or 'Authorization: Bearer svc_tp_...' (an upload credential from trusted_publishing_exchange: no cookie, no CSRF; only its own mod, else 403 forbidden; spent by the first accepted upload, returned by a refused one)",
+    },
   },
   {
     id: "list_uploads",
@@ -383,6 +399,32 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
         "action, actorAccountId, targetType, targetId (exact match), since, until (ISO date-time; since inclusive, until exclusive), limit (1-200, default 50), cursor",
     },
     response: { status: "200", body: "{ events: AuditEvent[] (newest first), nextCursor: string | null }" },
+  },
+  {
+    id: "trusted_publishing_exchange",
+    method: "POST",
+    path: "/api/v1/trusted-publishing/exchange",
+    authRequired: false,
+    roles: [],
+    status: "implemented",
+    summary:
+      "Exchanges a GitHub Actions OIDC token from a workflow registered as a trusted publisher of the mod (repository id, workflow file, environment) for a short-lived upload credential for that mod alone, as PyPI's trusted publishing does. Rate-limited per source repository and per mod owner once the token verifies; every exchange and refusal is audit-logged.",
+    contentType: "application/json",
+    requiredFields: ["modId", "token"],
+    errors: [
+      "oidc_token_invalid",
+      "oidc_issuer_unavailable",
+      "trusted_publisher_unknown",
+      "trusted_publisher_unlinked",
+      "rate_limit_exceeded",
+    ],
+    request: {
+      body: "{ modId: string, token: the job's OIDC token (RS256, iss trustedPublishing.issuer, aud trustedPublishing.audience, with repository_id, repository, job_workflow_ref, ref, actor, jti, environment when the publisher names one) }; unknown fields are refused",
+    },
+    response: {
+      status: "201",
+      body: "{ credential: 'svc_tp_<43 base64url>' (shown once), expiresAt, modId, ownerAccountId (the owner who registered the publisher), trustedPublisher: { repository, workflow, environment }, uploadUrl: '/api/v1/uploads' }",
+    },
   },
 ];
 

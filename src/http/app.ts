@@ -10,6 +10,7 @@ export interface AppContextInput {
   config: PortalConfig;
   settings: RuntimeSettings;
   siteDir: string;
+  recordsDir?: string;
   log: (line: string) => void;
   /** A store to use instead of the one the settings name (tests pass an in-memory PGlite). */
   store?: Store;
@@ -73,6 +74,7 @@ export async function createAppContext(input: AppContextInput): Promise<AppConte
     config: input.config,
     settings: input.settings,
     siteDir: input.siteDir,
+    ...(input.recordsDir ? { recordsDir: input.recordsDir } : {}),
     startedAt: now(),
     now,
     log: input.log,

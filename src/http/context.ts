@@ -11,6 +11,12 @@ export interface AppContext {
   config: PortalConfig;
   settings: RuntimeSettings;
   siteDir: string;
+  /**
+   * records/ of the same project: the ownership records (records/owners/{modId}.json) trusted
+   * publishing reads, with the history that names who registered each publisher. Default: records/
+   * beside the site folder, as a project lays them out (projectPaths).
+   */
+  recordsDir?: string;
   /** Started at, for uptime in health. */
   startedAt: Date;
   now: () => Date;

@@ -4,10 +4,13 @@ import type { Account } from "../accounts/account-record.ts";
 import { hasAnyRole } from "../accounts/roles.ts";
 import type { SessionInfo } from "../accounts/sessions.ts";
 import type { Role } from "../config/portal-config.ts";
+import { UPLOAD_CREDENTIAL_PREFIX, type UploadCredential } from "../accounts/upload-credentials.ts";
+import type { Principal } from "../contracts/ownership.ts";
 import { SvcError } from "../errors.ts";
 import { decidePeer, type PeerDecision, resolveClientIp, trustedProxyList } from "./client-ip.ts";
 import { type AppContext, accountsOf, type RouteContext } from "./context.ts";
 import { CSRF_HEADER, clearSessionCookie, readSessionCookie } from "./cookies.ts";
+import { verifyUploadCredential } from "./trusted-publishing.ts";
 
 export interface Caller {
   account: Account;
@@ -17,6 +20,10 @@ export interface Caller {
   session?: { token: string; info: SessionInfo };
   /** Set on the download lane. */
   apiKeyId?: string;
+  /** Set for a trusted-publishing upload credential (create_upload): the one mod it may upload. */
+  uploadCredential?: UploadCredential;
+  /** With an upload credential: the owner's account and the workflow's GitHub actor. */
+  identity?: Principal[];
 }
 
 export interface Guarded {
@@ -81,6 +88,12 @@ function apiKeyInQuery(url: URL): string | null {
   return null;
 }
 
+/** A bearer token that has the shape of an upload credential, or null. */
+function uploadCredentialOf(req: IncomingMessage): string | null {
+  const token = bearerToken(req);
+  return token?.startsWith(UPLOAD_CREDENTIAL_PREFIX) ? token : null;
+}
+
 function bearerToken(req: IncomingMessage): string | null {
   const header = req.headers.authorization;
   if (!header) return null;
@@ -121,9 +134,25 @@ export async function guardRequest(
     }
     caller = { account: verified.account, roles: verified.roles, apiKeyId: verified.apiKeyId };
     establish(req, caller);
+  } else if (endpoint.authRequired && endpoint.uploadCredential && uploadCredentialOf(req) !== null) {
+    // No cookie is involved, so no CSRF header either: a page cannot make a browser send this header.
+    try {
+      caller = await verifyUploadCredential(app, uploadCredentialOf(req)!);
+    } catch (error) {
+      res.setHeader("www-authenticate", 'Bearer realm="svc", error="invalid_token"');
+      throw error;
+    }
+    establish(req, caller);
   } else if (endpoint.authRequired) {
     const token = readSessionCookie(req);
     if (!token) {
+      if (req.headers.authorization && endpoint.uploadCredential) {
+        throw new SvcError(
+          "forbidden",
+          `${endpoint.id} takes a session cookie or a trusted-publishing upload credential ('Authorization: Bearer ${UPLOAD_CREDENTIAL_PREFIX}...'); API keys are accepted only on the download lane`,
+          { details: { endpoint: endpoint.id, authScheme: "session" } },
+        );
+      }
       if (req.headers.authorization) {
         throw new SvcError(
           "forbidden",

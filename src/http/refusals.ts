@@ -21,6 +21,7 @@ export const AUDITED_REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   "payload_too_large",
   "request_timeout",
   "invalid_api_key",
+  "upload_credential_invalid",
   "token_invalid",
   "forbidden",
 ]);

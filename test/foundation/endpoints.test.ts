@@ -24,8 +24,11 @@ const CONTRACT_IDS = [
   "publish_catalog",
   "audit_events",
 ];
-/** Routes beyond the contract's table: list_uploads, a modder's own submissions. */
-const EXTENSION_IDS = ["list_uploads"];
+/**
+ * Routes beyond the contract's table: list_uploads, a modder's own submissions;
+ * trusted_publishing_exchange, a registered workflow's OIDC token for a one-mod upload credential.
+ */
+const EXTENSION_IDS = ["list_uploads", "trusted_publishing_exchange"];
 
 describe("endpoint table", () => {
   it("lists the contract's 20 backend endpoints once each, plus the extensions", () => {

@@ -6,6 +6,7 @@ import { confirmMagicLink, currentSession, deleteSession, requestMagicLink } fro
 import { backendHealth } from "./backend-health.ts";
 import { apiKeyModDownload } from "./download.ts";
 import { moderationDecision, moderationQueue, publishCatalog } from "./moderation.ts";
+import { trustedPublishingExchange } from "./trusted-publishing.ts";
 import { cancelUpload, createUpload, listUploads, uploadStatus } from "./uploads.ts";
 
 /**
@@ -27,6 +28,7 @@ export const HANDLERS: Readonly<Record<string, Handler>> = {
   revoke_api_key: revokeApiKey,
   api_key_mod_download: apiKeyModDownload,
   audit_events: auditEvents,
+  trusted_publishing_exchange: trustedPublishingExchange,
   create_upload: createUpload,
   list_uploads: listUploads,
   upload_status: uploadStatus,

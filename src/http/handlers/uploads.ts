@@ -1,16 +1,21 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import {
+  claimUploadCredential,
+  completeUploadCredential,
+  releaseUploadCredential,
+} from "../../accounts/upload-credentials.ts";
 import { SvcError } from "../../errors.ts";
 import {
   decodeCursor,
   isStaff,
   type SubmissionBackend,
-  type SubmissionCaller,
   type UploadTarget,
 } from "../../submissions/backend.ts";
 import type { SubmissionView } from "../../submissions/service.ts";
+import type { Sidecar } from "../../validation/types.ts";
 import { readQuery } from "../body.ts";
-import type { Handler } from "../context.ts";
-import { guardRequest, requireCaller } from "../guard.ts";
+import { type AppContext, accountsOf, type Handler, storeOf } from "../context.ts";
+import { type Caller, guardRequest, requireCaller } from "../guard.ts";
 import { sendJson } from "../respond.ts";
 import { submissionReadsOf, submissionsOf } from "../submission-backend.ts";
 import {
@@ -29,6 +34,48 @@ function sendRecorded(res: ServerResponse, target: UploadTarget, view: Submissio
 function refuseUnread(res: ServerResponse, error: SvcError): never {
   res.setHeader("connection", "close");
   throw error;
+}
+
+/** An upload credential uploads the one mod it was issued for. */
+function assertCredentialMod(caller: Caller, sidecar: Sidecar): void {
+  const credential = caller.uploadCredential;
+  if (credential && sidecar.modId !== credential.modId)
+    throw new SvcError(
+      "forbidden",
+      `this upload credential is for mod ${credential.modId}; it cannot upload ${sidecar.modId}`,
+      { details: { credentialModId: credential.modId, modId: sidecar.modId } },
+    );
+}
+
+/**
+ * Records an upload; with an upload credential, the credential is taken first (two uploads never
+ * share one), given back when the upload is refused, and tied to the submission once accepted.
+ */
+async function recordUpload(
+  app: AppContext,
+  caller: Caller,
+  record: () => Promise<SubmissionView>,
+): Promise<SubmissionView> {
+  const credential = caller.uploadCredential;
+  if (!credential) return record();
+  const store = storeOf(app);
+  if (!(await claimUploadCredential(store, credential.id, app.now())))
+    throw new SvcError(
+      "upload_credential_invalid",
+      "this upload credential was used by another upload or expired meanwhile; exchange a new OIDC token",
+    );
+  let view: SubmissionView;
+  try {
+    view = await record();
+  } catch (error) {
+    await releaseUploadCredential(store, credential.id).catch((failure: Error) =>
+      app.log(`upload credential ${credential.id} could not be given back: ${failure.message}`),
+    );
+    throw error;
+  }
+  const deps = { now: app.now(), random: accountsOf(app).dependencies.random };
+  await store.transaction((tx) => completeUploadCredential(tx, credential, view.submissionId, deps));
+  return view;
 }
 
 /** create_upload: the live-upload gate, then auth/role/CSRF/rate limit, then the body. */
@@ -53,7 +100,7 @@ export const createUpload: Handler = async (req, res, route, app) => {
           "this portal takes the package itself: send multipart/form-data with the parts metadata and package (a package named by URL needs GitHub-backed submissions)",
         ),
       );
-    await createUploadByUrl(req, res, backend, caller);
+    await createUploadByUrl(req, res, app, backend, caller);
     return;
   }
   if (!/^multipart\/form-data\s*;/i.test(contentType))
@@ -83,16 +130,22 @@ export const createUpload: Handler = async (req, res, route, app) => {
   try {
     upload = await readMultipartUpload(req, {
       maxPackageBytes,
-      target: (sidecar) => backend.uploadTarget(caller, sidecar),
+      target: (sidecar) => {
+        assertCredentialMod(caller, sidecar);
+        return backend.uploadTarget(caller, sidecar);
+      },
     });
     // The whole body was read and accepted: only now do the bytes take their staging path.
     upload.staged.commit();
-    const view = await backend.createUpload(caller, upload.target, {
-      sidecar: upload.sidecar,
-      metadataSha256: upload.metadataSha256,
-      contentType: upload.contentType,
-      staged: upload.staged,
-    });
+    const accepted = upload;
+    const view = await recordUpload(app, caller, () =>
+      backend.createUpload(caller, accepted.target, {
+        sidecar: accepted.sidecar,
+        metadataSha256: accepted.metadataSha256,
+        contentType: accepted.contentType,
+        staged: accepted.staged,
+      }),
+    );
     sendRecorded(res, upload.target, view);
   } catch (error) {
     // Nothing half-stored: a refused first upload leaves no staging folder.
@@ -110,17 +163,21 @@ export const createUpload: Handler = async (req, res, route, app) => {
 async function createUploadByUrl(
   req: IncomingMessage,
   res: ServerResponse,
+  app: AppContext,
   backend: SubmissionBackend,
-  caller: SubmissionCaller,
+  caller: Caller,
 ): Promise<void> {
   const { sidecar, metadataSha256 } = await readUrlUpload(req, res);
+  assertCredentialMod(caller, sidecar);
   const target = await backend.uploadTarget(caller, sidecar);
-  const view = await backend.createUpload(caller, target, {
-    sidecar,
-    metadataSha256,
-    contentType: "application/zip",
-    staged: { path: null, sha256: sidecar.package.sha256, sizeBytes: sidecar.package.sizeBytes },
-  });
+  const view = await recordUpload(app, caller, () =>
+    backend.createUpload(caller, target, {
+      sidecar,
+      metadataSha256,
+      contentType: "application/zip",
+      staged: { path: null, sha256: sidecar.package.sha256, sizeBytes: sidecar.package.sizeBytes },
+    }),
+  );
   sendRecorded(res, target, view);
 }
 
