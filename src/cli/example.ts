@@ -11,7 +11,7 @@ import type { RuntimeSettings } from "../config/settings.ts";
 import { isSvcError } from "../errors.ts";
 import { scannerFromSettings } from "../submissions/scanner-settings.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
-import { packFolder } from "./pack.ts";
+import { packFolder } from "../validation/pack.ts";
 
 /** The example mod's folder and its sidecar, pinned by sha256 to the bytes `svc pack` makes of it. */
 export const EXAMPLE_FOLDER = "pulls-template/example-mod";

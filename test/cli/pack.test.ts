@@ -16,7 +16,7 @@ import { join } from "node:path";
 import JSZip from "jszip";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readValidationDocuments } from "../../src/catalog/validator.ts";
-import { BUILT_ZIP_CHECKS, FILE_LIST_CHECKS, PACK_TIMESTAMP, packFolder } from "../../src/cli/pack.ts";
+import { BUILT_ZIP_CHECKS, FILE_LIST_CHECKS, PACK_TIMESTAMP, packFolder } from "../../src/validation/pack.ts";
 import { CHECKS, REASONS } from "../../src/validation/checks/index.ts";
 import { REPO_ROOT } from "../support/repo-root.ts";
 import { runCli } from "../support/run-cli.ts";
