@@ -1,7 +1,8 @@
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import Table from "cli-table3";
 import { RECORD_PATHS } from "../contracts/records.ts";
+import { SvcError } from "../errors.ts";
 import { commitRecordUpdates } from "../catalog/rebuild.ts";
 import { runSmoke, type SmokeReport } from "../catalog/smoke.ts";
 import { serializeDocument } from "../catalog/site.ts";
@@ -9,13 +10,17 @@ import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
 import { siteSigningFromEnv } from "./keys.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
 
-const HELP = `usage: svc smoke --base-url URL [--out report.json] [--record] [--json] [--all]
+const HELP = `usage: svc smoke --base-url URL [--only MOD@VERSION,...] [--only-from receipts.json] [--out report.json] [--record] [--json] [--all]
 
 Public smoke (required after every publication): fetches every static route of the contract with
 and without its extension and validates each against its schema and the contract rules, downloads
 every download-enabled artifact and verifies its size and sha256, and runs the reference manager
 reader over the catalog. Exit 0 only when everything passed, 1 otherwise.
 
+  --only LIST       download and hash only these artifacts (comma separated MOD@VERSION, or
+                    framework, manager, runtime); every JSON route is still checked
+  --only-from FILE  the same, for what a publish run's receipts file (publish-receipts.json)
+                    published or changed: the post-publish smoke, whose cost follows the change
   --out FILE   write the svc.post-publish-smoke.v1 report there
   --record     store it as records/smoke/post-publish.json and rebuild the site (readiness counts a
                passing report only when its baseUrl is portal.config.json's baseUrl)
@@ -62,9 +67,41 @@ function render(report: SmokeReport, all: boolean): string {
   for (const f of report.ruleFailures) lines.push(`contract ${f.rule}: ${f.message}`);
   const s = report.summary;
   lines.push(
-    `svc smoke ${report.baseUrl}: ${report.passed ? "PASSED" : "FAILED"} — routes ${s.routesChecked - s.routesFailed}/${s.routesChecked} ok, artifacts ${s.artifactsChecked - s.artifactsFailed}/${s.artifactsChecked} ok, ${report.ruleFailures.length} rule failure(s), ${report.durationMs} ms`,
+    `svc smoke ${report.baseUrl}: ${report.passed ? "PASSED" : "FAILED"} — routes ${s.routesChecked - s.routesFailed}/${s.routesChecked} ok, artifacts ${s.artifactsChecked - s.artifactsFailed}/${s.artifactsChecked} ok${s.artifactsNotDownloaded ? ` (${s.artifactsNotDownloaded} listed, not downloaded: unchanged by this run)` : ""}, ${report.ruleFailures.length} rule failure(s), ${report.durationMs} ms`,
   );
   return `${lines.join("\n")}\n`;
+}
+
+/**
+ * The artifacts a post-publish smoke downloads: named on the command line, or read from a publish
+ * run's receipts (every entry whose receipt names a mod version; a hide or unhide changes no bytes
+ * but its version's listing, so it is downloaded too). null: all of them.
+ */
+function onlyArtifacts(
+  list: string | undefined,
+  receiptsPath: string | undefined,
+  io: CliIo,
+): Set<string> | null {
+  if (list === undefined && receiptsPath === undefined) return null;
+  const keys = new Set<string>();
+  for (const item of (list ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean))
+    keys.add(item);
+  if (receiptsPath !== undefined) {
+    const entries = JSON.parse(readFileSync(resolve(io.cwd, receiptsPath), "utf8")) as unknown;
+    if (!Array.isArray(entries))
+      throw new SvcError("invalid_payload", `${receiptsPath} is not a publish receipts file (an array)`);
+    for (const entry of entries as Array<{
+      receipt?: { ok?: boolean; modId?: unknown; version?: unknown };
+    }>) {
+      const receipt = entry?.receipt;
+      if (receipt?.ok && typeof receipt.modId === "string" && typeof receipt.version === "string")
+        keys.add(`${receipt.modId}@${receipt.version}`);
+    }
+  }
+  return keys;
 }
 
 export async function run(args: string[], io: CliIo): Promise<number> {
@@ -75,6 +112,8 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     record: { type: "boolean" },
     json: { type: "boolean" },
     all: { type: "boolean" },
+    only: { type: "string" },
+    "only-from": { type: "string" },
   });
   if (values.help) {
     io.stdout.write(HELP);
@@ -85,7 +124,8 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     io.stderr.write(`svc smoke: --base-url must be an http(s) URL\n\n${HELP}`);
     return EXIT_USAGE;
   }
-  const report = await runSmoke({ baseUrl });
+  const only = onlyArtifacts(values.only, values["only-from"], io);
+  const report = await runSmoke({ baseUrl, ...(only ? { onlyArtifacts: only } : {}) });
   const text = serializeDocument(report);
   if (values.out) writeFileSync(resolve(io.cwd, values.out), text);
   if (values.record) {

@@ -1,4 +1,4 @@
-import { openSync, readFileSync, writeSync, closeSync } from "node:fs";
+import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { publishRelease } from "../../src/catalog/publisher.ts";
@@ -93,12 +93,51 @@ describe("public smoke", () => {
     expect(JSON.parse(project.read("report.json")).passed).toBe(false);
   });
 
+  it("after a publication downloads only what the run changed, still checking every route", async () => {
+    const { origin } = await publishedPortal();
+    // 1.0.0's bytes are broken, but this run published only 1.1.0: its smoke does not pay for 1.0.0.
+    const old = join(project.siteDir, "downloads/mods/better-hud/1.0.0/better-hud-1.0.0.zip");
+    const fd = openSync(old, "r+");
+    writeSync(fd, Buffer.from([0xff]), 0, 1, 40);
+    closeSync(fd);
+    const report = await runSmoke({ baseUrl: origin, onlyArtifacts: new Set(["better-hud@1.1.0"]) });
+    expect(report.artifacts.map((a) => [a.version, a.ok])).toEqual([["1.1.0", true]]);
+    expect(report.summary).toMatchObject({
+      artifactsChecked: 1,
+      artifactsFailed: 0,
+      artifactsNotDownloaded: 1,
+    });
+    expect(report.routes.map((r) => r.path)).toContain("/api/v1/mods/better-hud/versions");
+    expect(report.passed).toBe(true);
+    expect(schemaRegistry(origin).validate("post-publish-smoke", report).ok).toBe(true);
+    // The receipts file of a publish run names what it changed; a refused entry downloads nothing.
+    writeFileSync(
+      join(project.root, "receipts.json"),
+      JSON.stringify([
+        {
+          path: "submissions/better-hud/1.1.0.json",
+          receipt: { ok: true, modId: "better-hud", version: "1.1.0" },
+        },
+        { path: "submissions/other/1.0.0.json", receipt: { ok: false, modId: "other", version: "1.0.0" } },
+      ]),
+    );
+    const changed = await runCli(
+      ["smoke", "--base-url", origin, "--only-from", "receipts.json"],
+      project.root,
+    );
+    expect(changed.code).toBe(0);
+    expect(changed.stdout).toMatch(/artifacts 1\/1 ok \(1 listed, not downloaded: unchanged by this run\)/);
+    // The full smoke stays the command's default, and finds the broken old artifact.
+    const full = await runCli(["smoke", "--base-url", origin], project.root);
+    expect(full.code).toBe(1);
+    expect(full.stdout).toMatch(/better-hud@1\.0\.0/);
+  });
+
   it("fails on a route that breaks its schema (a hand edit on the server)", async () => {
     const { origin } = await publishedPortal();
     const path = join(project.siteDir, "api/v1/mods/better-hud/versions.json");
     const doc = JSON.parse(readFileSync(path, "utf8"));
     doc.versions[0].sha256 = "not-a-hash";
-    const { writeFileSync } = await import("node:fs");
     writeFileSync(path, JSON.stringify(doc));
     const report = await runSmoke({ baseUrl: origin });
     expect(report.passed).toBe(false);
