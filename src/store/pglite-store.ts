@@ -1,8 +1,11 @@
 import { randomBytes } from "node:crypto";
 import {
+  closeSync,
   cpSync,
   existsSync,
+  fsyncSync,
   mkdirSync,
+  openSync,
   readdirSync,
   readFileSync,
   renameSync,
@@ -14,6 +17,7 @@ import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { PGlite, type Transaction } from "@electric-sql/pglite";
 import { SvcError } from "../errors.ts";
+import { writeFileSynced } from "../lib/atomic-write.ts";
 import { describeHolder, tryLock } from "../lib/lock-file.ts";
 import type { QueryResult, SqlExecutor, Store } from "./store.ts";
 
@@ -126,13 +130,54 @@ async function templateDump(cacheDir: string): Promise<Blob | null> {
   }
 }
 
-/** True when dataDir holds no database yet (only, perhaps, our lock file). */
+/**
+ * Present while a data folder's first cluster is being made (copied from the template or by
+ * initdb), removed once PGlite has opened it: a folder that still has it was left by a kill during
+ * the first start, and is remade instead of failing every later start. A folder with neither this
+ * nor a cluster is new; a folder made before this marker existed has a cluster and no marker.
+ */
+export const DATA_DIR_CREATING = "svc-cluster-creating";
+
+/** True when dataDir holds no database yet (only, perhaps, our lock file), or a half-made first one. */
 function isNewDataDir(dataDir: string): boolean {
-  return readdirSync(dataDir).every((name) => name === DATA_DIR_LOCK);
+  const names = readdirSync(dataDir);
+  if (names.includes(DATA_DIR_CREATING)) {
+    for (const name of names)
+      if (name !== DATA_DIR_LOCK) rmSync(join(dataDir, name), { recursive: true, force: true });
+    return true;
+  }
+  return names.every((name) => name === DATA_DIR_LOCK);
+}
+
+/** Marks dataDir as being made; the mark is durable before any cluster file is written. */
+function markCreating(dataDir: string): void {
+  writeFileSynced(join(dataDir, DATA_DIR_CREATING), `${process.pid}\n`);
+  syncFolder(dataDir);
+}
+
+function markCreated(dataDir: string): void {
+  rmSync(join(dataDir, DATA_DIR_CREATING), { force: true });
+  syncFolder(dataDir);
+}
+
+function syncFolder(dir: string): void {
+  const fd = openSync(dir, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 async function openPglite(dataDir: string | null, templateDir: string | null): Promise<PGlite> {
-  if (!templateDir) return dataDir ? PGlite.create(dataDir) : PGlite.create();
+  if (!templateDir) {
+    if (!dataDir) return PGlite.create();
+    if (!isNewDataDir(dataDir)) return PGlite.create(dataDir);
+    markCreating(dataDir);
+    const db = await PGlite.create(dataDir);
+    markCreated(dataDir);
+    return db;
+  }
   if (!dataDir) {
     const dump = await templateDump(templateDir);
     if (dump) {
@@ -144,22 +189,27 @@ async function openPglite(dataDir: string | null, templateDir: string | null): P
     }
     return PGlite.create();
   }
-  if (isNewDataDir(dataDir)) {
-    const folder = await templateFolder(templateDir);
-    if (folder) {
-      try {
-        copyTemplate(folder, dataDir);
-        return await PGlite.create(dataDir);
-      } catch {
-        // A template that does not open is dropped; the database is made the slow way.
-        rmSync(folder, { recursive: true, force: true });
-        for (const name of readdirSync(dataDir)) {
-          if (name !== DATA_DIR_LOCK) rmSync(join(dataDir, name), { recursive: true, force: true });
-        }
+  if (!isNewDataDir(dataDir)) return PGlite.create(dataDir);
+  markCreating(dataDir);
+  const folder = await templateFolder(templateDir);
+  if (folder) {
+    try {
+      copyTemplate(folder, dataDir);
+      const db = await PGlite.create(dataDir);
+      markCreated(dataDir);
+      return db;
+    } catch {
+      // A template that does not open is dropped; the database is made the slow way.
+      rmSync(folder, { recursive: true, force: true });
+      for (const name of readdirSync(dataDir)) {
+        if (name !== DATA_DIR_LOCK && name !== DATA_DIR_CREATING)
+          rmSync(join(dataDir, name), { recursive: true, force: true });
       }
     }
   }
-  return PGlite.create(dataDir);
+  const db = await PGlite.create(dataDir);
+  markCreated(dataDir);
+  return db;
 }
 
 /**
