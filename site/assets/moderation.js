@@ -22,6 +22,26 @@ const DECISIONS_BY_STATE = {
   hidden: ["unhide"],
 };
 
+/** How the uploader stands to the mod (svc.upload-submission.v1 ownership), in words; null when unknown. */
+function describeClaim(ownership, modId) {
+  switch (ownership?.claim) {
+    case "new_mod":
+      return `The uploader claims the new mod id ${modId}.`;
+    case "owner":
+      return `The uploader is an owner of ${modId}.`;
+    case "collaborator":
+      return `The uploader is a collaborator on ${modId}.`;
+    case "not_permitted":
+      return `The uploader is not an owner or collaborator of ${modId}: its publication will be refused.`;
+    default:
+      return null;
+  }
+}
+
+function describePrincipal(principal) {
+  return principal?.account ? `account ${principal.account}` : `@${principal?.github}`;
+}
+
 function fail(error) {
   say(describeError(error), { error: true });
 }
@@ -74,7 +94,11 @@ async function queuePage() {
     listed.add(item.submissionId);
     const row = el("tr");
     const mod = el("td");
-    mod.append(el("a", item.modId, { href: `review/?id=${encodeURIComponent(item.submissionId)}` }));
+    const link = el("a", item.modId, { href: `review/?id=${encodeURIComponent(item.submissionId)}` });
+    // The row's text stays what it was; the review page says the claim in words.
+    const claim = describeClaim(item.ownership, item.modId);
+    if (claim) link.title = claim;
+    mod.append(link);
     const waiting = el("td", formatSeconds(item.ageSeconds));
     waiting.title = `submitted ${formatDate(item.createdAt)}`;
     const failed = Array.isArray(item.failedChecks) ? item.failedChecks : [];
@@ -153,6 +177,16 @@ function renderSubmission(s) {
   fact(facts, "Last change", formatDate(s.updatedAt));
   fact(facts, "Package", s.package ? `${s.package.fileName} (${s.package.sizeBytes} bytes)` : null);
   fact(facts, "Package SHA-256", s.packageSha256);
+  const claim = describeClaim(s.ownership, s.modId);
+  if (claim) {
+    fact(facts, "Claim", claim);
+    const owners = Array.isArray(s.ownership.owners) ? s.ownership.owners : [];
+    fact(
+      facts,
+      s.ownership.claim === "new_mod" ? "Owner once published" : "Owners",
+      owners.map(describePrincipal).join(", "),
+    );
+  }
   if (s.publication?.pageUrl) fact(facts, "Published page", s.publication.pageUrl);
   document.getElementById("submission").hidden = false;
 

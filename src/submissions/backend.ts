@@ -1,6 +1,8 @@
 import type { Role } from "../config/portal-config.ts";
+import type { ModOwnership } from "../contracts/ownership.ts";
 import type { Sidecar } from "../validation/types.ts";
 import type { SubmissionState } from "../workflow/machine.ts";
+import type { OwnershipRequest, SubmissionOwnership } from "./ownership.ts";
 import type { CheckEntry, Decision, NewSubmission, SubmissionRow, SubmissionView } from "./service.ts";
 
 /**
@@ -42,6 +44,18 @@ export interface SubmissionBackend {
   ): Promise<SubmissionView>;
   /** publish_catalog: every approved submission, oldest first, each with its outcome. */
   publishApproved(caller: SubmissionCaller): Promise<PublishSummary>;
+  /**
+   * mod_ownership: the mod's whole ownership record, history included; not_found while unclaimed.
+   * The ownership routes are the local portal's: where this process does not publish (Vercel, a
+   * GitHub-backed portal, whose records live in git) they are not_implemented.
+   */
+  modOwnership(caller: SubmissionCaller, modId: string): Promise<ModOwnership>;
+  /** The ownership routes' changes (collaborators, trusted publishers, source repository, transfer). */
+  changeModOwnership(
+    caller: SubmissionCaller,
+    modId: string,
+    request: OwnershipRequest,
+  ): Promise<ModOwnership>;
 }
 
 /** An authenticated account and its effective roles; the HTTP guard has already checked the route's roles. */
@@ -134,6 +148,8 @@ export interface QueueItem {
   queuePosition: number | null;
   ageSeconds: number;
   failedChecks: FailedCheck[];
+  /** As upload_status shows it: the claim a moderator weighs (omitted where ownership cannot be read). */
+  ownership?: SubmissionOwnership;
   createdAt: string;
   updatedAt: string;
   statusUrl: string;

@@ -8,6 +8,8 @@ import {
   publishRelease,
   unhideRelease,
 } from "../catalog/publisher.ts";
+import type { ModOwnership } from "../contracts/ownership.ts";
+import { RECORD_PATHS } from "../contracts/records.ts";
 import { SvcError } from "../errors.ts";
 import type { Sidecar } from "../validation/types.ts";
 import type { SubmissionState } from "../workflow/machine.ts";
@@ -26,6 +28,15 @@ import {
   type UploadListQuery,
   type UploadTarget,
 } from "./backend.ts";
+import {
+  assertMayDecide,
+  assertMayUpload,
+  changeModOwnership,
+  isModId,
+  type OwnershipRequest,
+  readOwnership,
+  submissionOwnership,
+} from "./ownership.ts";
 import {
   applySubmissionAction,
   completePublication,
@@ -82,6 +93,9 @@ export class LocalSubmissionBackend implements SubmissionBackend {
   }
 
   async uploadTarget(caller: SubmissionCaller, sidecar: Sidecar): Promise<UploadTarget> {
+    const records = this.ownershipRecords();
+    // Where the records are out of reach, publication still refuses a stranger (the publisher checks).
+    if (records) assertMayUpload(readOwnership(records, sidecar.modId), sidecar.modId, caller.account.id);
     const resubmits = await findResubmittable(
       this.deps.store,
       caller.account.id,
@@ -187,7 +201,7 @@ export class LocalSubmissionBackend implements SubmissionBackend {
     const now = this.deps.now();
     const items = [];
     for (const row of page) {
-      const view = await submissionView(store, row, this.deps.config, now);
+      const view = await this.view(row);
       items.push({
         submissionId: view.submissionId,
         modId: view.modId,
@@ -198,6 +212,7 @@ export class LocalSubmissionBackend implements SubmissionBackend {
         queuePosition: view.review.queuePosition,
         ageSeconds: Math.max(0, Math.round((now.getTime() - new Date(view.createdAt).getTime()) / 1000)),
         failedChecks: failedChecks(view.validationChecks),
+        ...(view.ownership ? { ownership: view.ownership } : {}),
         createdAt: view.createdAt,
         updatedAt: view.updatedAt,
         statusUrl: `/api/v1/uploads/${view.submissionId}`,
@@ -221,6 +236,9 @@ export class LocalSubmissionBackend implements SubmissionBackend {
     if (!found) throw new SvcError("not_found", `no submission ${submissionId}`);
     if (found.owner_account_id === caller.account.id)
       throw new SvcError("forbidden", "a moderator cannot decide on their own submission");
+    const records = this.ownershipRecords();
+    if (records)
+      assertMayDecide(readOwnership(records, found.mod_id), found.mod_id, caller.account.id, decision);
     await this.recordDecision(caller, await this.current(found), decision, notes);
     const row = await applySubmissionAction(
       this.deps,
@@ -247,8 +265,53 @@ export class LocalSubmissionBackend implements SubmissionBackend {
     };
   }
 
+  async modOwnership(_caller: SubmissionCaller, modId: string): Promise<ModOwnership> {
+    const ownership = readOwnership(this.requireOwnershipRecords(), modId);
+    if (!ownership)
+      throw new SvcError(
+        "not_found",
+        isModId(modId)
+          ? `mod ${modId} has no owners yet: its first published release claims it`
+          : `no mod ${modId}`,
+        { details: { modId } },
+      );
+    return ownership;
+  }
+
+  async changeModOwnership(
+    caller: SubmissionCaller,
+    modId: string,
+    request: OwnershipRequest,
+  ): Promise<ModOwnership> {
+    const publisher = this.requireOwnershipRecords();
+    return changeModOwnership({ ...this.deps, publisher }, caller, modId, request);
+  }
+
   protected view(row: SubmissionRow): Promise<SubmissionView> {
-    return submissionView(this.deps.store, row, this.deps.config, this.deps.now());
+    const records = this.ownershipRecords();
+    const ownership = records
+      ? submissionOwnership(readOwnership(records, row.mod_id), row.owner_account_id)
+      : undefined;
+    return submissionView(this.deps.store, row, this.deps.config, this.deps.now(), ownership);
+  }
+
+  /**
+   * Where ownership records are read and written: this process's publisher. null where it does not
+   * publish: on Vercel (no publisher) and on a GitHub-backed portal, where publishing is merging
+   * (reportsMerges) and the records live in git, written by the publish workflow.
+   */
+  protected ownershipRecords(): PublisherOptions | null {
+    return this.reportsMerges ? null : this.options.publisher;
+  }
+
+  private requireOwnershipRecords(): PublisherOptions {
+    const records = this.ownershipRecords();
+    if (!records)
+      throw new SvcError(
+        "not_implemented",
+        "mod ownership is served by the local portal only: here the records live in git on the portal repository (records/owners/{modId}.json), which this deployment does not write",
+      );
+    return records;
   }
 
   protected publisher(): PublisherOptions {
@@ -316,19 +379,25 @@ export class LocalSubmissionBackend implements SubmissionBackend {
         row.staging_path && existsSync(stagedFile)
           ? null
           : findPublishedRelease(publisher, row.metadata, row.package_sha256);
+      // The uploader is the submitter: the first release of an unclaimed mod id makes them its owner.
+      const uploader = { account: row.owner_account_id };
       const published = inCatalog
-        ? { record: inCatalog, alreadyPublished: true as const }
+        ? { record: inCatalog, alreadyPublished: true as const, written: [] as string[] }
         : await publishRelease(publisher, {
             packageBytes: readFileSync(stagedFile),
             sidecar: row.metadata,
             source: { kind: "upload", submissionId: row.id },
+            submitter: { identity: [uploader], claimAs: uploader },
           });
+      const claimed = published.written.some((path) =>
+        path.endsWith(`/${RECORD_PATHS.ownership(row.mod_id)}`),
+      );
       const done = await completePublication(
         this.deps,
         row.id,
         published.record,
         caller.account.id,
-        published.alreadyPublished ? { reconciled: true } : {},
+        published.alreadyPublished ? { reconciled: true } : claimed ? { claimed: true } : {},
       );
       removeStaged(storageRoot, row.id);
       return {

@@ -8,6 +8,7 @@ import { SvcError } from "../errors.ts";
 import type { SqlExecutor, Store } from "../store/store.ts";
 import type { Sidecar } from "../validation/types.ts";
 import { type Action, type Actor, type SubmissionState, transition } from "../workflow/machine.ts";
+import type { SubmissionOwnership } from "./ownership.ts";
 
 export type Decision = "approve" | "reject" | "request_changes" | "hide" | "unhide";
 
@@ -176,8 +177,9 @@ export async function createSubmission(deps: SubmissionDeps, input: NewSubmissio
 }
 
 /**
- * One open submission per mod version, and a mod belongs to the account that first published it:
- * the checks before a submission is recorded (also run before a GitHub-backed upload opens its PR).
+ * One open submission per mod version: the check before a submission is recorded (also run before a
+ * GitHub-backed upload opens its PR). Who may upload a mod at all is its ownership record's
+ * question (ownership.ts), asked before any package byte is stored.
  */
 export async function assertNoOpenSubmission(
   db: SqlExecutor,
@@ -194,14 +196,6 @@ export async function assertNoOpenSubmission(
       details:
         open.rows[0].owner_account_id === ownerAccountId ? { submissionId: open.rows[0].id } : undefined,
     });
-  }
-  const owner = await db.query<{ owner_account_id: string }>(
-    `SELECT owner_account_id FROM submissions WHERE mod_id = $1 AND state IN ('approved', 'published', 'superseded', 'hidden')
-       ORDER BY created_at LIMIT 1`,
-    [sidecar.modId],
-  );
-  if (owner.rows[0] && owner.rows[0].owner_account_id !== ownerAccountId) {
-    throw new SvcError("forbidden", `mod ${sidecar.modId} belongs to another account`);
   }
 }
 
@@ -452,8 +446,17 @@ const REVIEW_STATE: Record<
   hidden: "hidden",
 };
 
-/** The svc.upload-submission.v1 view of a submission. */
-export async function submissionView(db: SqlExecutor, row: SubmissionRow, config: PortalConfig, now: Date) {
+/**
+ * The svc.upload-submission.v1 view of a submission. `ownership` is how its uploader stands to the
+ * mod, given where the backend can read the mod's ownership record (omitted where it cannot).
+ */
+export async function submissionView(
+  db: SqlExecutor,
+  row: SubmissionRow,
+  config: PortalConfig,
+  now: Date,
+  ownership?: SubmissionOwnership,
+) {
   const decisions = await db.query<DecisionRow>(
     `SELECT decision, reviewer_account_id, notes, from_state, to_state, decided_at FROM submission_decisions
        WHERE submission_id = $1 ORDER BY decided_at, id`,
@@ -505,6 +508,7 @@ export async function submissionView(db: SqlExecutor, row: SubmissionRow, config
       pageUrl: string;
       publishedAt: string;
     },
+    ...(ownership ? { ownership } : {}),
     createdAt: iso(row.created_at)!,
     updatedAt: iso(row.updated_at)!,
   };
