@@ -25,6 +25,7 @@ export function runStep(step: ActionStep): void {
     debug: core.debug,
     warning: core.warning,
     setSecret: core.setSecret,
+    idToken: (audience) => core.getIDToken(audience),
   };
   step(new StepEnv(actionContext, io))
     .then(async (outcome) => {

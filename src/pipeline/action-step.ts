@@ -33,6 +33,8 @@ export interface ActionIo {
   warning: (line: string) => void;
   /** Masks a value in every later log line. */
   setSecret: (value: string) => void;
+  /** The job's GitHub Actions OIDC token for an audience (needs `permissions: id-token: write`). */
+  idToken: (audience: string) => Promise<string>;
 }
 
 export interface ActionOutcome {
@@ -65,6 +67,13 @@ export class StepEnv {
   /** The bot logins a step trusts (input `bot-logins`, comma separated). */
   botLogins(): string[] {
     return (this.io.input("bot-logins") || "github-actions[bot]").split(",").map((s) => s.trim());
+  }
+
+  /** The job's OIDC token for `audience`, masked in every later log line. */
+  async idToken(audience: string): Promise<string> {
+    const token = await this.io.idToken(audience);
+    this.io.setSecret(token);
+    return token;
   }
 
   /** owner/name of the repository the workflow runs in. */

@@ -26046,7 +26046,7 @@ var require_post_publish_smoke = __commonJS({
   "src/contracts/validators/post-publish-smoke.cjs"(exports) {
     "use strict";
     exports.validate = validate91;
-    var schema187 = { "$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://svc.invalid/api/v1/schemas/post-publish-smoke.schema.json", "title": "svc post-publish smoke report (svc.post-publish-smoke.v1)", "description": "What `svc smoke --base-url URL` found: every static route fetched with and without extension and validated against its schema, every download-enabled artifact downloaded and its size and sha256 verified, and the reference manager reader run over the catalog. passed is true only when every item passed.", "type": "object", "additionalProperties": false, "required": ["schema", "generatedAt", "baseUrl", "passed", "summary", "routes", "artifacts", "managerParse", "ruleFailures"], "properties": { "schema": { "const": "svc.post-publish-smoke.v1" }, "generatedAt": { "$ref": "common.schema.json#/$defs/timestamp" }, "baseUrl": { "$ref": "common.schema.json#/$defs/httpUrl" }, "passed": { "type": "boolean" }, "durationMs": { "type": "integer", "minimum": 0 }, "summary": { "type": "object", "additionalProperties": false, "required": ["routesChecked", "routesFailed", "artifactsChecked", "artifactsFailed"], "properties": { "routesChecked": { "type": "integer", "minimum": 0 }, "routesFailed": { "type": "integer", "minimum": 0 }, "artifactsChecked": { "type": "integer", "minimum": 0 }, "artifactsFailed": { "type": "integer", "minimum": 0 } } }, "routes": { "type": "array", "items": { "type": "object", "additionalProperties": false, "required": ["path", "ok"], "properties": { "path": { "type": "string", "pattern": "^/" }, "httpStatus": { "type": "integer" }, "contentType": { "type": "string" }, "schema": { "type": "string" }, "ok": { "type": "boolean" }, "errors": { "type": "array", "items": { "type": "string" } } } } }, "artifacts": { "type": "array", "items": { "type": "object", "additionalProperties": false, "required": ["url", "expectedSha256", "expectedSizeBytes", "ok"], "properties": { "modId": { "type": "string" }, "version": { "type": "string" }, "url": { "type": "string" }, "expectedSha256": { "type": "string" }, "actualSha256": { "type": "string" }, "expectedSizeBytes": { "type": "integer" }, "actualSizeBytes": { "type": "integer" }, "ok": { "type": "boolean" }, "errors": { "type": "array", "items": { "type": "string" } } } } }, "managerParse": { "type": "object", "additionalProperties": false, "required": ["ok", "errors"], "properties": { "ok": { "type": "boolean" }, "mods": { "type": "integer", "minimum": 0 }, "versions": { "type": "integer", "minimum": 0 }, "errors": { "type": "array", "items": { "type": "string" } } } }, "ruleFailures": { "type": "array", "items": { "type": "object", "additionalProperties": false, "required": ["rule", "message"], "properties": { "rule": { "type": "string" }, "message": { "type": "string" } } } }, "signature": { "description": "The signed-catalog (TUF) check through the reference manager client, with the site's own root (docs/distribution.md). unsigned: no tuf/root.json (passes); verified: timestamp, snapshot and targets verify and the catalog and each mod's detail and versions documents match their signed length and sha256; failed: a stable code (metadata_expired, catalog_tampered, catalog_rollback, download_failed, ...) and passed is false.", "oneOf": [{ "type": "object", "additionalProperties": false, "required": ["state", "detail"], "properties": { "state": { "const": "unsigned" }, "detail": { "type": "string" } } }, { "type": "object", "additionalProperties": false, "required": ["state", "documents"], "properties": { "state": { "const": "verified" }, "documents": { "type": "integer", "minimum": 1 } } }, { "type": "object", "additionalProperties": false, "required": ["state", "code", "detail"], "properties": { "state": { "const": "failed" }, "code": { "type": "string", "pattern": "^[a-z][a-z0-9_]*$" }, "detail": { "type": "string" } } }] } } };
+    var schema187 = { "$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://svc.invalid/api/v1/schemas/post-publish-smoke.schema.json", "title": "svc post-publish smoke report (svc.post-publish-smoke.v1)", "description": "What `svc smoke --base-url URL` found: every static route fetched with and without extension and validated against its schema, every download-enabled artifact downloaded and its size and sha256 verified, and the reference manager reader run over the catalog. passed is true only when every item passed.", "type": "object", "additionalProperties": false, "required": ["schema", "generatedAt", "baseUrl", "passed", "summary", "routes", "artifacts", "managerParse", "ruleFailures"], "properties": { "schema": { "const": "svc.post-publish-smoke.v1" }, "generatedAt": { "$ref": "common.schema.json#/$defs/timestamp" }, "baseUrl": { "$ref": "common.schema.json#/$defs/httpUrl" }, "passed": { "type": "boolean" }, "durationMs": { "type": "integer", "minimum": 0 }, "summary": { "type": "object", "additionalProperties": false, "required": ["routesChecked", "routesFailed", "artifactsChecked", "artifactsFailed"], "properties": { "routesChecked": { "type": "integer", "minimum": 0 }, "routesFailed": { "type": "integer", "minimum": 0 }, "artifactsChecked": { "type": "integer", "minimum": 0 }, "artifactsFailed": { "type": "integer", "minimum": 0 }, "artifactsNotDownloaded": { "description": "Download-enabled artifacts listed but not downloaded: a post-publish smoke (svc smoke --only-from) downloads only what its run published or changed, so its cost follows the change, not the catalog; svc smoke without it downloads all (0 here).", "type": "integer", "minimum": 0 } } }, "routes": { "type": "array", "items": { "type": "object", "additionalProperties": false, "required": ["path", "ok"], "properties": { "path": { "type": "string", "pattern": "^/" }, "httpStatus": { "type": "integer" }, "contentType": { "type": "string" }, "schema": { "type": "string" }, "ok": { "type": "boolean" }, "errors": { "type": "array", "items": { "type": "string" } } } } }, "artifacts": { "type": "array", "items": { "type": "object", "additionalProperties": false, "required": ["url", "expectedSha256", "expectedSizeBytes", "ok"], "properties": { "modId": { "type": "string" }, "version": { "type": "string" }, "url": { "type": "string" }, "expectedSha256": { "type": "string" }, "actualSha256": { "type": "string" }, "expectedSizeBytes": { "type": "integer" }, "actualSizeBytes": { "type": "integer" }, "ok": { "type": "boolean" }, "errors": { "type": "array", "items": { "type": "string" } } } } }, "managerParse": { "type": "object", "additionalProperties": false, "required": ["ok", "errors"], "properties": { "ok": { "type": "boolean" }, "mods": { "type": "integer", "minimum": 0 }, "versions": { "type": "integer", "minimum": 0 }, "errors": { "type": "array", "items": { "type": "string" } } } }, "ruleFailures": { "type": "array", "items": { "type": "object", "additionalProperties": false, "required": ["rule", "message"], "properties": { "rule": { "type": "string" }, "message": { "type": "string" } } } }, "signature": { "description": "The signed-catalog (TUF) check through the reference manager client, with the site's own root (docs/distribution.md). unsigned: no tuf/root.json (passes); verified: timestamp, snapshot and targets verify and the catalog and each mod's detail and versions documents match their signed length and sha256; failed: a stable code (metadata_expired, catalog_tampered, catalog_rollback, download_failed, ...) and passed is false.", "oneOf": [{ "type": "object", "additionalProperties": false, "required": ["state", "detail"], "properties": { "state": { "const": "unsigned" }, "detail": { "type": "string" } } }, { "type": "object", "additionalProperties": false, "required": ["state", "documents"], "properties": { "state": { "const": "verified" }, "documents": { "type": "integer", "minimum": 1 } } }, { "type": "object", "additionalProperties": false, "required": ["state", "code", "detail"], "properties": { "state": { "const": "failed" }, "code": { "type": "string", "pattern": "^[a-z][a-z0-9_]*$" }, "detail": { "type": "string" } } }] } } };
     var func4 = Object.prototype.hasOwnProperty;
     var func1 = require_ucs2length().default;
     var formats2 = require_formats().fullFormats["date-time"];
@@ -26315,7 +26315,7 @@ var require_post_publish_smoke = __commonJS({
               errors++;
             }
             for (const key1 in data5) {
-              if (!(key1 === "routesChecked" || key1 === "routesFailed" || key1 === "artifactsChecked" || key1 === "artifactsFailed")) {
+              if (!(key1 === "routesChecked" || key1 === "routesFailed" || key1 === "artifactsChecked" || key1 === "artifactsFailed" || key1 === "artifactsNotDownloaded")) {
                 const err25 = { instancePath: instancePath + "/summary", schemaPath: "#/properties/summary/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key1 }, message: "must NOT have additional properties" };
                 if (vErrors === null) {
                   vErrors = [err25];
@@ -26417,25 +26417,20 @@ var require_post_publish_smoke = __commonJS({
                 }
               }
             }
-          } else {
-            const err34 = { instancePath: instancePath + "/summary", schemaPath: "#/properties/summary/type", keyword: "type", params: { type: "object" }, message: "must be object" };
-            if (vErrors === null) {
-              vErrors = [err34];
-            } else {
-              vErrors.push(err34);
-            }
-            errors++;
-          }
-        }
-        if (data.routes !== void 0) {
-          let data10 = data.routes;
-          if (Array.isArray(data10)) {
-            const len0 = data10.length;
-            for (let i0 = 0; i0 < len0; i0++) {
-              let data11 = data10[i0];
-              if (data11 && typeof data11 == "object" && !Array.isArray(data11)) {
-                if (data11.path === void 0) {
-                  const err35 = { instancePath: instancePath + "/routes/" + i0, schemaPath: "#/properties/routes/items/required", keyword: "required", params: { missingProperty: "path" }, message: "must have required property 'path'" };
+            if (data5.artifactsNotDownloaded !== void 0) {
+              let data10 = data5.artifactsNotDownloaded;
+              if (!(typeof data10 == "number" && (!(data10 % 1) && !isNaN(data10)) && isFinite(data10))) {
+                const err34 = { instancePath: instancePath + "/summary/artifactsNotDownloaded", schemaPath: "#/properties/summary/properties/artifactsNotDownloaded/type", keyword: "type", params: { type: "integer" }, message: "must be integer" };
+                if (vErrors === null) {
+                  vErrors = [err34];
+                } else {
+                  vErrors.push(err34);
+                }
+                errors++;
+              }
+              if (typeof data10 == "number" && isFinite(data10)) {
+                if (data10 < 0 || isNaN(data10)) {
+                  const err35 = { instancePath: instancePath + "/summary/artifactsNotDownloaded", schemaPath: "#/properties/summary/properties/artifactsNotDownloaded/minimum", keyword: "minimum", params: { comparison: ">=", limit: 0 }, message: "must be >= 0" };
                   if (vErrors === null) {
                     vErrors = [err35];
                   } else {
@@ -26443,40 +26438,46 @@ var require_post_publish_smoke = __commonJS({
                   }
                   errors++;
                 }
-                if (data11.ok === void 0) {
-                  const err36 = { instancePath: instancePath + "/routes/" + i0, schemaPath: "#/properties/routes/items/required", keyword: "required", params: { missingProperty: "ok" }, message: "must have required property 'ok'" };
+              }
+            }
+          } else {
+            const err36 = { instancePath: instancePath + "/summary", schemaPath: "#/properties/summary/type", keyword: "type", params: { type: "object" }, message: "must be object" };
+            if (vErrors === null) {
+              vErrors = [err36];
+            } else {
+              vErrors.push(err36);
+            }
+            errors++;
+          }
+        }
+        if (data.routes !== void 0) {
+          let data11 = data.routes;
+          if (Array.isArray(data11)) {
+            const len0 = data11.length;
+            for (let i0 = 0; i0 < len0; i0++) {
+              let data12 = data11[i0];
+              if (data12 && typeof data12 == "object" && !Array.isArray(data12)) {
+                if (data12.path === void 0) {
+                  const err37 = { instancePath: instancePath + "/routes/" + i0, schemaPath: "#/properties/routes/items/required", keyword: "required", params: { missingProperty: "path" }, message: "must have required property 'path'" };
                   if (vErrors === null) {
-                    vErrors = [err36];
+                    vErrors = [err37];
                   } else {
-                    vErrors.push(err36);
+                    vErrors.push(err37);
                   }
                   errors++;
                 }
-                for (const key2 in data11) {
-                  if (!(key2 === "path" || key2 === "httpStatus" || key2 === "contentType" || key2 === "schema" || key2 === "ok" || key2 === "errors")) {
-                    const err37 = { instancePath: instancePath + "/routes/" + i0, schemaPath: "#/properties/routes/items/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key2 }, message: "must NOT have additional properties" };
-                    if (vErrors === null) {
-                      vErrors = [err37];
-                    } else {
-                      vErrors.push(err37);
-                    }
-                    errors++;
-                  }
-                }
-                if (data11.path !== void 0) {
-                  let data12 = data11.path;
-                  if (typeof data12 === "string") {
-                    if (!pattern179.test(data12)) {
-                      const err38 = { instancePath: instancePath + "/routes/" + i0 + "/path", schemaPath: "#/properties/routes/items/properties/path/pattern", keyword: "pattern", params: { pattern: "^/" }, message: 'must match pattern "^/"' };
-                      if (vErrors === null) {
-                        vErrors = [err38];
-                      } else {
-                        vErrors.push(err38);
-                      }
-                      errors++;
-                    }
+                if (data12.ok === void 0) {
+                  const err38 = { instancePath: instancePath + "/routes/" + i0, schemaPath: "#/properties/routes/items/required", keyword: "required", params: { missingProperty: "ok" }, message: "must have required property 'ok'" };
+                  if (vErrors === null) {
+                    vErrors = [err38];
                   } else {
-                    const err39 = { instancePath: instancePath + "/routes/" + i0 + "/path", schemaPath: "#/properties/routes/items/properties/path/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                    vErrors.push(err38);
+                  }
+                  errors++;
+                }
+                for (const key2 in data12) {
+                  if (!(key2 === "path" || key2 === "httpStatus" || key2 === "contentType" || key2 === "schema" || key2 === "ok" || key2 === "errors")) {
+                    const err39 = { instancePath: instancePath + "/routes/" + i0, schemaPath: "#/properties/routes/items/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key2 }, message: "must NOT have additional properties" };
                     if (vErrors === null) {
                       vErrors = [err39];
                     } else {
@@ -26485,21 +26486,20 @@ var require_post_publish_smoke = __commonJS({
                     errors++;
                   }
                 }
-                if (data11.httpStatus !== void 0) {
-                  let data13 = data11.httpStatus;
-                  if (!(typeof data13 == "number" && (!(data13 % 1) && !isNaN(data13)) && isFinite(data13))) {
-                    const err40 = { instancePath: instancePath + "/routes/" + i0 + "/httpStatus", schemaPath: "#/properties/routes/items/properties/httpStatus/type", keyword: "type", params: { type: "integer" }, message: "must be integer" };
-                    if (vErrors === null) {
-                      vErrors = [err40];
-                    } else {
-                      vErrors.push(err40);
+                if (data12.path !== void 0) {
+                  let data13 = data12.path;
+                  if (typeof data13 === "string") {
+                    if (!pattern179.test(data13)) {
+                      const err40 = { instancePath: instancePath + "/routes/" + i0 + "/path", schemaPath: "#/properties/routes/items/properties/path/pattern", keyword: "pattern", params: { pattern: "^/" }, message: 'must match pattern "^/"' };
+                      if (vErrors === null) {
+                        vErrors = [err40];
+                      } else {
+                        vErrors.push(err40);
+                      }
+                      errors++;
                     }
-                    errors++;
-                  }
-                }
-                if (data11.contentType !== void 0) {
-                  if (typeof data11.contentType !== "string") {
-                    const err41 = { instancePath: instancePath + "/routes/" + i0 + "/contentType", schemaPath: "#/properties/routes/items/properties/contentType/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                  } else {
+                    const err41 = { instancePath: instancePath + "/routes/" + i0 + "/path", schemaPath: "#/properties/routes/items/properties/path/type", keyword: "type", params: { type: "string" }, message: "must be string" };
                     if (vErrors === null) {
                       vErrors = [err41];
                     } else {
@@ -26508,9 +26508,10 @@ var require_post_publish_smoke = __commonJS({
                     errors++;
                   }
                 }
-                if (data11.schema !== void 0) {
-                  if (typeof data11.schema !== "string") {
-                    const err42 = { instancePath: instancePath + "/routes/" + i0 + "/schema", schemaPath: "#/properties/routes/items/properties/schema/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                if (data12.httpStatus !== void 0) {
+                  let data14 = data12.httpStatus;
+                  if (!(typeof data14 == "number" && (!(data14 % 1) && !isNaN(data14)) && isFinite(data14))) {
+                    const err42 = { instancePath: instancePath + "/routes/" + i0 + "/httpStatus", schemaPath: "#/properties/routes/items/properties/httpStatus/type", keyword: "type", params: { type: "integer" }, message: "must be integer" };
                     if (vErrors === null) {
                       vErrors = [err42];
                     } else {
@@ -26519,9 +26520,9 @@ var require_post_publish_smoke = __commonJS({
                     errors++;
                   }
                 }
-                if (data11.ok !== void 0) {
-                  if (typeof data11.ok !== "boolean") {
-                    const err43 = { instancePath: instancePath + "/routes/" + i0 + "/ok", schemaPath: "#/properties/routes/items/properties/ok/type", keyword: "type", params: { type: "boolean" }, message: "must be boolean" };
+                if (data12.contentType !== void 0) {
+                  if (typeof data12.contentType !== "string") {
+                    const err43 = { instancePath: instancePath + "/routes/" + i0 + "/contentType", schemaPath: "#/properties/routes/items/properties/contentType/type", keyword: "type", params: { type: "string" }, message: "must be string" };
                     if (vErrors === null) {
                       vErrors = [err43];
                     } else {
@@ -26530,23 +26531,20 @@ var require_post_publish_smoke = __commonJS({
                     errors++;
                   }
                 }
-                if (data11.errors !== void 0) {
-                  let data17 = data11.errors;
-                  if (Array.isArray(data17)) {
-                    const len1 = data17.length;
-                    for (let i1 = 0; i1 < len1; i1++) {
-                      if (typeof data17[i1] !== "string") {
-                        const err44 = { instancePath: instancePath + "/routes/" + i0 + "/errors/" + i1, schemaPath: "#/properties/routes/items/properties/errors/items/type", keyword: "type", params: { type: "string" }, message: "must be string" };
-                        if (vErrors === null) {
-                          vErrors = [err44];
-                        } else {
-                          vErrors.push(err44);
-                        }
-                        errors++;
-                      }
+                if (data12.schema !== void 0) {
+                  if (typeof data12.schema !== "string") {
+                    const err44 = { instancePath: instancePath + "/routes/" + i0 + "/schema", schemaPath: "#/properties/routes/items/properties/schema/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                    if (vErrors === null) {
+                      vErrors = [err44];
+                    } else {
+                      vErrors.push(err44);
                     }
-                  } else {
-                    const err45 = { instancePath: instancePath + "/routes/" + i0 + "/errors", schemaPath: "#/properties/routes/items/properties/errors/type", keyword: "type", params: { type: "array" }, message: "must be array" };
+                    errors++;
+                  }
+                }
+                if (data12.ok !== void 0) {
+                  if (typeof data12.ok !== "boolean") {
+                    const err45 = { instancePath: instancePath + "/routes/" + i0 + "/ok", schemaPath: "#/properties/routes/items/properties/ok/type", keyword: "type", params: { type: "boolean" }, message: "must be boolean" };
                     if (vErrors === null) {
                       vErrors = [err45];
                     } else {
@@ -26555,53 +26553,60 @@ var require_post_publish_smoke = __commonJS({
                     errors++;
                   }
                 }
+                if (data12.errors !== void 0) {
+                  let data18 = data12.errors;
+                  if (Array.isArray(data18)) {
+                    const len1 = data18.length;
+                    for (let i1 = 0; i1 < len1; i1++) {
+                      if (typeof data18[i1] !== "string") {
+                        const err46 = { instancePath: instancePath + "/routes/" + i0 + "/errors/" + i1, schemaPath: "#/properties/routes/items/properties/errors/items/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                        if (vErrors === null) {
+                          vErrors = [err46];
+                        } else {
+                          vErrors.push(err46);
+                        }
+                        errors++;
+                      }
+                    }
+                  } else {
+                    const err47 = { instancePath: instancePath + "/routes/" + i0 + "/errors", schemaPath: "#/properties/routes/items/properties/errors/type", keyword: "type", params: { type: "array" }, message: "must be array" };
+                    if (vErrors === null) {
+                      vErrors = [err47];
+                    } else {
+                      vErrors.push(err47);
+                    }
+                    errors++;
+                  }
+                }
               } else {
-                const err46 = { instancePath: instancePath + "/routes/" + i0, schemaPath: "#/properties/routes/items/type", keyword: "type", params: { type: "object" }, message: "must be object" };
+                const err48 = { instancePath: instancePath + "/routes/" + i0, schemaPath: "#/properties/routes/items/type", keyword: "type", params: { type: "object" }, message: "must be object" };
                 if (vErrors === null) {
-                  vErrors = [err46];
+                  vErrors = [err48];
                 } else {
-                  vErrors.push(err46);
+                  vErrors.push(err48);
                 }
                 errors++;
               }
             }
           } else {
-            const err47 = { instancePath: instancePath + "/routes", schemaPath: "#/properties/routes/type", keyword: "type", params: { type: "array" }, message: "must be array" };
+            const err49 = { instancePath: instancePath + "/routes", schemaPath: "#/properties/routes/type", keyword: "type", params: { type: "array" }, message: "must be array" };
             if (vErrors === null) {
-              vErrors = [err47];
+              vErrors = [err49];
             } else {
-              vErrors.push(err47);
+              vErrors.push(err49);
             }
             errors++;
           }
         }
         if (data.artifacts !== void 0) {
-          let data19 = data.artifacts;
-          if (Array.isArray(data19)) {
-            const len2 = data19.length;
+          let data20 = data.artifacts;
+          if (Array.isArray(data20)) {
+            const len2 = data20.length;
             for (let i2 = 0; i2 < len2; i2++) {
-              let data20 = data19[i2];
-              if (data20 && typeof data20 == "object" && !Array.isArray(data20)) {
-                if (data20.url === void 0) {
-                  const err48 = { instancePath: instancePath + "/artifacts/" + i2, schemaPath: "#/properties/artifacts/items/required", keyword: "required", params: { missingProperty: "url" }, message: "must have required property 'url'" };
-                  if (vErrors === null) {
-                    vErrors = [err48];
-                  } else {
-                    vErrors.push(err48);
-                  }
-                  errors++;
-                }
-                if (data20.expectedSha256 === void 0) {
-                  const err49 = { instancePath: instancePath + "/artifacts/" + i2, schemaPath: "#/properties/artifacts/items/required", keyword: "required", params: { missingProperty: "expectedSha256" }, message: "must have required property 'expectedSha256'" };
-                  if (vErrors === null) {
-                    vErrors = [err49];
-                  } else {
-                    vErrors.push(err49);
-                  }
-                  errors++;
-                }
-                if (data20.expectedSizeBytes === void 0) {
-                  const err50 = { instancePath: instancePath + "/artifacts/" + i2, schemaPath: "#/properties/artifacts/items/required", keyword: "required", params: { missingProperty: "expectedSizeBytes" }, message: "must have required property 'expectedSizeBytes'" };
+              let data21 = data20[i2];
+              if (data21 && typeof data21 == "object" && !Array.isArray(data21)) {
+                if (data21.url === void 0) {
+                  const err50 = { instancePath: instancePath + "/artifacts/" + i2, schemaPath: "#/properties/artifacts/items/required", keyword: "required", params: { missingProperty: "url" }, message: "must have required property 'url'" };
                   if (vErrors === null) {
                     vErrors = [err50];
                   } else {
@@ -26609,8 +26614,8 @@ var require_post_publish_smoke = __commonJS({
                   }
                   errors++;
                 }
-                if (data20.ok === void 0) {
-                  const err51 = { instancePath: instancePath + "/artifacts/" + i2, schemaPath: "#/properties/artifacts/items/required", keyword: "required", params: { missingProperty: "ok" }, message: "must have required property 'ok'" };
+                if (data21.expectedSha256 === void 0) {
+                  const err51 = { instancePath: instancePath + "/artifacts/" + i2, schemaPath: "#/properties/artifacts/items/required", keyword: "required", params: { missingProperty: "expectedSha256" }, message: "must have required property 'expectedSha256'" };
                   if (vErrors === null) {
                     vErrors = [err51];
                   } else {
@@ -26618,31 +26623,27 @@ var require_post_publish_smoke = __commonJS({
                   }
                   errors++;
                 }
-                for (const key3 in data20) {
+                if (data21.expectedSizeBytes === void 0) {
+                  const err52 = { instancePath: instancePath + "/artifacts/" + i2, schemaPath: "#/properties/artifacts/items/required", keyword: "required", params: { missingProperty: "expectedSizeBytes" }, message: "must have required property 'expectedSizeBytes'" };
+                  if (vErrors === null) {
+                    vErrors = [err52];
+                  } else {
+                    vErrors.push(err52);
+                  }
+                  errors++;
+                }
+                if (data21.ok === void 0) {
+                  const err53 = { instancePath: instancePath + "/artifacts/" + i2, schemaPath: "#/properties/artifacts/items/required", keyword: "required", params: { missingProperty: "ok" }, message: "must have required property 'ok'" };
+                  if (vErrors === null) {
+                    vErrors = [err53];
+                  } else {
+                    vErrors.push(err53);
+                  }
+                  errors++;
+                }
+                for (const key3 in data21) {
                   if (!func4.call(schema187.properties.artifacts.items.properties, key3)) {
-                    const err52 = { instancePath: instancePath + "/artifacts/" + i2, schemaPath: "#/properties/artifacts/items/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key3 }, message: "must NOT have additional properties" };
-                    if (vErrors === null) {
-                      vErrors = [err52];
-                    } else {
-                      vErrors.push(err52);
-                    }
-                    errors++;
-                  }
-                }
-                if (data20.modId !== void 0) {
-                  if (typeof data20.modId !== "string") {
-                    const err53 = { instancePath: instancePath + "/artifacts/" + i2 + "/modId", schemaPath: "#/properties/artifacts/items/properties/modId/type", keyword: "type", params: { type: "string" }, message: "must be string" };
-                    if (vErrors === null) {
-                      vErrors = [err53];
-                    } else {
-                      vErrors.push(err53);
-                    }
-                    errors++;
-                  }
-                }
-                if (data20.version !== void 0) {
-                  if (typeof data20.version !== "string") {
-                    const err54 = { instancePath: instancePath + "/artifacts/" + i2 + "/version", schemaPath: "#/properties/artifacts/items/properties/version/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                    const err54 = { instancePath: instancePath + "/artifacts/" + i2, schemaPath: "#/properties/artifacts/items/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key3 }, message: "must NOT have additional properties" };
                     if (vErrors === null) {
                       vErrors = [err54];
                     } else {
@@ -26651,9 +26652,9 @@ var require_post_publish_smoke = __commonJS({
                     errors++;
                   }
                 }
-                if (data20.url !== void 0) {
-                  if (typeof data20.url !== "string") {
-                    const err55 = { instancePath: instancePath + "/artifacts/" + i2 + "/url", schemaPath: "#/properties/artifacts/items/properties/url/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                if (data21.modId !== void 0) {
+                  if (typeof data21.modId !== "string") {
+                    const err55 = { instancePath: instancePath + "/artifacts/" + i2 + "/modId", schemaPath: "#/properties/artifacts/items/properties/modId/type", keyword: "type", params: { type: "string" }, message: "must be string" };
                     if (vErrors === null) {
                       vErrors = [err55];
                     } else {
@@ -26662,9 +26663,9 @@ var require_post_publish_smoke = __commonJS({
                     errors++;
                   }
                 }
-                if (data20.expectedSha256 !== void 0) {
-                  if (typeof data20.expectedSha256 !== "string") {
-                    const err56 = { instancePath: instancePath + "/artifacts/" + i2 + "/expectedSha256", schemaPath: "#/properties/artifacts/items/properties/expectedSha256/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                if (data21.version !== void 0) {
+                  if (typeof data21.version !== "string") {
+                    const err56 = { instancePath: instancePath + "/artifacts/" + i2 + "/version", schemaPath: "#/properties/artifacts/items/properties/version/type", keyword: "type", params: { type: "string" }, message: "must be string" };
                     if (vErrors === null) {
                       vErrors = [err56];
                     } else {
@@ -26673,9 +26674,9 @@ var require_post_publish_smoke = __commonJS({
                     errors++;
                   }
                 }
-                if (data20.actualSha256 !== void 0) {
-                  if (typeof data20.actualSha256 !== "string") {
-                    const err57 = { instancePath: instancePath + "/artifacts/" + i2 + "/actualSha256", schemaPath: "#/properties/artifacts/items/properties/actualSha256/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                if (data21.url !== void 0) {
+                  if (typeof data21.url !== "string") {
+                    const err57 = { instancePath: instancePath + "/artifacts/" + i2 + "/url", schemaPath: "#/properties/artifacts/items/properties/url/type", keyword: "type", params: { type: "string" }, message: "must be string" };
                     if (vErrors === null) {
                       vErrors = [err57];
                     } else {
@@ -26684,10 +26685,9 @@ var require_post_publish_smoke = __commonJS({
                     errors++;
                   }
                 }
-                if (data20.expectedSizeBytes !== void 0) {
-                  let data26 = data20.expectedSizeBytes;
-                  if (!(typeof data26 == "number" && (!(data26 % 1) && !isNaN(data26)) && isFinite(data26))) {
-                    const err58 = { instancePath: instancePath + "/artifacts/" + i2 + "/expectedSizeBytes", schemaPath: "#/properties/artifacts/items/properties/expectedSizeBytes/type", keyword: "type", params: { type: "integer" }, message: "must be integer" };
+                if (data21.expectedSha256 !== void 0) {
+                  if (typeof data21.expectedSha256 !== "string") {
+                    const err58 = { instancePath: instancePath + "/artifacts/" + i2 + "/expectedSha256", schemaPath: "#/properties/artifacts/items/properties/expectedSha256/type", keyword: "type", params: { type: "string" }, message: "must be string" };
                     if (vErrors === null) {
                       vErrors = [err58];
                     } else {
@@ -26696,10 +26696,9 @@ var require_post_publish_smoke = __commonJS({
                     errors++;
                   }
                 }
-                if (data20.actualSizeBytes !== void 0) {
-                  let data27 = data20.actualSizeBytes;
-                  if (!(typeof data27 == "number" && (!(data27 % 1) && !isNaN(data27)) && isFinite(data27))) {
-                    const err59 = { instancePath: instancePath + "/artifacts/" + i2 + "/actualSizeBytes", schemaPath: "#/properties/artifacts/items/properties/actualSizeBytes/type", keyword: "type", params: { type: "integer" }, message: "must be integer" };
+                if (data21.actualSha256 !== void 0) {
+                  if (typeof data21.actualSha256 !== "string") {
+                    const err59 = { instancePath: instancePath + "/artifacts/" + i2 + "/actualSha256", schemaPath: "#/properties/artifacts/items/properties/actualSha256/type", keyword: "type", params: { type: "string" }, message: "must be string" };
                     if (vErrors === null) {
                       vErrors = [err59];
                     } else {
@@ -26708,9 +26707,10 @@ var require_post_publish_smoke = __commonJS({
                     errors++;
                   }
                 }
-                if (data20.ok !== void 0) {
-                  if (typeof data20.ok !== "boolean") {
-                    const err60 = { instancePath: instancePath + "/artifacts/" + i2 + "/ok", schemaPath: "#/properties/artifacts/items/properties/ok/type", keyword: "type", params: { type: "boolean" }, message: "must be boolean" };
+                if (data21.expectedSizeBytes !== void 0) {
+                  let data27 = data21.expectedSizeBytes;
+                  if (!(typeof data27 == "number" && (!(data27 % 1) && !isNaN(data27)) && isFinite(data27))) {
+                    const err60 = { instancePath: instancePath + "/artifacts/" + i2 + "/expectedSizeBytes", schemaPath: "#/properties/artifacts/items/properties/expectedSizeBytes/type", keyword: "type", params: { type: "integer" }, message: "must be integer" };
                     if (vErrors === null) {
                       vErrors = [err60];
                     } else {
@@ -26719,23 +26719,21 @@ var require_post_publish_smoke = __commonJS({
                     errors++;
                   }
                 }
-                if (data20.errors !== void 0) {
-                  let data29 = data20.errors;
-                  if (Array.isArray(data29)) {
-                    const len3 = data29.length;
-                    for (let i3 = 0; i3 < len3; i3++) {
-                      if (typeof data29[i3] !== "string") {
-                        const err61 = { instancePath: instancePath + "/artifacts/" + i2 + "/errors/" + i3, schemaPath: "#/properties/artifacts/items/properties/errors/items/type", keyword: "type", params: { type: "string" }, message: "must be string" };
-                        if (vErrors === null) {
-                          vErrors = [err61];
-                        } else {
-                          vErrors.push(err61);
-                        }
-                        errors++;
-                      }
+                if (data21.actualSizeBytes !== void 0) {
+                  let data28 = data21.actualSizeBytes;
+                  if (!(typeof data28 == "number" && (!(data28 % 1) && !isNaN(data28)) && isFinite(data28))) {
+                    const err61 = { instancePath: instancePath + "/artifacts/" + i2 + "/actualSizeBytes", schemaPath: "#/properties/artifacts/items/properties/actualSizeBytes/type", keyword: "type", params: { type: "integer" }, message: "must be integer" };
+                    if (vErrors === null) {
+                      vErrors = [err61];
+                    } else {
+                      vErrors.push(err61);
                     }
-                  } else {
-                    const err62 = { instancePath: instancePath + "/artifacts/" + i2 + "/errors", schemaPath: "#/properties/artifacts/items/properties/errors/type", keyword: "type", params: { type: "array" }, message: "must be array" };
+                    errors++;
+                  }
+                }
+                if (data21.ok !== void 0) {
+                  if (typeof data21.ok !== "boolean") {
+                    const err62 = { instancePath: instancePath + "/artifacts/" + i2 + "/ok", schemaPath: "#/properties/artifacts/items/properties/ok/type", keyword: "type", params: { type: "boolean" }, message: "must be boolean" };
                     if (vErrors === null) {
                       vErrors = [err62];
                     } else {
@@ -26744,73 +26742,75 @@ var require_post_publish_smoke = __commonJS({
                     errors++;
                   }
                 }
+                if (data21.errors !== void 0) {
+                  let data30 = data21.errors;
+                  if (Array.isArray(data30)) {
+                    const len3 = data30.length;
+                    for (let i3 = 0; i3 < len3; i3++) {
+                      if (typeof data30[i3] !== "string") {
+                        const err63 = { instancePath: instancePath + "/artifacts/" + i2 + "/errors/" + i3, schemaPath: "#/properties/artifacts/items/properties/errors/items/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                        if (vErrors === null) {
+                          vErrors = [err63];
+                        } else {
+                          vErrors.push(err63);
+                        }
+                        errors++;
+                      }
+                    }
+                  } else {
+                    const err64 = { instancePath: instancePath + "/artifacts/" + i2 + "/errors", schemaPath: "#/properties/artifacts/items/properties/errors/type", keyword: "type", params: { type: "array" }, message: "must be array" };
+                    if (vErrors === null) {
+                      vErrors = [err64];
+                    } else {
+                      vErrors.push(err64);
+                    }
+                    errors++;
+                  }
+                }
               } else {
-                const err63 = { instancePath: instancePath + "/artifacts/" + i2, schemaPath: "#/properties/artifacts/items/type", keyword: "type", params: { type: "object" }, message: "must be object" };
+                const err65 = { instancePath: instancePath + "/artifacts/" + i2, schemaPath: "#/properties/artifacts/items/type", keyword: "type", params: { type: "object" }, message: "must be object" };
                 if (vErrors === null) {
-                  vErrors = [err63];
+                  vErrors = [err65];
                 } else {
-                  vErrors.push(err63);
+                  vErrors.push(err65);
                 }
                 errors++;
               }
             }
           } else {
-            const err64 = { instancePath: instancePath + "/artifacts", schemaPath: "#/properties/artifacts/type", keyword: "type", params: { type: "array" }, message: "must be array" };
+            const err66 = { instancePath: instancePath + "/artifacts", schemaPath: "#/properties/artifacts/type", keyword: "type", params: { type: "array" }, message: "must be array" };
             if (vErrors === null) {
-              vErrors = [err64];
+              vErrors = [err66];
             } else {
-              vErrors.push(err64);
+              vErrors.push(err66);
             }
             errors++;
           }
         }
         if (data.managerParse !== void 0) {
-          let data31 = data.managerParse;
-          if (data31 && typeof data31 == "object" && !Array.isArray(data31)) {
-            if (data31.ok === void 0) {
-              const err65 = { instancePath: instancePath + "/managerParse", schemaPath: "#/properties/managerParse/required", keyword: "required", params: { missingProperty: "ok" }, message: "must have required property 'ok'" };
+          let data32 = data.managerParse;
+          if (data32 && typeof data32 == "object" && !Array.isArray(data32)) {
+            if (data32.ok === void 0) {
+              const err67 = { instancePath: instancePath + "/managerParse", schemaPath: "#/properties/managerParse/required", keyword: "required", params: { missingProperty: "ok" }, message: "must have required property 'ok'" };
               if (vErrors === null) {
-                vErrors = [err65];
+                vErrors = [err67];
               } else {
-                vErrors.push(err65);
+                vErrors.push(err67);
               }
               errors++;
             }
-            if (data31.errors === void 0) {
-              const err66 = { instancePath: instancePath + "/managerParse", schemaPath: "#/properties/managerParse/required", keyword: "required", params: { missingProperty: "errors" }, message: "must have required property 'errors'" };
+            if (data32.errors === void 0) {
+              const err68 = { instancePath: instancePath + "/managerParse", schemaPath: "#/properties/managerParse/required", keyword: "required", params: { missingProperty: "errors" }, message: "must have required property 'errors'" };
               if (vErrors === null) {
-                vErrors = [err66];
+                vErrors = [err68];
               } else {
-                vErrors.push(err66);
+                vErrors.push(err68);
               }
               errors++;
             }
-            for (const key4 in data31) {
+            for (const key4 in data32) {
               if (!(key4 === "ok" || key4 === "mods" || key4 === "versions" || key4 === "errors")) {
-                const err67 = { instancePath: instancePath + "/managerParse", schemaPath: "#/properties/managerParse/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key4 }, message: "must NOT have additional properties" };
-                if (vErrors === null) {
-                  vErrors = [err67];
-                } else {
-                  vErrors.push(err67);
-                }
-                errors++;
-              }
-            }
-            if (data31.ok !== void 0) {
-              if (typeof data31.ok !== "boolean") {
-                const err68 = { instancePath: instancePath + "/managerParse/ok", schemaPath: "#/properties/managerParse/properties/ok/type", keyword: "type", params: { type: "boolean" }, message: "must be boolean" };
-                if (vErrors === null) {
-                  vErrors = [err68];
-                } else {
-                  vErrors.push(err68);
-                }
-                errors++;
-              }
-            }
-            if (data31.mods !== void 0) {
-              let data33 = data31.mods;
-              if (!(typeof data33 == "number" && (!(data33 % 1) && !isNaN(data33)) && isFinite(data33))) {
-                const err69 = { instancePath: instancePath + "/managerParse/mods", schemaPath: "#/properties/managerParse/properties/mods/type", keyword: "type", params: { type: "integer" }, message: "must be integer" };
+                const err69 = { instancePath: instancePath + "/managerParse", schemaPath: "#/properties/managerParse/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key4 }, message: "must NOT have additional properties" };
                 if (vErrors === null) {
                   vErrors = [err69];
                 } else {
@@ -26818,22 +26818,22 @@ var require_post_publish_smoke = __commonJS({
                 }
                 errors++;
               }
-              if (typeof data33 == "number" && isFinite(data33)) {
-                if (data33 < 0 || isNaN(data33)) {
-                  const err70 = { instancePath: instancePath + "/managerParse/mods", schemaPath: "#/properties/managerParse/properties/mods/minimum", keyword: "minimum", params: { comparison: ">=", limit: 0 }, message: "must be >= 0" };
-                  if (vErrors === null) {
-                    vErrors = [err70];
-                  } else {
-                    vErrors.push(err70);
-                  }
-                  errors++;
+            }
+            if (data32.ok !== void 0) {
+              if (typeof data32.ok !== "boolean") {
+                const err70 = { instancePath: instancePath + "/managerParse/ok", schemaPath: "#/properties/managerParse/properties/ok/type", keyword: "type", params: { type: "boolean" }, message: "must be boolean" };
+                if (vErrors === null) {
+                  vErrors = [err70];
+                } else {
+                  vErrors.push(err70);
                 }
+                errors++;
               }
             }
-            if (data31.versions !== void 0) {
-              let data34 = data31.versions;
+            if (data32.mods !== void 0) {
+              let data34 = data32.mods;
               if (!(typeof data34 == "number" && (!(data34 % 1) && !isNaN(data34)) && isFinite(data34))) {
-                const err71 = { instancePath: instancePath + "/managerParse/versions", schemaPath: "#/properties/managerParse/properties/versions/type", keyword: "type", params: { type: "integer" }, message: "must be integer" };
+                const err71 = { instancePath: instancePath + "/managerParse/mods", schemaPath: "#/properties/managerParse/properties/mods/type", keyword: "type", params: { type: "integer" }, message: "must be integer" };
                 if (vErrors === null) {
                   vErrors = [err71];
                 } else {
@@ -26843,7 +26843,7 @@ var require_post_publish_smoke = __commonJS({
               }
               if (typeof data34 == "number" && isFinite(data34)) {
                 if (data34 < 0 || isNaN(data34)) {
-                  const err72 = { instancePath: instancePath + "/managerParse/versions", schemaPath: "#/properties/managerParse/properties/versions/minimum", keyword: "minimum", params: { comparison: ">=", limit: 0 }, message: "must be >= 0" };
+                  const err72 = { instancePath: instancePath + "/managerParse/mods", schemaPath: "#/properties/managerParse/properties/mods/minimum", keyword: "minimum", params: { comparison: ">=", limit: 0 }, message: "must be >= 0" };
                   if (vErrors === null) {
                     vErrors = [err72];
                   } else {
@@ -26853,91 +26853,92 @@ var require_post_publish_smoke = __commonJS({
                 }
               }
             }
-            if (data31.errors !== void 0) {
-              let data35 = data31.errors;
-              if (Array.isArray(data35)) {
-                const len4 = data35.length;
+            if (data32.versions !== void 0) {
+              let data35 = data32.versions;
+              if (!(typeof data35 == "number" && (!(data35 % 1) && !isNaN(data35)) && isFinite(data35))) {
+                const err73 = { instancePath: instancePath + "/managerParse/versions", schemaPath: "#/properties/managerParse/properties/versions/type", keyword: "type", params: { type: "integer" }, message: "must be integer" };
+                if (vErrors === null) {
+                  vErrors = [err73];
+                } else {
+                  vErrors.push(err73);
+                }
+                errors++;
+              }
+              if (typeof data35 == "number" && isFinite(data35)) {
+                if (data35 < 0 || isNaN(data35)) {
+                  const err74 = { instancePath: instancePath + "/managerParse/versions", schemaPath: "#/properties/managerParse/properties/versions/minimum", keyword: "minimum", params: { comparison: ">=", limit: 0 }, message: "must be >= 0" };
+                  if (vErrors === null) {
+                    vErrors = [err74];
+                  } else {
+                    vErrors.push(err74);
+                  }
+                  errors++;
+                }
+              }
+            }
+            if (data32.errors !== void 0) {
+              let data36 = data32.errors;
+              if (Array.isArray(data36)) {
+                const len4 = data36.length;
                 for (let i4 = 0; i4 < len4; i4++) {
-                  if (typeof data35[i4] !== "string") {
-                    const err73 = { instancePath: instancePath + "/managerParse/errors/" + i4, schemaPath: "#/properties/managerParse/properties/errors/items/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                  if (typeof data36[i4] !== "string") {
+                    const err75 = { instancePath: instancePath + "/managerParse/errors/" + i4, schemaPath: "#/properties/managerParse/properties/errors/items/type", keyword: "type", params: { type: "string" }, message: "must be string" };
                     if (vErrors === null) {
-                      vErrors = [err73];
+                      vErrors = [err75];
                     } else {
-                      vErrors.push(err73);
+                      vErrors.push(err75);
                     }
                     errors++;
                   }
                 }
               } else {
-                const err74 = { instancePath: instancePath + "/managerParse/errors", schemaPath: "#/properties/managerParse/properties/errors/type", keyword: "type", params: { type: "array" }, message: "must be array" };
+                const err76 = { instancePath: instancePath + "/managerParse/errors", schemaPath: "#/properties/managerParse/properties/errors/type", keyword: "type", params: { type: "array" }, message: "must be array" };
                 if (vErrors === null) {
-                  vErrors = [err74];
+                  vErrors = [err76];
                 } else {
-                  vErrors.push(err74);
+                  vErrors.push(err76);
                 }
                 errors++;
               }
             }
           } else {
-            const err75 = { instancePath: instancePath + "/managerParse", schemaPath: "#/properties/managerParse/type", keyword: "type", params: { type: "object" }, message: "must be object" };
+            const err77 = { instancePath: instancePath + "/managerParse", schemaPath: "#/properties/managerParse/type", keyword: "type", params: { type: "object" }, message: "must be object" };
             if (vErrors === null) {
-              vErrors = [err75];
+              vErrors = [err77];
             } else {
-              vErrors.push(err75);
+              vErrors.push(err77);
             }
             errors++;
           }
         }
         if (data.ruleFailures !== void 0) {
-          let data37 = data.ruleFailures;
-          if (Array.isArray(data37)) {
-            const len5 = data37.length;
+          let data38 = data.ruleFailures;
+          if (Array.isArray(data38)) {
+            const len5 = data38.length;
             for (let i5 = 0; i5 < len5; i5++) {
-              let data38 = data37[i5];
-              if (data38 && typeof data38 == "object" && !Array.isArray(data38)) {
-                if (data38.rule === void 0) {
-                  const err76 = { instancePath: instancePath + "/ruleFailures/" + i5, schemaPath: "#/properties/ruleFailures/items/required", keyword: "required", params: { missingProperty: "rule" }, message: "must have required property 'rule'" };
+              let data39 = data38[i5];
+              if (data39 && typeof data39 == "object" && !Array.isArray(data39)) {
+                if (data39.rule === void 0) {
+                  const err78 = { instancePath: instancePath + "/ruleFailures/" + i5, schemaPath: "#/properties/ruleFailures/items/required", keyword: "required", params: { missingProperty: "rule" }, message: "must have required property 'rule'" };
                   if (vErrors === null) {
-                    vErrors = [err76];
+                    vErrors = [err78];
                   } else {
-                    vErrors.push(err76);
+                    vErrors.push(err78);
                   }
                   errors++;
                 }
-                if (data38.message === void 0) {
-                  const err77 = { instancePath: instancePath + "/ruleFailures/" + i5, schemaPath: "#/properties/ruleFailures/items/required", keyword: "required", params: { missingProperty: "message" }, message: "must have required property 'message'" };
+                if (data39.message === void 0) {
+                  const err79 = { instancePath: instancePath + "/ruleFailures/" + i5, schemaPath: "#/properties/ruleFailures/items/required", keyword: "required", params: { missingProperty: "message" }, message: "must have required property 'message'" };
                   if (vErrors === null) {
-                    vErrors = [err77];
+                    vErrors = [err79];
                   } else {
-                    vErrors.push(err77);
+                    vErrors.push(err79);
                   }
                   errors++;
                 }
-                for (const key5 in data38) {
+                for (const key5 in data39) {
                   if (!(key5 === "rule" || key5 === "message")) {
-                    const err78 = { instancePath: instancePath + "/ruleFailures/" + i5, schemaPath: "#/properties/ruleFailures/items/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key5 }, message: "must NOT have additional properties" };
-                    if (vErrors === null) {
-                      vErrors = [err78];
-                    } else {
-                      vErrors.push(err78);
-                    }
-                    errors++;
-                  }
-                }
-                if (data38.rule !== void 0) {
-                  if (typeof data38.rule !== "string") {
-                    const err79 = { instancePath: instancePath + "/ruleFailures/" + i5 + "/rule", schemaPath: "#/properties/ruleFailures/items/properties/rule/type", keyword: "type", params: { type: "string" }, message: "must be string" };
-                    if (vErrors === null) {
-                      vErrors = [err79];
-                    } else {
-                      vErrors.push(err79);
-                    }
-                    errors++;
-                  }
-                }
-                if (data38.message !== void 0) {
-                  if (typeof data38.message !== "string") {
-                    const err80 = { instancePath: instancePath + "/ruleFailures/" + i5 + "/message", schemaPath: "#/properties/ruleFailures/items/properties/message/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                    const err80 = { instancePath: instancePath + "/ruleFailures/" + i5, schemaPath: "#/properties/ruleFailures/items/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key5 }, message: "must NOT have additional properties" };
                     if (vErrors === null) {
                       vErrors = [err80];
                     } else {
@@ -26946,76 +26947,76 @@ var require_post_publish_smoke = __commonJS({
                     errors++;
                   }
                 }
+                if (data39.rule !== void 0) {
+                  if (typeof data39.rule !== "string") {
+                    const err81 = { instancePath: instancePath + "/ruleFailures/" + i5 + "/rule", schemaPath: "#/properties/ruleFailures/items/properties/rule/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                    if (vErrors === null) {
+                      vErrors = [err81];
+                    } else {
+                      vErrors.push(err81);
+                    }
+                    errors++;
+                  }
+                }
+                if (data39.message !== void 0) {
+                  if (typeof data39.message !== "string") {
+                    const err82 = { instancePath: instancePath + "/ruleFailures/" + i5 + "/message", schemaPath: "#/properties/ruleFailures/items/properties/message/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                    if (vErrors === null) {
+                      vErrors = [err82];
+                    } else {
+                      vErrors.push(err82);
+                    }
+                    errors++;
+                  }
+                }
               } else {
-                const err81 = { instancePath: instancePath + "/ruleFailures/" + i5, schemaPath: "#/properties/ruleFailures/items/type", keyword: "type", params: { type: "object" }, message: "must be object" };
+                const err83 = { instancePath: instancePath + "/ruleFailures/" + i5, schemaPath: "#/properties/ruleFailures/items/type", keyword: "type", params: { type: "object" }, message: "must be object" };
                 if (vErrors === null) {
-                  vErrors = [err81];
+                  vErrors = [err83];
                 } else {
-                  vErrors.push(err81);
+                  vErrors.push(err83);
                 }
                 errors++;
               }
             }
           } else {
-            const err82 = { instancePath: instancePath + "/ruleFailures", schemaPath: "#/properties/ruleFailures/type", keyword: "type", params: { type: "array" }, message: "must be array" };
+            const err84 = { instancePath: instancePath + "/ruleFailures", schemaPath: "#/properties/ruleFailures/type", keyword: "type", params: { type: "array" }, message: "must be array" };
             if (vErrors === null) {
-              vErrors = [err82];
+              vErrors = [err84];
             } else {
-              vErrors.push(err82);
+              vErrors.push(err84);
             }
             errors++;
           }
         }
         if (data.signature !== void 0) {
-          let data41 = data.signature;
-          const _errs91 = errors;
+          let data42 = data.signature;
+          const _errs93 = errors;
           let valid20 = false;
           let passing0 = null;
-          const _errs92 = errors;
-          if (data41 && typeof data41 == "object" && !Array.isArray(data41)) {
-            if (data41.state === void 0) {
-              const err83 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/0/required", keyword: "required", params: { missingProperty: "state" }, message: "must have required property 'state'" };
+          const _errs94 = errors;
+          if (data42 && typeof data42 == "object" && !Array.isArray(data42)) {
+            if (data42.state === void 0) {
+              const err85 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/0/required", keyword: "required", params: { missingProperty: "state" }, message: "must have required property 'state'" };
               if (vErrors === null) {
-                vErrors = [err83];
+                vErrors = [err85];
               } else {
-                vErrors.push(err83);
+                vErrors.push(err85);
               }
               errors++;
             }
-            if (data41.detail === void 0) {
-              const err84 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/0/required", keyword: "required", params: { missingProperty: "detail" }, message: "must have required property 'detail'" };
+            if (data42.detail === void 0) {
+              const err86 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/0/required", keyword: "required", params: { missingProperty: "detail" }, message: "must have required property 'detail'" };
               if (vErrors === null) {
-                vErrors = [err84];
+                vErrors = [err86];
               } else {
-                vErrors.push(err84);
+                vErrors.push(err86);
               }
               errors++;
             }
-            for (const key6 in data41) {
+            for (const key6 in data42) {
               if (!(key6 === "state" || key6 === "detail")) {
-                const err85 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/0/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key6 }, message: "must NOT have additional properties" };
-                if (vErrors === null) {
-                  vErrors = [err85];
-                } else {
-                  vErrors.push(err85);
-                }
-                errors++;
-              }
-            }
-            if (data41.state !== void 0) {
-              if ("unsigned" !== data41.state) {
-                const err86 = { instancePath: instancePath + "/signature/state", schemaPath: "#/properties/signature/oneOf/0/properties/state/const", keyword: "const", params: { allowedValue: "unsigned" }, message: "must be equal to constant" };
-                if (vErrors === null) {
-                  vErrors = [err86];
-                } else {
-                  vErrors.push(err86);
-                }
-                errors++;
-              }
-            }
-            if (data41.detail !== void 0) {
-              if (typeof data41.detail !== "string") {
-                const err87 = { instancePath: instancePath + "/signature/detail", schemaPath: "#/properties/signature/oneOf/0/properties/detail/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                const err87 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/0/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key6 }, message: "must NOT have additional properties" };
                 if (vErrors === null) {
                   vErrors = [err87];
                 } else {
@@ -27024,67 +27025,66 @@ var require_post_publish_smoke = __commonJS({
                 errors++;
               }
             }
+            if (data42.state !== void 0) {
+              if ("unsigned" !== data42.state) {
+                const err88 = { instancePath: instancePath + "/signature/state", schemaPath: "#/properties/signature/oneOf/0/properties/state/const", keyword: "const", params: { allowedValue: "unsigned" }, message: "must be equal to constant" };
+                if (vErrors === null) {
+                  vErrors = [err88];
+                } else {
+                  vErrors.push(err88);
+                }
+                errors++;
+              }
+            }
+            if (data42.detail !== void 0) {
+              if (typeof data42.detail !== "string") {
+                const err89 = { instancePath: instancePath + "/signature/detail", schemaPath: "#/properties/signature/oneOf/0/properties/detail/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                if (vErrors === null) {
+                  vErrors = [err89];
+                } else {
+                  vErrors.push(err89);
+                }
+                errors++;
+              }
+            }
           } else {
-            const err88 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/0/type", keyword: "type", params: { type: "object" }, message: "must be object" };
+            const err90 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/0/type", keyword: "type", params: { type: "object" }, message: "must be object" };
             if (vErrors === null) {
-              vErrors = [err88];
+              vErrors = [err90];
             } else {
-              vErrors.push(err88);
+              vErrors.push(err90);
             }
             errors++;
           }
-          var _valid0 = _errs92 === errors;
+          var _valid0 = _errs94 === errors;
           if (_valid0) {
             valid20 = true;
             passing0 = 0;
             var props0 = true;
           }
-          const _errs98 = errors;
-          if (data41 && typeof data41 == "object" && !Array.isArray(data41)) {
-            if (data41.state === void 0) {
-              const err89 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/1/required", keyword: "required", params: { missingProperty: "state" }, message: "must have required property 'state'" };
+          const _errs100 = errors;
+          if (data42 && typeof data42 == "object" && !Array.isArray(data42)) {
+            if (data42.state === void 0) {
+              const err91 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/1/required", keyword: "required", params: { missingProperty: "state" }, message: "must have required property 'state'" };
               if (vErrors === null) {
-                vErrors = [err89];
+                vErrors = [err91];
               } else {
-                vErrors.push(err89);
+                vErrors.push(err91);
               }
               errors++;
             }
-            if (data41.documents === void 0) {
-              const err90 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/1/required", keyword: "required", params: { missingProperty: "documents" }, message: "must have required property 'documents'" };
+            if (data42.documents === void 0) {
+              const err92 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/1/required", keyword: "required", params: { missingProperty: "documents" }, message: "must have required property 'documents'" };
               if (vErrors === null) {
-                vErrors = [err90];
+                vErrors = [err92];
               } else {
-                vErrors.push(err90);
+                vErrors.push(err92);
               }
               errors++;
             }
-            for (const key7 in data41) {
+            for (const key7 in data42) {
               if (!(key7 === "state" || key7 === "documents")) {
-                const err91 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/1/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key7 }, message: "must NOT have additional properties" };
-                if (vErrors === null) {
-                  vErrors = [err91];
-                } else {
-                  vErrors.push(err91);
-                }
-                errors++;
-              }
-            }
-            if (data41.state !== void 0) {
-              if ("verified" !== data41.state) {
-                const err92 = { instancePath: instancePath + "/signature/state", schemaPath: "#/properties/signature/oneOf/1/properties/state/const", keyword: "const", params: { allowedValue: "verified" }, message: "must be equal to constant" };
-                if (vErrors === null) {
-                  vErrors = [err92];
-                } else {
-                  vErrors.push(err92);
-                }
-                errors++;
-              }
-            }
-            if (data41.documents !== void 0) {
-              let data45 = data41.documents;
-              if (!(typeof data45 == "number" && (!(data45 % 1) && !isNaN(data45)) && isFinite(data45))) {
-                const err93 = { instancePath: instancePath + "/signature/documents", schemaPath: "#/properties/signature/oneOf/1/properties/documents/type", keyword: "type", params: { type: "integer" }, message: "must be integer" };
+                const err93 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/1/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key7 }, message: "must NOT have additional properties" };
                 if (vErrors === null) {
                   vErrors = [err93];
                 } else {
@@ -27092,28 +27092,51 @@ var require_post_publish_smoke = __commonJS({
                 }
                 errors++;
               }
-              if (typeof data45 == "number" && isFinite(data45)) {
-                if (data45 < 1 || isNaN(data45)) {
-                  const err94 = { instancePath: instancePath + "/signature/documents", schemaPath: "#/properties/signature/oneOf/1/properties/documents/minimum", keyword: "minimum", params: { comparison: ">=", limit: 1 }, message: "must be >= 1" };
+            }
+            if (data42.state !== void 0) {
+              if ("verified" !== data42.state) {
+                const err94 = { instancePath: instancePath + "/signature/state", schemaPath: "#/properties/signature/oneOf/1/properties/state/const", keyword: "const", params: { allowedValue: "verified" }, message: "must be equal to constant" };
+                if (vErrors === null) {
+                  vErrors = [err94];
+                } else {
+                  vErrors.push(err94);
+                }
+                errors++;
+              }
+            }
+            if (data42.documents !== void 0) {
+              let data46 = data42.documents;
+              if (!(typeof data46 == "number" && (!(data46 % 1) && !isNaN(data46)) && isFinite(data46))) {
+                const err95 = { instancePath: instancePath + "/signature/documents", schemaPath: "#/properties/signature/oneOf/1/properties/documents/type", keyword: "type", params: { type: "integer" }, message: "must be integer" };
+                if (vErrors === null) {
+                  vErrors = [err95];
+                } else {
+                  vErrors.push(err95);
+                }
+                errors++;
+              }
+              if (typeof data46 == "number" && isFinite(data46)) {
+                if (data46 < 1 || isNaN(data46)) {
+                  const err96 = { instancePath: instancePath + "/signature/documents", schemaPath: "#/properties/signature/oneOf/1/properties/documents/minimum", keyword: "minimum", params: { comparison: ">=", limit: 1 }, message: "must be >= 1" };
                   if (vErrors === null) {
-                    vErrors = [err94];
+                    vErrors = [err96];
                   } else {
-                    vErrors.push(err94);
+                    vErrors.push(err96);
                   }
                   errors++;
                 }
               }
             }
           } else {
-            const err95 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/1/type", keyword: "type", params: { type: "object" }, message: "must be object" };
+            const err97 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/1/type", keyword: "type", params: { type: "object" }, message: "must be object" };
             if (vErrors === null) {
-              vErrors = [err95];
+              vErrors = [err97];
             } else {
-              vErrors.push(err95);
+              vErrors.push(err97);
             }
             errors++;
           }
-          var _valid0 = _errs98 === errors;
+          var _valid0 = _errs100 === errors;
           if (_valid0 && valid20) {
             valid20 = false;
             passing0 = [passing0, 1];
@@ -27125,28 +27148,10 @@ var require_post_publish_smoke = __commonJS({
                 props0 = true;
               }
             }
-            const _errs104 = errors;
-            if (data41 && typeof data41 == "object" && !Array.isArray(data41)) {
-              if (data41.state === void 0) {
-                const err96 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/2/required", keyword: "required", params: { missingProperty: "state" }, message: "must have required property 'state'" };
-                if (vErrors === null) {
-                  vErrors = [err96];
-                } else {
-                  vErrors.push(err96);
-                }
-                errors++;
-              }
-              if (data41.code === void 0) {
-                const err97 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/2/required", keyword: "required", params: { missingProperty: "code" }, message: "must have required property 'code'" };
-                if (vErrors === null) {
-                  vErrors = [err97];
-                } else {
-                  vErrors.push(err97);
-                }
-                errors++;
-              }
-              if (data41.detail === void 0) {
-                const err98 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/2/required", keyword: "required", params: { missingProperty: "detail" }, message: "must have required property 'detail'" };
+            const _errs106 = errors;
+            if (data42 && typeof data42 == "object" && !Array.isArray(data42)) {
+              if (data42.state === void 0) {
+                const err98 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/2/required", keyword: "required", params: { missingProperty: "state" }, message: "must have required property 'state'" };
                 if (vErrors === null) {
                   vErrors = [err98];
                 } else {
@@ -27154,42 +27159,38 @@ var require_post_publish_smoke = __commonJS({
                 }
                 errors++;
               }
-              for (const key8 in data41) {
-                if (!(key8 === "state" || key8 === "code" || key8 === "detail")) {
-                  const err99 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/2/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key8 }, message: "must NOT have additional properties" };
-                  if (vErrors === null) {
-                    vErrors = [err99];
-                  } else {
-                    vErrors.push(err99);
-                  }
-                  errors++;
-                }
-              }
-              if (data41.state !== void 0) {
-                if ("failed" !== data41.state) {
-                  const err100 = { instancePath: instancePath + "/signature/state", schemaPath: "#/properties/signature/oneOf/2/properties/state/const", keyword: "const", params: { allowedValue: "failed" }, message: "must be equal to constant" };
-                  if (vErrors === null) {
-                    vErrors = [err100];
-                  } else {
-                    vErrors.push(err100);
-                  }
-                  errors++;
-                }
-              }
-              if (data41.code !== void 0) {
-                let data47 = data41.code;
-                if (typeof data47 === "string") {
-                  if (!pattern180.test(data47)) {
-                    const err101 = { instancePath: instancePath + "/signature/code", schemaPath: "#/properties/signature/oneOf/2/properties/code/pattern", keyword: "pattern", params: { pattern: "^[a-z][a-z0-9_]*$" }, message: 'must match pattern "^[a-z][a-z0-9_]*$"' };
-                    if (vErrors === null) {
-                      vErrors = [err101];
-                    } else {
-                      vErrors.push(err101);
-                    }
-                    errors++;
-                  }
+              if (data42.code === void 0) {
+                const err99 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/2/required", keyword: "required", params: { missingProperty: "code" }, message: "must have required property 'code'" };
+                if (vErrors === null) {
+                  vErrors = [err99];
                 } else {
-                  const err102 = { instancePath: instancePath + "/signature/code", schemaPath: "#/properties/signature/oneOf/2/properties/code/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                  vErrors.push(err99);
+                }
+                errors++;
+              }
+              if (data42.detail === void 0) {
+                const err100 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/2/required", keyword: "required", params: { missingProperty: "detail" }, message: "must have required property 'detail'" };
+                if (vErrors === null) {
+                  vErrors = [err100];
+                } else {
+                  vErrors.push(err100);
+                }
+                errors++;
+              }
+              for (const key8 in data42) {
+                if (!(key8 === "state" || key8 === "code" || key8 === "detail")) {
+                  const err101 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/2/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key8 }, message: "must NOT have additional properties" };
+                  if (vErrors === null) {
+                    vErrors = [err101];
+                  } else {
+                    vErrors.push(err101);
+                  }
+                  errors++;
+                }
+              }
+              if (data42.state !== void 0) {
+                if ("failed" !== data42.state) {
+                  const err102 = { instancePath: instancePath + "/signature/state", schemaPath: "#/properties/signature/oneOf/2/properties/state/const", keyword: "const", params: { allowedValue: "failed" }, message: "must be equal to constant" };
                   if (vErrors === null) {
                     vErrors = [err102];
                   } else {
@@ -27198,27 +27199,49 @@ var require_post_publish_smoke = __commonJS({
                   errors++;
                 }
               }
-              if (data41.detail !== void 0) {
-                if (typeof data41.detail !== "string") {
-                  const err103 = { instancePath: instancePath + "/signature/detail", schemaPath: "#/properties/signature/oneOf/2/properties/detail/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+              if (data42.code !== void 0) {
+                let data48 = data42.code;
+                if (typeof data48 === "string") {
+                  if (!pattern180.test(data48)) {
+                    const err103 = { instancePath: instancePath + "/signature/code", schemaPath: "#/properties/signature/oneOf/2/properties/code/pattern", keyword: "pattern", params: { pattern: "^[a-z][a-z0-9_]*$" }, message: 'must match pattern "^[a-z][a-z0-9_]*$"' };
+                    if (vErrors === null) {
+                      vErrors = [err103];
+                    } else {
+                      vErrors.push(err103);
+                    }
+                    errors++;
+                  }
+                } else {
+                  const err104 = { instancePath: instancePath + "/signature/code", schemaPath: "#/properties/signature/oneOf/2/properties/code/type", keyword: "type", params: { type: "string" }, message: "must be string" };
                   if (vErrors === null) {
-                    vErrors = [err103];
+                    vErrors = [err104];
                   } else {
-                    vErrors.push(err103);
+                    vErrors.push(err104);
+                  }
+                  errors++;
+                }
+              }
+              if (data42.detail !== void 0) {
+                if (typeof data42.detail !== "string") {
+                  const err105 = { instancePath: instancePath + "/signature/detail", schemaPath: "#/properties/signature/oneOf/2/properties/detail/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                  if (vErrors === null) {
+                    vErrors = [err105];
+                  } else {
+                    vErrors.push(err105);
                   }
                   errors++;
                 }
               }
             } else {
-              const err104 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/2/type", keyword: "type", params: { type: "object" }, message: "must be object" };
+              const err106 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf/2/type", keyword: "type", params: { type: "object" }, message: "must be object" };
               if (vErrors === null) {
-                vErrors = [err104];
+                vErrors = [err106];
               } else {
-                vErrors.push(err104);
+                vErrors.push(err106);
               }
               errors++;
             }
-            var _valid0 = _errs104 === errors;
+            var _valid0 = _errs106 === errors;
             if (_valid0 && valid20) {
               valid20 = false;
               passing0 = [passing0, 2];
@@ -27233,18 +27256,18 @@ var require_post_publish_smoke = __commonJS({
             }
           }
           if (!valid20) {
-            const err105 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf", keyword: "oneOf", params: { passingSchemas: passing0 }, message: "must match exactly one schema in oneOf" };
+            const err107 = { instancePath: instancePath + "/signature", schemaPath: "#/properties/signature/oneOf", keyword: "oneOf", params: { passingSchemas: passing0 }, message: "must match exactly one schema in oneOf" };
             if (vErrors === null) {
-              vErrors = [err105];
+              vErrors = [err107];
             } else {
-              vErrors.push(err105);
+              vErrors.push(err107);
             }
             errors++;
           } else {
-            errors = _errs91;
+            errors = _errs93;
             if (vErrors !== null) {
-              if (_errs91) {
-                vErrors.length = _errs91;
+              if (_errs93) {
+                vErrors.length = _errs93;
               } else {
                 vErrors = null;
               }
@@ -27252,11 +27275,11 @@ var require_post_publish_smoke = __commonJS({
           }
         }
       } else {
-        const err106 = { instancePath, schemaPath: "#/type", keyword: "type", params: { type: "object" }, message: "must be object" };
+        const err108 = { instancePath, schemaPath: "#/type", keyword: "type", params: { type: "object" }, message: "must be object" };
         if (vErrors === null) {
-          vErrors = [err106];
+          vErrors = [err108];
         } else {
-          vErrors.push(err106);
+          vErrors.push(err108);
         }
         errors++;
       }
@@ -61901,12 +61924,12 @@ Support boolean input list: \`true | True | TRUE | false | False | FALSE\``);
       return process.env[`STATE_${name}`] || "";
     }
     exports.getState = getState;
-    function getIDToken(aud) {
+    function getIDToken2(aud) {
       return __awaiter2(this, void 0, void 0, function* () {
         return yield oidc_utils_1.OidcClient.getIDToken(aud);
       });
     }
-    exports.getIDToken = getIDToken;
+    exports.getIDToken = getIDToken2;
     var summary_1 = require_summary();
     Object.defineProperty(exports, "summary", { enumerable: true, get: function() {
       return summary_1.summary;
@@ -89737,6 +89760,12 @@ var StepEnv = class {
   botLogins() {
     return (this.io.input("bot-logins") || "github-actions[bot]").split(",").map((s) => s.trim());
   }
+  /** The job's OIDC token for `audience`, masked in every later log line. */
+  async idToken(audience) {
+    const token = await this.io.idToken(audience);
+    this.io.setSecret(token);
+    return token;
+  }
   /** owner/name of the repository the workflow runs in. */
   get repository() {
     return `${this.context.repo.owner}/${this.context.repo.repo}`;
@@ -89939,7 +89968,8 @@ function runStep(step) {
     info: core.info,
     debug: core.debug,
     warning: core.warning,
-    setSecret: core.setSecret
+    setSecret: core.setSecret,
+    idToken: (audience) => core.getIDToken(audience)
   };
   step(new StepEnv(actionContext, io)).then(async (outcome2) => {
     for (const [name, value] of Object.entries(outcome2.outputs)) core.setOutput(name, value);
