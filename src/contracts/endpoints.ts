@@ -37,6 +37,12 @@ export interface EndpointDefinition {
   request?: Record<string, string>;
   /** Documentation of the success response: status and body fields. */
   response?: Record<string, string>;
+  /**
+   * Served only by the local portal (`svc serve`), whose process publishes into the records it
+   * reads and writes. A deployment that does not publish by itself (the Vercel functions, a
+   * GitHub-backed portal whose records live in git) answers 501 not_implemented.
+   */
+  localPortalOnly?: true;
 }
 
 const ALL_ROLES: Role[] = ["player", "modder", "moderator", "admin"];
@@ -351,7 +357,7 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     },
     response: {
       status: "200",
-      body: "{ items: Array<{ submissionId, modId, version, state, ownerAccountId, packageSha256, queuePosition, ageSeconds, failedChecks, createdAt, updatedAt, statusUrl }> (oldest first), nextCursor: string | null, medianWaitSeconds: number | null }",
+      body: "{ items: Array<{ submissionId, modId, version, state, ownerAccountId, packageSha256, queuePosition, ageSeconds, failedChecks, ownership?: { claim: 'new_mod' | 'owner' | 'collaborator' | 'not_permitted', owners: Principal[] }, createdAt, updatedAt, statusUrl }> (oldest first), nextCursor: string | null, medianWaitSeconds: number | null }",
     },
   },
   {
@@ -425,6 +431,149 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
       status: "201",
       body: "{ credential: 'svc_tp_<43 base64url>' (shown once), expiresAt, modId, ownerAccountId (the owner who registered the publisher), trustedPublisher: { repository, workflow, environment }, uploadUrl: '/api/v1/uploads' }",
     },
+  },
+  // Mod ownership (svc.mod-ownership.v1): who may publish a mod, and who changes that.
+  {
+    id: "mod_ownership",
+    method: "GET",
+    path: "/api/v1/mods/{modId}/ownership",
+    authRequired: true,
+    roles: ALL_ROLES,
+    status: "implemented",
+    summary:
+      "Returns the mod's whole ownership record with its append-only history (the detail document carries the public part).",
+    authScheme: "session",
+    localPortalOnly: true,
+    errors: ["not_found", "not_implemented"],
+    response: {
+      status: "200",
+      body: "{ ownership: svc.mod-ownership.v1 } (404 not_found while the mod id is unclaimed)",
+    },
+  },
+  {
+    id: "add_collaborator",
+    method: "POST",
+    path: "/api/v1/mods/{modId}/collaborators",
+    authRequired: true,
+    roles: ALL_ROLES,
+    status: "implemented",
+    summary:
+      "An owner (or an admin) adds a collaborator, a portal account or a GitHub login, who may then submit releases of the mod. Audit-logged.",
+    contentType: "application/json",
+    rateLimit: { scope: "account", bucket: "authenticatedMutation" },
+    csrf: true,
+    authScheme: "session",
+    localPortalOnly: true,
+    errors: ["not_found", "conflict", "rate_limit_exceeded", "not_implemented"],
+    request: {
+      body: "{ account: accountId } or { github: login } (exactly one)",
+      headers: "x-svc-csrf",
+    },
+    response: { status: "200", body: "{ ownership: svc.mod-ownership.v1 }" },
+  },
+  {
+    id: "remove_collaborator",
+    method: "DELETE",
+    path: "/api/v1/mods/{modId}/collaborators",
+    authRequired: true,
+    roles: ALL_ROLES,
+    status: "implemented",
+    summary: "An owner (or an admin) removes a collaborator. Audit-logged.",
+    contentType: "application/json",
+    rateLimit: { scope: "account", bucket: "authenticatedMutation" },
+    csrf: true,
+    authScheme: "session",
+    localPortalOnly: true,
+    errors: ["not_found", "rate_limit_exceeded", "not_implemented"],
+    request: {
+      body: "{ account: accountId } or { github: login } (exactly one)",
+      headers: "x-svc-csrf",
+    },
+    response: { status: "200", body: "{ ownership: svc.mod-ownership.v1 }" },
+  },
+  {
+    id: "add_trusted_publisher",
+    method: "POST",
+    path: "/api/v1/mods/{modId}/trusted-publishers",
+    authRequired: true,
+    roles: ALL_ROLES,
+    status: "implemented",
+    summary:
+      "An owner registers a GitHub Actions workflow whose OIDC token may be exchanged for an upload credential for this mod. Audit-logged.",
+    contentType: "application/json",
+    requiredFields: ["repository", "workflow"],
+    rateLimit: { scope: "account", bucket: "authenticatedMutation" },
+    csrf: true,
+    authScheme: "session",
+    localPortalOnly: true,
+    errors: ["not_found", "conflict", "rate_limit_exceeded", "not_implemented"],
+    request: {
+      body: "{ repository: { fullName: 'owner/name', id: number }, workflow: 'release.yml', environment?: string | null (default null: any) }",
+      headers: "x-svc-csrf",
+    },
+    response: { status: "200", body: "{ ownership: svc.mod-ownership.v1 }" },
+  },
+  {
+    id: "remove_trusted_publisher",
+    method: "DELETE",
+    path: "/api/v1/mods/{modId}/trusted-publishers",
+    authRequired: true,
+    roles: ALL_ROLES,
+    status: "implemented",
+    summary:
+      "An owner removes a trusted publisher (matched by repository id, workflow and environment). Audit-logged.",
+    contentType: "application/json",
+    requiredFields: ["repository", "workflow"],
+    rateLimit: { scope: "account", bucket: "authenticatedMutation" },
+    csrf: true,
+    authScheme: "session",
+    localPortalOnly: true,
+    errors: ["not_found", "rate_limit_exceeded", "not_implemented"],
+    request: {
+      body: "{ repository: { fullName, id }, workflow, environment?: string | null } (as registered)",
+      headers: "x-svc-csrf",
+    },
+    response: { status: "200", body: "{ ownership: svc.mod-ownership.v1 }" },
+  },
+  {
+    id: "set_source_repository",
+    method: "PUT",
+    path: "/api/v1/mods/{modId}/source-repository",
+    authRequired: true,
+    roles: ALL_ROLES,
+    status: "implemented",
+    summary:
+      "An owner sets the one repository release intake accepts for the mod (by id), or clears it with null. Audit-logged.",
+    contentType: "application/json",
+    rateLimit: { scope: "account", bucket: "authenticatedMutation" },
+    csrf: true,
+    authScheme: "session",
+    localPortalOnly: true,
+    errors: ["not_found", "rate_limit_exceeded", "not_implemented"],
+    request: { body: "{ fullName: 'owner/name', id: number } or null", headers: "x-svc-csrf" },
+    response: { status: "200", body: "{ ownership: svc.mod-ownership.v1 }" },
+  },
+  {
+    id: "transfer_mod",
+    method: "POST",
+    path: "/api/v1/mods/{modId}/transfer",
+    authRequired: true,
+    roles: ["admin"],
+    status: "implemented",
+    summary:
+      "An admin replaces the mod's owners (also of an unclaimed mod id), with a reason kept in the record's history and the audit log.",
+    contentType: "application/json",
+    requiredFields: ["owners", "reason"],
+    rateLimit: { scope: "account", bucket: "authenticatedMutation" },
+    csrf: true,
+    authScheme: "session",
+    localPortalOnly: true,
+    errors: ["not_found", "rate_limit_exceeded", "not_implemented"],
+    request: {
+      body: "{ owners: Array<{ account } | { github }> (1-16, distinct), reason: string (1-1000) }",
+      headers: "x-svc-csrf",
+    },
+    response: { status: "200", body: "{ ownership: svc.mod-ownership.v1 }" },
   },
 ];
 

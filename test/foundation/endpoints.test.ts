@@ -25,10 +25,21 @@ const CONTRACT_IDS = [
   "audit_events",
 ];
 /**
- * Routes beyond the contract's table: list_uploads, a modder's own submissions;
+ * Routes beyond the contract's table: list_uploads, a modder's own submissions; the mod ownership
+ * routes (read the record, collaborators, trusted publishers, source repository, transfer);
  * trusted_publishing_exchange, a registered workflow's OIDC token for a one-mod upload credential.
  */
-const EXTENSION_IDS = ["list_uploads", "trusted_publishing_exchange"];
+const EXTENSION_IDS = [
+  "list_uploads",
+  "trusted_publishing_exchange",
+  "mod_ownership",
+  "add_collaborator",
+  "remove_collaborator",
+  "add_trusted_publisher",
+  "remove_trusted_publisher",
+  "set_source_repository",
+  "transfer_mod",
+];
 
 describe("endpoint table", () => {
   it("lists the contract's 20 backend endpoints once each, plus the extensions", () => {

@@ -6,6 +6,15 @@ import { confirmMagicLink, currentSession, deleteSession, requestMagicLink } fro
 import { backendHealth } from "./backend-health.ts";
 import { apiKeyModDownload } from "./download.ts";
 import { moderationDecision, moderationQueue, publishCatalog } from "./moderation.ts";
+import {
+  addCollaborator,
+  addTrustedPublisher,
+  modOwnership,
+  removeCollaborator,
+  removeTrustedPublisher,
+  setSourceRepository,
+  transferMod,
+} from "./ownership.ts";
 import { trustedPublishingExchange } from "./trusted-publishing.ts";
 import { cancelUpload, createUpload, listUploads, uploadStatus } from "./uploads.ts";
 
@@ -36,4 +45,11 @@ export const HANDLERS: Readonly<Record<string, Handler>> = {
   moderation_queue: moderationQueue,
   moderation_decision: moderationDecision,
   publish_catalog: publishCatalog,
+  mod_ownership: modOwnership,
+  add_collaborator: addCollaborator,
+  remove_collaborator: removeCollaborator,
+  add_trusted_publisher: addTrustedPublisher,
+  remove_trusted_publisher: removeTrustedPublisher,
+  set_source_repository: setSourceRepository,
+  transfer_mod: transferMod,
 };
