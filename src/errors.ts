@@ -4,9 +4,10 @@
  * can search for it and a handler never picks a status by hand. Each code has a scope: `http`
  * codes are the API's (their statuses are the backend contract's `statusByCode`); `manager` codes
  * are the signed-distribution chain's outcomes; `github` codes are the workflows'; `cli` codes are
- * usage errors of `svc` (exit 2; every other error exits 1).
+ * usage errors of `svc` (exit 2; every other error exits 1); `local` codes are the local portal
+ * process's own (`svc serve`).
  */
-export type ErrorScope = "http" | "manager" | "github" | "cli";
+export type ErrorScope = "http" | "manager" | "github" | "cli" | "local";
 
 interface ErrorCodeEntry {
   status: number;
@@ -18,6 +19,7 @@ const http = (status: number, meaning: string) => ({ status, scope: "http" as co
 const manager = (meaning: string, status = 502) => ({ status, scope: "manager" as const, meaning });
 const github = (meaning: string, status = 500) => ({ status, scope: "github" as const, meaning });
 const cli = (meaning: string) => ({ status: 400, scope: "cli" as const, meaning });
+const local = (meaning: string, status = 500) => ({ status, scope: "local" as const, meaning });
 
 export const ERROR_CODES = {
   invalid_request: http(400, "the request is malformed (a missing or invalid parameter)"),
@@ -72,12 +74,23 @@ export const ERROR_CODES = {
   catalog_rollback: manager("the mirror offers older signed metadata than the client already trusts"),
   metadata_expired: manager("signed metadata has expired"),
   artifact_mismatch: manager("a download differs from its signed length or sha256"),
-  path_escape: manager("an archive entry would be written outside the install folder"),
+  path_escape: manager("an archive entry or a signed file name would be written outside its folder"),
   file_hash_mismatch: manager("the package's files differ from the signed per-file hashes"),
   archive_invalid: manager("the package archive is not safe to extract"),
   target_unknown: manager("the signed metadata does not list this file", 404),
   dependency_unresolved: manager("no published version satisfies a requirement", 404),
   download_failed: manager("a download failed"),
+  response_too_large: manager(
+    "a mirror's response runs past its signed length or the documented cap (the endless-data attack)",
+  ),
+  connect_timeout: manager("the mirror did not answer within the connect timeout"),
+  download_stalled: manager(
+    "a download brought less than the idle timeout asks for in a window (the slow-retrieval attack)",
+  ),
+  symlink_in_install: manager(
+    "a folder or file inside the installation is a symbolic link; svc never follows one",
+    500,
+  ),
   install_damaged: manager("installed files differ from the install manifest", 500),
   install_missing: manager("nothing is installed in this folder", 404),
   tuf_key_invalid: manager("a TUF key file is malformed or inconsistent", 500),
@@ -99,6 +112,8 @@ export const ERROR_CODES = {
   visibility_state_mismatch: github("the release is not in a state this visibility change applies to", 409),
   app_config_invalid: github("the GitHub App's id or private key is malformed"),
   app_not_installed: github("the GitHub App is not installed on the portal repository", 502),
+
+  address_in_use: local("svc serve's host and port are taken by another process; nothing was left running"),
 
   usage_invalid: cli("the command line is invalid (unknown flag, missing argument)"),
   package_unreadable: cli("--package names no readable file"),

@@ -8,6 +8,7 @@ import { loadSiteInputs, renderSite, writeSite } from "../catalog/site.ts";
 import { parseSettings, type RuntimeSettings } from "../config/settings.ts";
 import { ENDPOINTS } from "../contracts/endpoints.ts";
 import { createAppContext } from "../http/app.ts";
+import { SvcError } from "../errors.ts";
 import { createPortalServer, listen } from "../http/server.ts";
 import { createStore } from "../store/index.ts";
 import type { StartupRecovery } from "../submissions/recovery.ts";
@@ -114,7 +115,24 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   // Orphaned uploads removed, interrupted validations resumed, stranded publications completed.
   const startup = await pipeline.ready;
   const server = createPortalServer(app);
-  const bound = await listen(server, listenPort, host);
+  let bound: { port: number; host: string };
+  try {
+    bound = await listen(server, listenPort, host);
+  } catch (error) {
+    // Nothing may keep running once the portal cannot serve: the worker, the store (and with it the
+    // data folder's lock) and a dev portal's rebuilt site are put back before the error is reported.
+    await pipeline.worker.stop();
+    await app.accounts?.flushPendingWrites();
+    await app.store?.close();
+    if (config !== configured) await restoreConfiguredSite(paths, configured);
+    if ((error as { code?: string }).code === "EADDRINUSE")
+      throw new SvcError(
+        "address_in_use",
+        `${host}:${listenPort} is in use by another process: stop it, or start on another port (PORT=8799 npm start, or svc serve --port 8799)`,
+        { details: { host, port: listenPort } },
+      );
+    throw error;
+  }
   const origin = `http://${host.includes(":") ? `[${host}]` : host}:${bound.port}`;
   const implemented = ENDPOINTS.filter((e) => e.status === "implemented").map((e) => e.id);
   io.stdout.write(

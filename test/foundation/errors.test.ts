@@ -21,7 +21,7 @@ describe("the error registry", () => {
       expect(code).toMatch(/^[a-z][a-z0-9_]*$/);
       expect(entry.status, code).toBeGreaterThanOrEqual(400);
       expect(entry.status, code).toBeLessThan(600);
-      expect(["http", "manager", "github", "cli"]).toContain(entry.scope);
+      expect(["http", "manager", "github", "cli", "local"]).toContain(entry.scope);
       expect(entry.meaning.length, code).toBeGreaterThan(10);
     }
   });
