@@ -115,6 +115,7 @@ export async function guardRequest(
   const { endpoint } = route;
   const ip = clientIpOf(req, app);
   let caller: Caller | null = null;
+  const credential = endpoint.uploadCredential ? uploadCredentialOf(req) : null;
   if (endpoint.authRequired && endpoint.authScheme === "api_key") {
     const inQuery = apiKeyInQuery(route.url);
     if (inQuery) {
@@ -134,10 +135,10 @@ export async function guardRequest(
     }
     caller = { account: verified.account, roles: verified.roles, apiKeyId: verified.apiKeyId };
     establish(req, caller);
-  } else if (endpoint.authRequired && endpoint.uploadCredential && uploadCredentialOf(req) !== null) {
+  } else if (endpoint.authRequired && credential !== null) {
     // No cookie is involved, so no CSRF header either: a page cannot make a browser send this header.
     try {
-      caller = await verifyUploadCredential(app, uploadCredentialOf(req)!);
+      caller = await verifyUploadCredential(app, credential);
     } catch (error) {
       res.setHeader("www-authenticate", 'Bearer realm="svc", error="invalid_token"');
       throw error;

@@ -15,7 +15,6 @@ import {
   issueUploadCredential,
   type UploadCredential,
 } from "../accounts/upload-credentials.ts";
-import { loadOwnership } from "../catalog/records.ts";
 import type { Role } from "../config/portal-config.ts";
 import { trustedPublishingSettings } from "../config/trusted-publishing.ts";
 import {
@@ -25,8 +24,8 @@ import {
   type Principal,
   type TrustedPublisher,
 } from "../contracts/ownership.ts";
-import { schemaRegistry } from "../contracts/schemas.ts";
 import { SvcError } from "../errors.ts";
+import { readOwnership } from "../submissions/ownership.ts";
 import { type AppContext, accountsOf, storeOf } from "./context.ts";
 
 export interface ExchangeResult {
@@ -38,16 +37,13 @@ export interface ExchangeResult {
   trustedPublisher: TrustedPublisher;
 }
 
-const MOD_ID = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
-
 function unknownPublisher(modId: string, claim: string, message: string): SvcError {
   return new SvcError("trusted_publisher_unknown", message, { details: { modId, claim } });
 }
 
-function readOwnership(app: AppContext, modId: string): ModOwnership | null {
-  if (modId.length < 2 || modId.length > 64 || !MOD_ID.test(modId)) return null;
+function ownershipOf(app: AppContext, modId: string): ModOwnership | null {
   const recordsDir = app.recordsDir ?? join(dirname(app.siteDir), "records");
-  return loadOwnership(recordsDir, modId, schemaRegistry(app.config.baseUrl));
+  return readOwnership({ recordsDir, config: app.config }, modId);
 }
 
 /**
@@ -130,7 +126,7 @@ export async function exchangeOidcToken(
   const accounts = accountsOf(app);
   // Counted only once the token verified: forged claims cannot spend another repository's budget.
   await accounts.consumeRateLimit("trustedPublishingRepository", `repository:${claims.repositoryId}`);
-  const ownership = readOwnership(app, input.modId);
+  const ownership = ownershipOf(app, input.modId);
   const publisher = matchPublisher(input.modId, ownership, claims);
   const owner = await registrantOf(app, input.modId, ownership!, publisher);
   await accounts.consumeRateLimit("trustedPublishingOwner", `account:${owner.id}`);
@@ -221,7 +217,7 @@ export async function verifyUploadCredential(app: AppContext, secret: string): P
           : "unknown upload credential (send 'Authorization: Bearer svc_tp_...' from the exchange)",
     );
   const credential = found.credential;
-  const ownership = readOwnership(app, credential.modId);
+  const ownership = ownershipOf(app, credential.modId);
   const owner: Principal = { account: credential.ownerAccountId };
   if (!matchTrustedPublisher(ownership, credential.run) || !maySubmit(ownership, [owner]))
     throw invalidCredential(

@@ -187,7 +187,7 @@ export async function submitStep(env: StepEnv): Promise<ActionOutcome> {
       failure: `validation failed: ${failed.join(", ")}`,
     });
 
-  const asset = await attachPackage(env, release, prepared);
+  const asset = await attachPackage(env, api, release, prepared);
   const sidecar = { ...prepared.sidecar, package: { ...(prepared.sidecar.package as object), url: asset } };
   const token = await env.idToken(audience);
   const exchanged = await portalCall(`${portal}/api/v1/trusted-publishing/exchange`, {
@@ -217,8 +217,12 @@ export async function submitStep(env: StepEnv): Promise<ActionOutcome> {
 }
 
 /** The ZIP on the release: uploaded, or the same bytes already there (a re-run job). */
-async function attachPackage(env: StepEnv, release: Release, prepared: Prepared): Promise<string> {
-  const api = env.octokit(env.required("github-token"));
+async function attachPackage(
+  env: StepEnv,
+  api: ReturnType<StepEnv["octokit"]>,
+  release: Release,
+  prepared: Prepared,
+): Promise<string> {
   const existing = release.assets.find((a) => a.name === prepared.fileName);
   if (existing) {
     const { data } = await api.request("GET /repos/{owner}/{repo}/releases/assets/{asset_id}", {

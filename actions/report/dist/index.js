@@ -38749,7 +38749,7 @@ var require_upload_submission = __commonJS({
   "src/contracts/validators/upload-submission.cjs"(exports) {
     "use strict";
     exports.validate = validate132;
-    var schema269 = { "$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://svc.invalid/api/v1/publishing/upload-submission.schema.json", "title": "svc upload submission status (svc.upload-submission.v1)", "description": "The response of GET /api/v1/uploads/{submissionId}: state, hashes, validation checks with their durable logs, review state with reviewer notes, detail-page requirements, queue position and publication links.", "type": "object", "additionalProperties": false, "required": ["schema", "submissionId", "ownerAccountId", "modId", "version", "state", "packageSha256", "validationChecks", "review", "createdAt", "updatedAt"], "$defs": { "checkResult": { "type": "object", "additionalProperties": false, "description": "One validation check. status pending/running before the worker reaches it; skipped only for a check the policy marks not required; a required check is passed or failed, never skipped.", "required": ["id", "required", "status", "reasonCode", "log"], "properties": { "id": { "type": "string", "pattern": "^[a-z][a-z0-9_]*$" }, "required": { "type": "boolean" }, "status": { "enum": ["pending", "running", "passed", "failed", "skipped"] }, "reasonCode": { "type": ["string", "null"], "pattern": "^[a-z][a-z0-9_]*$" }, "log": { "type": "array", "items": { "type": "string" } }, "startedAt": { "$ref": "../schemas/common.schema.json#/$defs/timestamp" }, "finishedAt": { "$ref": "../schemas/common.schema.json#/$defs/timestamp" } }, "if": { "properties": { "required": { "const": true } } }, "then": { "properties": { "status": { "not": { "const": "skipped" } } } } }, "decision": { "type": "object", "additionalProperties": false, "required": ["decision", "reviewerAccountId", "notes", "fromState", "toState", "decidedAt"], "properties": { "decision": { "enum": ["approve", "reject", "request_changes", "hide", "unhide"] }, "reviewerAccountId": { "type": "string", "minLength": 1 }, "notes": { "type": "string", "maxLength": 1e4 }, "fromState": { "type": "string" }, "toState": { "type": "string" }, "decidedAt": { "$ref": "../schemas/common.schema.json#/$defs/timestamp" } } } }, "properties": { "schema": { "const": "svc.upload-submission.v1" }, "submissionId": { "type": "string", "pattern": "^sub_[0-9a-z]{16,40}$", "description": "Server-chosen: sub_ followed by lower-case base36 randomness." }, "ownerAccountId": { "type": "string", "minLength": 1 }, "modId": { "$ref": "../schemas/common.schema.json#/$defs/modId" }, "version": { "$ref": "../schemas/common.schema.json#/$defs/semver" }, "state": { "enum": ["draft", "uploaded", "validating", "validation_failed", "cancelled", "pending_review", "changes_requested", "approved", "published", "rejected", "hidden", "superseded"] }, "packageSha256": { "$ref": "../schemas/common.schema.json#/$defs/sha256" }, "hashes": { "type": "object", "additionalProperties": false, "required": ["packageSha256", "metadataSha256"], "properties": { "packageSha256": { "$ref": "../schemas/common.schema.json#/$defs/sha256" }, "metadataSha256": { "$ref": "../schemas/common.schema.json#/$defs/sha256" } } }, "package": { "type": "object", "additionalProperties": false, "required": ["fileName", "sizeBytes", "contentType"], "properties": { "fileName": { "$ref": "../schemas/common.schema.json#/$defs/packageFileName" }, "sizeBytes": { "type": "integer", "minimum": 1 }, "contentType": { "enum": ["application/zip", "application/x-zip-compressed"] } } }, "source": { "type": "object", "additionalProperties": false, "required": ["kind"], "properties": { "kind": { "enum": ["upload", "pull_request", "release"] }, "pullRequestUrl": { "$ref": "../schemas/common.schema.json#/$defs/httpsUrl" }, "headSha": { "type": "string", "pattern": "^[0-9a-f]{40}$" } } }, "validationChecks": { "type": "array", "items": { "$ref": "#/$defs/checkResult" } }, "review": { "type": "object", "additionalProperties": false, "required": ["state", "decisions"], "properties": { "state": { "description": "not_ready until validation passes; pending while in the queue; then the latest decision's outcome.", "enum": ["not_ready", "pending", "approved", "changes_requested", "rejected", "hidden"] }, "decisions": { "type": "array", "items": { "$ref": "#/$defs/decision" } }, "queuePosition": { "type": ["integer", "null"], "minimum": 1, "description": "1-based position among pending_review submissions, oldest first; null when not pending." }, "medianWaitSeconds": { "type": ["integer", "null"], "minimum": 0, "description": "Median time from entering pending_review to a decision over the last 30 days; null without decisions." } } }, "detailPage": { "type": "object", "additionalProperties": false, "required": ["requirements", "satisfied"], "properties": { "requirements": { "type": "array", "items": { "type": "object", "additionalProperties": false, "required": ["id", "satisfied"], "properties": { "id": { "type": "string" }, "satisfied": { "type": "boolean" }, "message": { "type": "string" } } } }, "satisfied": { "type": "boolean" }, "pageUrl": { "$ref": "../schemas/common.schema.json#/$defs/httpUrl" } } }, "publication": { "type": ["object", "null"], "additionalProperties": false, "required": ["packageUrl", "catalogUrl", "detailUrl", "versionsUrl", "pageUrl", "publishedAt"], "properties": { "packageUrl": { "$ref": "../schemas/common.schema.json#/$defs/httpUrl" }, "catalogUrl": { "$ref": "../schemas/common.schema.json#/$defs/httpUrl" }, "detailUrl": { "$ref": "../schemas/common.schema.json#/$defs/httpUrl" }, "versionsUrl": { "$ref": "../schemas/common.schema.json#/$defs/httpUrl" }, "pageUrl": { "$ref": "../schemas/common.schema.json#/$defs/httpUrl" }, "publishedAt": { "$ref": "../schemas/common.schema.json#/$defs/timestamp" } } }, "createdAt": { "$ref": "../schemas/common.schema.json#/$defs/timestamp" }, "updatedAt": { "$ref": "../schemas/common.schema.json#/$defs/timestamp" } } };
+    var schema269 = { "$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://svc.invalid/api/v1/publishing/upload-submission.schema.json", "title": "svc upload submission status (svc.upload-submission.v1)", "description": "The response of GET /api/v1/uploads/{submissionId}: state, hashes, validation checks with their durable logs, review state with reviewer notes, detail-page requirements, queue position, publication links, and the uploader's claim on the mod id (ownership).", "type": "object", "additionalProperties": false, "required": ["schema", "submissionId", "ownerAccountId", "modId", "version", "state", "packageSha256", "validationChecks", "review", "createdAt", "updatedAt"], "$defs": { "checkResult": { "type": "object", "additionalProperties": false, "description": "One validation check. status pending/running before the worker reaches it; skipped only for a check the policy marks not required; a required check is passed or failed, never skipped.", "required": ["id", "required", "status", "reasonCode", "log"], "properties": { "id": { "type": "string", "pattern": "^[a-z][a-z0-9_]*$" }, "required": { "type": "boolean" }, "status": { "enum": ["pending", "running", "passed", "failed", "skipped"] }, "reasonCode": { "type": ["string", "null"], "pattern": "^[a-z][a-z0-9_]*$" }, "log": { "type": "array", "items": { "type": "string" } }, "startedAt": { "$ref": "../schemas/common.schema.json#/$defs/timestamp" }, "finishedAt": { "$ref": "../schemas/common.schema.json#/$defs/timestamp" } }, "if": { "properties": { "required": { "const": true } } }, "then": { "properties": { "status": { "not": { "const": "skipped" } } } } }, "decision": { "type": "object", "additionalProperties": false, "required": ["decision", "reviewerAccountId", "notes", "fromState", "toState", "decidedAt"], "properties": { "decision": { "enum": ["approve", "reject", "request_changes", "hide", "unhide"] }, "reviewerAccountId": { "type": "string", "minLength": 1 }, "notes": { "type": "string", "maxLength": 1e4 }, "fromState": { "type": "string" }, "toState": { "type": "string" }, "decidedAt": { "$ref": "../schemas/common.schema.json#/$defs/timestamp" } } } }, "properties": { "schema": { "const": "svc.upload-submission.v1" }, "submissionId": { "type": "string", "pattern": "^sub_[0-9a-z]{16,40}$", "description": "Server-chosen: sub_ followed by lower-case base36 randomness." }, "ownerAccountId": { "type": "string", "minLength": 1 }, "modId": { "$ref": "../schemas/common.schema.json#/$defs/modId" }, "version": { "$ref": "../schemas/common.schema.json#/$defs/semver" }, "state": { "enum": ["draft", "uploaded", "validating", "validation_failed", "cancelled", "pending_review", "changes_requested", "approved", "published", "rejected", "hidden", "superseded"] }, "packageSha256": { "$ref": "../schemas/common.schema.json#/$defs/sha256" }, "hashes": { "type": "object", "additionalProperties": false, "required": ["packageSha256", "metadataSha256"], "properties": { "packageSha256": { "$ref": "../schemas/common.schema.json#/$defs/sha256" }, "metadataSha256": { "$ref": "../schemas/common.schema.json#/$defs/sha256" } } }, "package": { "type": "object", "additionalProperties": false, "required": ["fileName", "sizeBytes", "contentType"], "properties": { "fileName": { "$ref": "../schemas/common.schema.json#/$defs/packageFileName" }, "sizeBytes": { "type": "integer", "minimum": 1 }, "contentType": { "enum": ["application/zip", "application/x-zip-compressed"] } } }, "source": { "type": "object", "additionalProperties": false, "required": ["kind"], "properties": { "kind": { "enum": ["upload", "pull_request", "release"] }, "pullRequestUrl": { "$ref": "../schemas/common.schema.json#/$defs/httpsUrl" }, "headSha": { "type": "string", "pattern": "^[0-9a-f]{40}$" } } }, "validationChecks": { "type": "array", "items": { "$ref": "#/$defs/checkResult" } }, "review": { "type": "object", "additionalProperties": false, "required": ["state", "decisions"], "properties": { "state": { "description": "not_ready until validation passes; pending while in the queue; then the latest decision's outcome.", "enum": ["not_ready", "pending", "approved", "changes_requested", "rejected", "hidden"] }, "decisions": { "type": "array", "items": { "$ref": "#/$defs/decision" } }, "queuePosition": { "type": ["integer", "null"], "minimum": 1, "description": "1-based position among pending_review submissions, oldest first; null when not pending." }, "medianWaitSeconds": { "type": ["integer", "null"], "minimum": 0, "description": "Median time from entering pending_review to a decision over the last 30 days; null without decisions." } } }, "detailPage": { "type": "object", "additionalProperties": false, "required": ["requirements", "satisfied"], "properties": { "requirements": { "type": "array", "items": { "type": "object", "additionalProperties": false, "required": ["id", "satisfied"], "properties": { "id": { "type": "string" }, "satisfied": { "type": "boolean" }, "message": { "type": "string" } } } }, "satisfied": { "type": "boolean" }, "pageUrl": { "$ref": "../schemas/common.schema.json#/$defs/httpUrl" } } }, "ownership": { "type": "object", "additionalProperties": false, "required": ["claim", "owners"], "description": "How the uploader stands to the mod, read from its ownership record (svc.mod-ownership.v1) when the view is made, so a moderator sees the claim before deciding. claim new_mod: the mod id is unclaimed and publishing this release makes owners (the uploader's account) its one owner; owner or collaborator: the uploader may publish the claimed mod; not_permitted: another release claimed the mod id since this upload, and its publication will be refused (forbidden). owners are the mod's owners (for new_mod, the owner the claim would make). Absent where the serving deployment cannot read ownership records (a GitHub-backed portal on Vercel, whose records live in git); never null.", "properties": { "claim": { "enum": ["new_mod", "owner", "collaborator", "not_permitted"] }, "owners": { "type": "array", "minItems": 1, "maxItems": 16, "items": { "$ref": "../schemas/mod-ownership.schema.json#/$defs/principal" } } } }, "publication": { "type": ["object", "null"], "additionalProperties": false, "required": ["packageUrl", "catalogUrl", "detailUrl", "versionsUrl", "pageUrl", "publishedAt"], "properties": { "packageUrl": { "$ref": "../schemas/common.schema.json#/$defs/httpUrl" }, "catalogUrl": { "$ref": "../schemas/common.schema.json#/$defs/httpUrl" }, "detailUrl": { "$ref": "../schemas/common.schema.json#/$defs/httpUrl" }, "versionsUrl": { "$ref": "../schemas/common.schema.json#/$defs/httpUrl" }, "pageUrl": { "$ref": "../schemas/common.schema.json#/$defs/httpUrl" }, "publishedAt": { "$ref": "../schemas/common.schema.json#/$defs/timestamp" } } }, "createdAt": { "$ref": "../schemas/common.schema.json#/$defs/timestamp" }, "updatedAt": { "$ref": "../schemas/common.schema.json#/$defs/timestamp" } } };
     var func4 = Object.prototype.hasOwnProperty;
     var func1 = require_ucs2length().default;
     var pattern271 = new RegExp("^sub_[0-9a-z]{16,40}$", "u");
@@ -38761,6 +38761,8 @@ var require_upload_submission = __commonJS({
     var pattern17 = new RegExp("^https://[^\\s]+$", "u");
     var pattern225 = new RegExp("^[0-9a-f]{40}$", "u");
     var pattern4 = new RegExp("^https?://[^\\s]+$", "u");
+    var pattern84 = new RegExp("^acct_[A-Za-z0-9_-]{8,64}$", "u");
+    var pattern16 = new RegExp("^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$", "u");
     var pattern6 = new RegExp("Z$", "u");
     var formats0 = require_formats().fullFormats.uri;
     var formats2 = require_formats().fullFormats["date-time"];
@@ -40323,20 +40325,20 @@ var require_upload_submission = __commonJS({
             errors++;
           }
         }
-        if (data.publication !== void 0) {
-          let data34 = data.publication;
-          if (!(data34 && typeof data34 == "object" && !Array.isArray(data34)) && data34 !== null) {
-            const err93 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/type", keyword: "type", params: { type: schema269.properties.publication.type }, message: "must be object,null" };
-            if (vErrors === null) {
-              vErrors = [err93];
-            } else {
-              vErrors.push(err93);
-            }
-            errors++;
-          }
+        if (data.ownership !== void 0) {
+          let data34 = data.ownership;
           if (data34 && typeof data34 == "object" && !Array.isArray(data34)) {
-            if (data34.packageUrl === void 0) {
-              const err94 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/required", keyword: "required", params: { missingProperty: "packageUrl" }, message: "must have required property 'packageUrl'" };
+            if (data34.claim === void 0) {
+              const err93 = { instancePath: instancePath + "/ownership", schemaPath: "#/properties/ownership/required", keyword: "required", params: { missingProperty: "claim" }, message: "must have required property 'claim'" };
+              if (vErrors === null) {
+                vErrors = [err93];
+              } else {
+                vErrors.push(err93);
+              }
+              errors++;
+            }
+            if (data34.owners === void 0) {
+              const err94 = { instancePath: instancePath + "/ownership", schemaPath: "#/properties/ownership/required", keyword: "required", params: { missingProperty: "owners" }, message: "must have required property 'owners'" };
               if (vErrors === null) {
                 vErrors = [err94];
               } else {
@@ -40344,134 +40346,181 @@ var require_upload_submission = __commonJS({
               }
               errors++;
             }
-            if (data34.catalogUrl === void 0) {
-              const err95 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/required", keyword: "required", params: { missingProperty: "catalogUrl" }, message: "must have required property 'catalogUrl'" };
-              if (vErrors === null) {
-                vErrors = [err95];
-              } else {
-                vErrors.push(err95);
-              }
-              errors++;
-            }
-            if (data34.detailUrl === void 0) {
-              const err96 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/required", keyword: "required", params: { missingProperty: "detailUrl" }, message: "must have required property 'detailUrl'" };
-              if (vErrors === null) {
-                vErrors = [err96];
-              } else {
-                vErrors.push(err96);
-              }
-              errors++;
-            }
-            if (data34.versionsUrl === void 0) {
-              const err97 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/required", keyword: "required", params: { missingProperty: "versionsUrl" }, message: "must have required property 'versionsUrl'" };
-              if (vErrors === null) {
-                vErrors = [err97];
-              } else {
-                vErrors.push(err97);
-              }
-              errors++;
-            }
-            if (data34.pageUrl === void 0) {
-              const err98 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/required", keyword: "required", params: { missingProperty: "pageUrl" }, message: "must have required property 'pageUrl'" };
-              if (vErrors === null) {
-                vErrors = [err98];
-              } else {
-                vErrors.push(err98);
-              }
-              errors++;
-            }
-            if (data34.publishedAt === void 0) {
-              const err99 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/required", keyword: "required", params: { missingProperty: "publishedAt" }, message: "must have required property 'publishedAt'" };
-              if (vErrors === null) {
-                vErrors = [err99];
-              } else {
-                vErrors.push(err99);
-              }
-              errors++;
-            }
             for (const key7 in data34) {
-              if (!(key7 === "packageUrl" || key7 === "catalogUrl" || key7 === "detailUrl" || key7 === "versionsUrl" || key7 === "pageUrl" || key7 === "publishedAt")) {
-                const err100 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key7 }, message: "must NOT have additional properties" };
+              if (!(key7 === "claim" || key7 === "owners")) {
+                const err95 = { instancePath: instancePath + "/ownership", schemaPath: "#/properties/ownership/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key7 }, message: "must NOT have additional properties" };
                 if (vErrors === null) {
-                  vErrors = [err100];
+                  vErrors = [err95];
                 } else {
-                  vErrors.push(err100);
+                  vErrors.push(err95);
                 }
                 errors++;
               }
             }
-            if (data34.packageUrl !== void 0) {
-              let data35 = data34.packageUrl;
-              if (typeof data35 === "string") {
-                if (func1(data35) > 2048) {
-                  const err101 = { instancePath: instancePath + "/publication/packageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/maxLength", keyword: "maxLength", params: { limit: 2048 }, message: "must NOT have more than 2048 characters" };
-                  if (vErrors === null) {
-                    vErrors = [err101];
-                  } else {
-                    vErrors.push(err101);
-                  }
-                  errors++;
-                }
-                if (!pattern4.test(data35)) {
-                  const err102 = { instancePath: instancePath + "/publication/packageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/pattern", keyword: "pattern", params: { pattern: "^https?://[^\\s]+$" }, message: 'must match pattern "^https?://[^\\s]+$"' };
-                  if (vErrors === null) {
-                    vErrors = [err102];
-                  } else {
-                    vErrors.push(err102);
-                  }
-                  errors++;
-                }
-                if (!formats0(data35)) {
-                  const err103 = { instancePath: instancePath + "/publication/packageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/format", keyword: "format", params: { format: "uri" }, message: 'must match format "uri"' };
-                  if (vErrors === null) {
-                    vErrors = [err103];
-                  } else {
-                    vErrors.push(err103);
-                  }
-                  errors++;
-                }
-              } else {
-                const err104 = { instancePath: instancePath + "/publication/packageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+            if (data34.claim !== void 0) {
+              let data35 = data34.claim;
+              if (!(data35 === "new_mod" || data35 === "owner" || data35 === "collaborator" || data35 === "not_permitted")) {
+                const err96 = { instancePath: instancePath + "/ownership/claim", schemaPath: "#/properties/ownership/properties/claim/enum", keyword: "enum", params: { allowedValues: schema269.properties.ownership.properties.claim.enum }, message: "must be equal to one of the allowed values" };
                 if (vErrors === null) {
-                  vErrors = [err104];
+                  vErrors = [err96];
                 } else {
-                  vErrors.push(err104);
+                  vErrors.push(err96);
                 }
                 errors++;
               }
             }
-            if (data34.catalogUrl !== void 0) {
-              let data36 = data34.catalogUrl;
-              if (typeof data36 === "string") {
-                if (func1(data36) > 2048) {
-                  const err105 = { instancePath: instancePath + "/publication/catalogUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/maxLength", keyword: "maxLength", params: { limit: 2048 }, message: "must NOT have more than 2048 characters" };
+            if (data34.owners !== void 0) {
+              let data36 = data34.owners;
+              if (Array.isArray(data36)) {
+                if (data36.length > 16) {
+                  const err97 = { instancePath: instancePath + "/ownership/owners", schemaPath: "#/properties/ownership/properties/owners/maxItems", keyword: "maxItems", params: { limit: 16 }, message: "must NOT have more than 16 items" };
                   if (vErrors === null) {
-                    vErrors = [err105];
+                    vErrors = [err97];
                   } else {
-                    vErrors.push(err105);
+                    vErrors.push(err97);
                   }
                   errors++;
                 }
-                if (!pattern4.test(data36)) {
-                  const err106 = { instancePath: instancePath + "/publication/catalogUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/pattern", keyword: "pattern", params: { pattern: "^https?://[^\\s]+$" }, message: 'must match pattern "^https?://[^\\s]+$"' };
+                if (data36.length < 1) {
+                  const err98 = { instancePath: instancePath + "/ownership/owners", schemaPath: "#/properties/ownership/properties/owners/minItems", keyword: "minItems", params: { limit: 1 }, message: "must NOT have fewer than 1 items" };
                   if (vErrors === null) {
-                    vErrors = [err106];
+                    vErrors = [err98];
                   } else {
-                    vErrors.push(err106);
+                    vErrors.push(err98);
                   }
                   errors++;
                 }
-                if (!formats0(data36)) {
-                  const err107 = { instancePath: instancePath + "/publication/catalogUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/format", keyword: "format", params: { format: "uri" }, message: 'must match format "uri"' };
-                  if (vErrors === null) {
-                    vErrors = [err107];
-                  } else {
-                    vErrors.push(err107);
+                const len3 = data36.length;
+                for (let i3 = 0; i3 < len3; i3++) {
+                  let data37 = data36[i3];
+                  const _errs94 = errors;
+                  let valid29 = false;
+                  let passing0 = null;
+                  const _errs95 = errors;
+                  if (data37 && typeof data37 == "object" && !Array.isArray(data37)) {
+                    if (data37.account === void 0) {
+                      const err99 = { instancePath: instancePath + "/ownership/owners/" + i3, schemaPath: "../schemas/mod-ownership.schema.json#/$defs/principal/oneOf/0/required", keyword: "required", params: { missingProperty: "account" }, message: "must have required property 'account'" };
+                      if (vErrors === null) {
+                        vErrors = [err99];
+                      } else {
+                        vErrors.push(err99);
+                      }
+                      errors++;
+                    }
                   }
-                  errors++;
+                  var _valid0 = _errs95 === errors;
+                  if (_valid0) {
+                    valid29 = true;
+                    passing0 = 0;
+                  }
+                  const _errs96 = errors;
+                  if (data37 && typeof data37 == "object" && !Array.isArray(data37)) {
+                    if (data37.github === void 0) {
+                      const err100 = { instancePath: instancePath + "/ownership/owners/" + i3, schemaPath: "../schemas/mod-ownership.schema.json#/$defs/principal/oneOf/1/required", keyword: "required", params: { missingProperty: "github" }, message: "must have required property 'github'" };
+                      if (vErrors === null) {
+                        vErrors = [err100];
+                      } else {
+                        vErrors.push(err100);
+                      }
+                      errors++;
+                    }
+                  }
+                  var _valid0 = _errs96 === errors;
+                  if (_valid0 && valid29) {
+                    valid29 = false;
+                    passing0 = [passing0, 1];
+                  } else {
+                    if (_valid0) {
+                      valid29 = true;
+                      passing0 = 1;
+                    }
+                  }
+                  if (!valid29) {
+                    const err101 = { instancePath: instancePath + "/ownership/owners/" + i3, schemaPath: "../schemas/mod-ownership.schema.json#/$defs/principal/oneOf", keyword: "oneOf", params: { passingSchemas: passing0 }, message: "must match exactly one schema in oneOf" };
+                    if (vErrors === null) {
+                      vErrors = [err101];
+                    } else {
+                      vErrors.push(err101);
+                    }
+                    errors++;
+                  } else {
+                    errors = _errs94;
+                    if (vErrors !== null) {
+                      if (_errs94) {
+                        vErrors.length = _errs94;
+                      } else {
+                        vErrors = null;
+                      }
+                    }
+                  }
+                  if (data37 && typeof data37 == "object" && !Array.isArray(data37)) {
+                    for (const key8 in data37) {
+                      if (!(key8 === "account" || key8 === "github")) {
+                        const err102 = { instancePath: instancePath + "/ownership/owners/" + i3, schemaPath: "../schemas/mod-ownership.schema.json#/$defs/principal/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key8 }, message: "must NOT have additional properties" };
+                        if (vErrors === null) {
+                          vErrors = [err102];
+                        } else {
+                          vErrors.push(err102);
+                        }
+                        errors++;
+                      }
+                    }
+                    if (data37.account !== void 0) {
+                      let data38 = data37.account;
+                      if (typeof data38 === "string") {
+                        if (!pattern84.test(data38)) {
+                          const err103 = { instancePath: instancePath + "/ownership/owners/" + i3 + "/account", schemaPath: "../schemas/mod-ownership.schema.json#/$defs/principal/properties/account/pattern", keyword: "pattern", params: { pattern: "^acct_[A-Za-z0-9_-]{8,64}$" }, message: 'must match pattern "^acct_[A-Za-z0-9_-]{8,64}$"' };
+                          if (vErrors === null) {
+                            vErrors = [err103];
+                          } else {
+                            vErrors.push(err103);
+                          }
+                          errors++;
+                        }
+                      } else {
+                        const err104 = { instancePath: instancePath + "/ownership/owners/" + i3 + "/account", schemaPath: "../schemas/mod-ownership.schema.json#/$defs/principal/properties/account/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                        if (vErrors === null) {
+                          vErrors = [err104];
+                        } else {
+                          vErrors.push(err104);
+                        }
+                        errors++;
+                      }
+                    }
+                    if (data37.github !== void 0) {
+                      let data39 = data37.github;
+                      if (typeof data39 === "string") {
+                        if (!pattern16.test(data39)) {
+                          const err105 = { instancePath: instancePath + "/ownership/owners/" + i3 + "/github", schemaPath: "../schemas/mod-ownership.schema.json#/$defs/principal/properties/github/pattern", keyword: "pattern", params: { pattern: "^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$" }, message: 'must match pattern "^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$"' };
+                          if (vErrors === null) {
+                            vErrors = [err105];
+                          } else {
+                            vErrors.push(err105);
+                          }
+                          errors++;
+                        }
+                      } else {
+                        const err106 = { instancePath: instancePath + "/ownership/owners/" + i3 + "/github", schemaPath: "../schemas/mod-ownership.schema.json#/$defs/principal/properties/github/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                        if (vErrors === null) {
+                          vErrors = [err106];
+                        } else {
+                          vErrors.push(err106);
+                        }
+                        errors++;
+                      }
+                    }
+                  } else {
+                    const err107 = { instancePath: instancePath + "/ownership/owners/" + i3, schemaPath: "../schemas/mod-ownership.schema.json#/$defs/principal/type", keyword: "type", params: { type: "object" }, message: "must be object" };
+                    if (vErrors === null) {
+                      vErrors = [err107];
+                    } else {
+                      vErrors.push(err107);
+                    }
+                    errors++;
+                  }
                 }
               } else {
-                const err108 = { instancePath: instancePath + "/publication/catalogUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                const err108 = { instancePath: instancePath + "/ownership/owners", schemaPath: "#/properties/ownership/properties/owners/type", keyword: "type", params: { type: "array" }, message: "must be array" };
                 if (vErrors === null) {
                   vErrors = [err108];
                 } else {
@@ -40480,100 +40529,98 @@ var require_upload_submission = __commonJS({
                 errors++;
               }
             }
-            if (data34.detailUrl !== void 0) {
-              let data37 = data34.detailUrl;
-              if (typeof data37 === "string") {
-                if (func1(data37) > 2048) {
-                  const err109 = { instancePath: instancePath + "/publication/detailUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/maxLength", keyword: "maxLength", params: { limit: 2048 }, message: "must NOT have more than 2048 characters" };
-                  if (vErrors === null) {
-                    vErrors = [err109];
-                  } else {
-                    vErrors.push(err109);
-                  }
-                  errors++;
-                }
-                if (!pattern4.test(data37)) {
-                  const err110 = { instancePath: instancePath + "/publication/detailUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/pattern", keyword: "pattern", params: { pattern: "^https?://[^\\s]+$" }, message: 'must match pattern "^https?://[^\\s]+$"' };
-                  if (vErrors === null) {
-                    vErrors = [err110];
-                  } else {
-                    vErrors.push(err110);
-                  }
-                  errors++;
-                }
-                if (!formats0(data37)) {
-                  const err111 = { instancePath: instancePath + "/publication/detailUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/format", keyword: "format", params: { format: "uri" }, message: 'must match format "uri"' };
-                  if (vErrors === null) {
-                    vErrors = [err111];
-                  } else {
-                    vErrors.push(err111);
-                  }
-                  errors++;
-                }
+          } else {
+            const err109 = { instancePath: instancePath + "/ownership", schemaPath: "#/properties/ownership/type", keyword: "type", params: { type: "object" }, message: "must be object" };
+            if (vErrors === null) {
+              vErrors = [err109];
+            } else {
+              vErrors.push(err109);
+            }
+            errors++;
+          }
+        }
+        if (data.publication !== void 0) {
+          let data40 = data.publication;
+          if (!(data40 && typeof data40 == "object" && !Array.isArray(data40)) && data40 !== null) {
+            const err110 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/type", keyword: "type", params: { type: schema269.properties.publication.type }, message: "must be object,null" };
+            if (vErrors === null) {
+              vErrors = [err110];
+            } else {
+              vErrors.push(err110);
+            }
+            errors++;
+          }
+          if (data40 && typeof data40 == "object" && !Array.isArray(data40)) {
+            if (data40.packageUrl === void 0) {
+              const err111 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/required", keyword: "required", params: { missingProperty: "packageUrl" }, message: "must have required property 'packageUrl'" };
+              if (vErrors === null) {
+                vErrors = [err111];
               } else {
-                const err112 = { instancePath: instancePath + "/publication/detailUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                vErrors.push(err111);
+              }
+              errors++;
+            }
+            if (data40.catalogUrl === void 0) {
+              const err112 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/required", keyword: "required", params: { missingProperty: "catalogUrl" }, message: "must have required property 'catalogUrl'" };
+              if (vErrors === null) {
+                vErrors = [err112];
+              } else {
+                vErrors.push(err112);
+              }
+              errors++;
+            }
+            if (data40.detailUrl === void 0) {
+              const err113 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/required", keyword: "required", params: { missingProperty: "detailUrl" }, message: "must have required property 'detailUrl'" };
+              if (vErrors === null) {
+                vErrors = [err113];
+              } else {
+                vErrors.push(err113);
+              }
+              errors++;
+            }
+            if (data40.versionsUrl === void 0) {
+              const err114 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/required", keyword: "required", params: { missingProperty: "versionsUrl" }, message: "must have required property 'versionsUrl'" };
+              if (vErrors === null) {
+                vErrors = [err114];
+              } else {
+                vErrors.push(err114);
+              }
+              errors++;
+            }
+            if (data40.pageUrl === void 0) {
+              const err115 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/required", keyword: "required", params: { missingProperty: "pageUrl" }, message: "must have required property 'pageUrl'" };
+              if (vErrors === null) {
+                vErrors = [err115];
+              } else {
+                vErrors.push(err115);
+              }
+              errors++;
+            }
+            if (data40.publishedAt === void 0) {
+              const err116 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/required", keyword: "required", params: { missingProperty: "publishedAt" }, message: "must have required property 'publishedAt'" };
+              if (vErrors === null) {
+                vErrors = [err116];
+              } else {
+                vErrors.push(err116);
+              }
+              errors++;
+            }
+            for (const key9 in data40) {
+              if (!(key9 === "packageUrl" || key9 === "catalogUrl" || key9 === "detailUrl" || key9 === "versionsUrl" || key9 === "pageUrl" || key9 === "publishedAt")) {
+                const err117 = { instancePath: instancePath + "/publication", schemaPath: "#/properties/publication/additionalProperties", keyword: "additionalProperties", params: { additionalProperty: key9 }, message: "must NOT have additional properties" };
                 if (vErrors === null) {
-                  vErrors = [err112];
+                  vErrors = [err117];
                 } else {
-                  vErrors.push(err112);
+                  vErrors.push(err117);
                 }
                 errors++;
               }
             }
-            if (data34.versionsUrl !== void 0) {
-              let data38 = data34.versionsUrl;
-              if (typeof data38 === "string") {
-                if (func1(data38) > 2048) {
-                  const err113 = { instancePath: instancePath + "/publication/versionsUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/maxLength", keyword: "maxLength", params: { limit: 2048 }, message: "must NOT have more than 2048 characters" };
-                  if (vErrors === null) {
-                    vErrors = [err113];
-                  } else {
-                    vErrors.push(err113);
-                  }
-                  errors++;
-                }
-                if (!pattern4.test(data38)) {
-                  const err114 = { instancePath: instancePath + "/publication/versionsUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/pattern", keyword: "pattern", params: { pattern: "^https?://[^\\s]+$" }, message: 'must match pattern "^https?://[^\\s]+$"' };
-                  if (vErrors === null) {
-                    vErrors = [err114];
-                  } else {
-                    vErrors.push(err114);
-                  }
-                  errors++;
-                }
-                if (!formats0(data38)) {
-                  const err115 = { instancePath: instancePath + "/publication/versionsUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/format", keyword: "format", params: { format: "uri" }, message: 'must match format "uri"' };
-                  if (vErrors === null) {
-                    vErrors = [err115];
-                  } else {
-                    vErrors.push(err115);
-                  }
-                  errors++;
-                }
-              } else {
-                const err116 = { instancePath: instancePath + "/publication/versionsUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/type", keyword: "type", params: { type: "string" }, message: "must be string" };
-                if (vErrors === null) {
-                  vErrors = [err116];
-                } else {
-                  vErrors.push(err116);
-                }
-                errors++;
-              }
-            }
-            if (data34.pageUrl !== void 0) {
-              let data39 = data34.pageUrl;
-              if (typeof data39 === "string") {
-                if (func1(data39) > 2048) {
-                  const err117 = { instancePath: instancePath + "/publication/pageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/maxLength", keyword: "maxLength", params: { limit: 2048 }, message: "must NOT have more than 2048 characters" };
-                  if (vErrors === null) {
-                    vErrors = [err117];
-                  } else {
-                    vErrors.push(err117);
-                  }
-                  errors++;
-                }
-                if (!pattern4.test(data39)) {
-                  const err118 = { instancePath: instancePath + "/publication/pageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/pattern", keyword: "pattern", params: { pattern: "^https?://[^\\s]+$" }, message: 'must match pattern "^https?://[^\\s]+$"' };
+            if (data40.packageUrl !== void 0) {
+              let data41 = data40.packageUrl;
+              if (typeof data41 === "string") {
+                if (func1(data41) > 2048) {
+                  const err118 = { instancePath: instancePath + "/publication/packageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/maxLength", keyword: "maxLength", params: { limit: 2048 }, message: "must NOT have more than 2048 characters" };
                   if (vErrors === null) {
                     vErrors = [err118];
                   } else {
@@ -40581,8 +40628,8 @@ var require_upload_submission = __commonJS({
                   }
                   errors++;
                 }
-                if (!formats0(data39)) {
-                  const err119 = { instancePath: instancePath + "/publication/pageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/format", keyword: "format", params: { format: "uri" }, message: 'must match format "uri"' };
+                if (!pattern4.test(data41)) {
+                  const err119 = { instancePath: instancePath + "/publication/packageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/pattern", keyword: "pattern", params: { pattern: "^https?://[^\\s]+$" }, message: 'must match pattern "^https?://[^\\s]+$"' };
                   if (vErrors === null) {
                     vErrors = [err119];
                   } else {
@@ -40590,30 +40637,30 @@ var require_upload_submission = __commonJS({
                   }
                   errors++;
                 }
+                if (!formats0(data41)) {
+                  const err120 = { instancePath: instancePath + "/publication/packageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/format", keyword: "format", params: { format: "uri" }, message: 'must match format "uri"' };
+                  if (vErrors === null) {
+                    vErrors = [err120];
+                  } else {
+                    vErrors.push(err120);
+                  }
+                  errors++;
+                }
               } else {
-                const err120 = { instancePath: instancePath + "/publication/pageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                const err121 = { instancePath: instancePath + "/publication/packageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/type", keyword: "type", params: { type: "string" }, message: "must be string" };
                 if (vErrors === null) {
-                  vErrors = [err120];
+                  vErrors = [err121];
                 } else {
-                  vErrors.push(err120);
+                  vErrors.push(err121);
                 }
                 errors++;
               }
             }
-            if (data34.publishedAt !== void 0) {
-              let data40 = data34.publishedAt;
-              if (typeof data40 === "string") {
-                if (!pattern6.test(data40)) {
-                  const err121 = { instancePath: instancePath + "/publication/publishedAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/pattern", keyword: "pattern", params: { pattern: "Z$" }, message: 'must match pattern "Z$"' };
-                  if (vErrors === null) {
-                    vErrors = [err121];
-                  } else {
-                    vErrors.push(err121);
-                  }
-                  errors++;
-                }
-                if (!formats2.validate(data40)) {
-                  const err122 = { instancePath: instancePath + "/publication/publishedAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/format", keyword: "format", params: { format: "date-time" }, message: 'must match format "date-time"' };
+            if (data40.catalogUrl !== void 0) {
+              let data42 = data40.catalogUrl;
+              if (typeof data42 === "string") {
+                if (func1(data42) > 2048) {
+                  const err122 = { instancePath: instancePath + "/publication/catalogUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/maxLength", keyword: "maxLength", params: { limit: 2048 }, message: "must NOT have more than 2048 characters" };
                   if (vErrors === null) {
                     vErrors = [err122];
                   } else {
@@ -40621,12 +40668,181 @@ var require_upload_submission = __commonJS({
                   }
                   errors++;
                 }
+                if (!pattern4.test(data42)) {
+                  const err123 = { instancePath: instancePath + "/publication/catalogUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/pattern", keyword: "pattern", params: { pattern: "^https?://[^\\s]+$" }, message: 'must match pattern "^https?://[^\\s]+$"' };
+                  if (vErrors === null) {
+                    vErrors = [err123];
+                  } else {
+                    vErrors.push(err123);
+                  }
+                  errors++;
+                }
+                if (!formats0(data42)) {
+                  const err124 = { instancePath: instancePath + "/publication/catalogUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/format", keyword: "format", params: { format: "uri" }, message: 'must match format "uri"' };
+                  if (vErrors === null) {
+                    vErrors = [err124];
+                  } else {
+                    vErrors.push(err124);
+                  }
+                  errors++;
+                }
               } else {
-                const err123 = { instancePath: instancePath + "/publication/publishedAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                const err125 = { instancePath: instancePath + "/publication/catalogUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/type", keyword: "type", params: { type: "string" }, message: "must be string" };
                 if (vErrors === null) {
-                  vErrors = [err123];
+                  vErrors = [err125];
                 } else {
-                  vErrors.push(err123);
+                  vErrors.push(err125);
+                }
+                errors++;
+              }
+            }
+            if (data40.detailUrl !== void 0) {
+              let data43 = data40.detailUrl;
+              if (typeof data43 === "string") {
+                if (func1(data43) > 2048) {
+                  const err126 = { instancePath: instancePath + "/publication/detailUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/maxLength", keyword: "maxLength", params: { limit: 2048 }, message: "must NOT have more than 2048 characters" };
+                  if (vErrors === null) {
+                    vErrors = [err126];
+                  } else {
+                    vErrors.push(err126);
+                  }
+                  errors++;
+                }
+                if (!pattern4.test(data43)) {
+                  const err127 = { instancePath: instancePath + "/publication/detailUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/pattern", keyword: "pattern", params: { pattern: "^https?://[^\\s]+$" }, message: 'must match pattern "^https?://[^\\s]+$"' };
+                  if (vErrors === null) {
+                    vErrors = [err127];
+                  } else {
+                    vErrors.push(err127);
+                  }
+                  errors++;
+                }
+                if (!formats0(data43)) {
+                  const err128 = { instancePath: instancePath + "/publication/detailUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/format", keyword: "format", params: { format: "uri" }, message: 'must match format "uri"' };
+                  if (vErrors === null) {
+                    vErrors = [err128];
+                  } else {
+                    vErrors.push(err128);
+                  }
+                  errors++;
+                }
+              } else {
+                const err129 = { instancePath: instancePath + "/publication/detailUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                if (vErrors === null) {
+                  vErrors = [err129];
+                } else {
+                  vErrors.push(err129);
+                }
+                errors++;
+              }
+            }
+            if (data40.versionsUrl !== void 0) {
+              let data44 = data40.versionsUrl;
+              if (typeof data44 === "string") {
+                if (func1(data44) > 2048) {
+                  const err130 = { instancePath: instancePath + "/publication/versionsUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/maxLength", keyword: "maxLength", params: { limit: 2048 }, message: "must NOT have more than 2048 characters" };
+                  if (vErrors === null) {
+                    vErrors = [err130];
+                  } else {
+                    vErrors.push(err130);
+                  }
+                  errors++;
+                }
+                if (!pattern4.test(data44)) {
+                  const err131 = { instancePath: instancePath + "/publication/versionsUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/pattern", keyword: "pattern", params: { pattern: "^https?://[^\\s]+$" }, message: 'must match pattern "^https?://[^\\s]+$"' };
+                  if (vErrors === null) {
+                    vErrors = [err131];
+                  } else {
+                    vErrors.push(err131);
+                  }
+                  errors++;
+                }
+                if (!formats0(data44)) {
+                  const err132 = { instancePath: instancePath + "/publication/versionsUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/format", keyword: "format", params: { format: "uri" }, message: 'must match format "uri"' };
+                  if (vErrors === null) {
+                    vErrors = [err132];
+                  } else {
+                    vErrors.push(err132);
+                  }
+                  errors++;
+                }
+              } else {
+                const err133 = { instancePath: instancePath + "/publication/versionsUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                if (vErrors === null) {
+                  vErrors = [err133];
+                } else {
+                  vErrors.push(err133);
+                }
+                errors++;
+              }
+            }
+            if (data40.pageUrl !== void 0) {
+              let data45 = data40.pageUrl;
+              if (typeof data45 === "string") {
+                if (func1(data45) > 2048) {
+                  const err134 = { instancePath: instancePath + "/publication/pageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/maxLength", keyword: "maxLength", params: { limit: 2048 }, message: "must NOT have more than 2048 characters" };
+                  if (vErrors === null) {
+                    vErrors = [err134];
+                  } else {
+                    vErrors.push(err134);
+                  }
+                  errors++;
+                }
+                if (!pattern4.test(data45)) {
+                  const err135 = { instancePath: instancePath + "/publication/pageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/pattern", keyword: "pattern", params: { pattern: "^https?://[^\\s]+$" }, message: 'must match pattern "^https?://[^\\s]+$"' };
+                  if (vErrors === null) {
+                    vErrors = [err135];
+                  } else {
+                    vErrors.push(err135);
+                  }
+                  errors++;
+                }
+                if (!formats0(data45)) {
+                  const err136 = { instancePath: instancePath + "/publication/pageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/format", keyword: "format", params: { format: "uri" }, message: 'must match format "uri"' };
+                  if (vErrors === null) {
+                    vErrors = [err136];
+                  } else {
+                    vErrors.push(err136);
+                  }
+                  errors++;
+                }
+              } else {
+                const err137 = { instancePath: instancePath + "/publication/pageUrl", schemaPath: "../schemas/common.schema.json#/$defs/httpUrl/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                if (vErrors === null) {
+                  vErrors = [err137];
+                } else {
+                  vErrors.push(err137);
+                }
+                errors++;
+              }
+            }
+            if (data40.publishedAt !== void 0) {
+              let data46 = data40.publishedAt;
+              if (typeof data46 === "string") {
+                if (!pattern6.test(data46)) {
+                  const err138 = { instancePath: instancePath + "/publication/publishedAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/pattern", keyword: "pattern", params: { pattern: "Z$" }, message: 'must match pattern "Z$"' };
+                  if (vErrors === null) {
+                    vErrors = [err138];
+                  } else {
+                    vErrors.push(err138);
+                  }
+                  errors++;
+                }
+                if (!formats2.validate(data46)) {
+                  const err139 = { instancePath: instancePath + "/publication/publishedAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/format", keyword: "format", params: { format: "date-time" }, message: 'must match format "date-time"' };
+                  if (vErrors === null) {
+                    vErrors = [err139];
+                  } else {
+                    vErrors.push(err139);
+                  }
+                  errors++;
+                }
+              } else {
+                const err140 = { instancePath: instancePath + "/publication/publishedAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+                if (vErrors === null) {
+                  vErrors = [err140];
+                } else {
+                  vErrors.push(err140);
                 }
                 errors++;
               }
@@ -40634,73 +40850,73 @@ var require_upload_submission = __commonJS({
           }
         }
         if (data.createdAt !== void 0) {
-          let data41 = data.createdAt;
-          if (typeof data41 === "string") {
-            if (!pattern6.test(data41)) {
-              const err124 = { instancePath: instancePath + "/createdAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/pattern", keyword: "pattern", params: { pattern: "Z$" }, message: 'must match pattern "Z$"' };
+          let data47 = data.createdAt;
+          if (typeof data47 === "string") {
+            if (!pattern6.test(data47)) {
+              const err141 = { instancePath: instancePath + "/createdAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/pattern", keyword: "pattern", params: { pattern: "Z$" }, message: 'must match pattern "Z$"' };
               if (vErrors === null) {
-                vErrors = [err124];
+                vErrors = [err141];
               } else {
-                vErrors.push(err124);
+                vErrors.push(err141);
               }
               errors++;
             }
-            if (!formats2.validate(data41)) {
-              const err125 = { instancePath: instancePath + "/createdAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/format", keyword: "format", params: { format: "date-time" }, message: 'must match format "date-time"' };
+            if (!formats2.validate(data47)) {
+              const err142 = { instancePath: instancePath + "/createdAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/format", keyword: "format", params: { format: "date-time" }, message: 'must match format "date-time"' };
               if (vErrors === null) {
-                vErrors = [err125];
+                vErrors = [err142];
               } else {
-                vErrors.push(err125);
+                vErrors.push(err142);
               }
               errors++;
             }
           } else {
-            const err126 = { instancePath: instancePath + "/createdAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+            const err143 = { instancePath: instancePath + "/createdAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/type", keyword: "type", params: { type: "string" }, message: "must be string" };
             if (vErrors === null) {
-              vErrors = [err126];
+              vErrors = [err143];
             } else {
-              vErrors.push(err126);
+              vErrors.push(err143);
             }
             errors++;
           }
         }
         if (data.updatedAt !== void 0) {
-          let data42 = data.updatedAt;
-          if (typeof data42 === "string") {
-            if (!pattern6.test(data42)) {
-              const err127 = { instancePath: instancePath + "/updatedAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/pattern", keyword: "pattern", params: { pattern: "Z$" }, message: 'must match pattern "Z$"' };
+          let data48 = data.updatedAt;
+          if (typeof data48 === "string") {
+            if (!pattern6.test(data48)) {
+              const err144 = { instancePath: instancePath + "/updatedAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/pattern", keyword: "pattern", params: { pattern: "Z$" }, message: 'must match pattern "Z$"' };
               if (vErrors === null) {
-                vErrors = [err127];
+                vErrors = [err144];
               } else {
-                vErrors.push(err127);
+                vErrors.push(err144);
               }
               errors++;
             }
-            if (!formats2.validate(data42)) {
-              const err128 = { instancePath: instancePath + "/updatedAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/format", keyword: "format", params: { format: "date-time" }, message: 'must match format "date-time"' };
+            if (!formats2.validate(data48)) {
+              const err145 = { instancePath: instancePath + "/updatedAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/format", keyword: "format", params: { format: "date-time" }, message: 'must match format "date-time"' };
               if (vErrors === null) {
-                vErrors = [err128];
+                vErrors = [err145];
               } else {
-                vErrors.push(err128);
+                vErrors.push(err145);
               }
               errors++;
             }
           } else {
-            const err129 = { instancePath: instancePath + "/updatedAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/type", keyword: "type", params: { type: "string" }, message: "must be string" };
+            const err146 = { instancePath: instancePath + "/updatedAt", schemaPath: "../schemas/common.schema.json#/$defs/timestamp/type", keyword: "type", params: { type: "string" }, message: "must be string" };
             if (vErrors === null) {
-              vErrors = [err129];
+              vErrors = [err146];
             } else {
-              vErrors.push(err129);
+              vErrors.push(err146);
             }
             errors++;
           }
         }
       } else {
-        const err130 = { instancePath, schemaPath: "#/type", keyword: "type", params: { type: "object" }, message: "must be object" };
+        const err147 = { instancePath, schemaPath: "#/type", keyword: "type", params: { type: "object" }, message: "must be object" };
         if (vErrors === null) {
-          vErrors = [err130];
+          vErrors = [err147];
         } else {
-          vErrors.push(err130);
+          vErrors.push(err147);
         }
         errors++;
       }
@@ -89234,6 +89450,7 @@ var http = (status, meaning) => ({ status, scope: "http", meaning });
 var manager = (meaning, status = 502) => ({ status, scope: "manager", meaning });
 var github = (meaning, status = 500) => ({ status, scope: "github", meaning });
 var cli = (meaning) => ({ status: 400, scope: "cli", meaning });
+var local = (meaning, status = 500) => ({ status, scope: "local", meaning });
 var ERROR_CODES = {
   invalid_request: http(400, "the request is malformed (a missing or invalid parameter)"),
   invalid_payload: http(400, "the body or a document does not match its schema"),
@@ -89286,12 +89503,23 @@ var ERROR_CODES = {
   catalog_rollback: manager("the mirror offers older signed metadata than the client already trusts"),
   metadata_expired: manager("signed metadata has expired"),
   artifact_mismatch: manager("a download differs from its signed length or sha256"),
-  path_escape: manager("an archive entry would be written outside the install folder"),
+  path_escape: manager("an archive entry or a signed file name would be written outside its folder"),
   file_hash_mismatch: manager("the package's files differ from the signed per-file hashes"),
   archive_invalid: manager("the package archive is not safe to extract"),
   target_unknown: manager("the signed metadata does not list this file", 404),
   dependency_unresolved: manager("no published version satisfies a requirement", 404),
   download_failed: manager("a download failed"),
+  response_too_large: manager(
+    "a mirror's response runs past its signed length or the documented cap (the endless-data attack)"
+  ),
+  connect_timeout: manager("the mirror did not answer within the connect timeout"),
+  download_stalled: manager(
+    "a download brought less than the idle timeout asks for in a window (the slow-retrieval attack)"
+  ),
+  symlink_in_install: manager(
+    "a folder or file inside the installation is a symbolic link; svc never follows one",
+    500
+  ),
   install_damaged: manager("installed files differ from the install manifest", 500),
   install_missing: manager("nothing is installed in this folder", 404),
   tuf_key_invalid: manager("a TUF key file is malformed or inconsistent", 500),
@@ -89312,6 +89540,7 @@ var ERROR_CODES = {
   visibility_state_mismatch: github("the release is not in a state this visibility change applies to", 409),
   app_config_invalid: github("the GitHub App's id or private key is malformed"),
   app_not_installed: github("the GitHub App is not installed on the portal repository", 502),
+  address_in_use: local("svc serve's host and port are taken by another process; nothing was left running"),
   usage_invalid: cli("the command line is invalid (unknown flag, missing argument)"),
   package_unreadable: cli("--package names no readable file"),
   metadata_unreadable: cli("--metadata names no readable file"),

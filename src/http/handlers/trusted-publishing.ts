@@ -30,20 +30,25 @@ export const trustedPublishingExchange: Handler = async (req, res, route, app) =
     });
   } catch (error) {
     if (isSvcError(error) && EXCHANGE_REFUSALS.has(error.code)) {
-      // Budgeted like every refusal (per client and code), so forged tokens cannot flood the log.
-      await accountsOf(app).recordRefusal({
-        code: error.code,
-        status: error.status,
-        method: req.method ?? "POST",
-        endpointId: route.endpoint.id,
-        ip: clientIpOf(req, app),
-        actorAccountId: null,
-        metadata: {
-          modId: body.modId,
-          claim: (error.details as { claim?: string } | undefined)?.claim ?? null,
-          claimed: claimedRun(body.token),
-        },
-      });
+      // Budgeted like every refusal (per client and code), so forged tokens cannot flood the log;
+      // a failure to record never changes the answer.
+      await accountsOf(app)
+        .recordRefusal({
+          code: error.code,
+          status: error.status,
+          method: req.method ?? "POST",
+          endpointId: route.endpoint.id,
+          ip: clientIpOf(req, app),
+          actorAccountId: null,
+          metadata: {
+            modId: body.modId,
+            claim: (error.details as { claim?: string } | undefined)?.claim ?? null,
+            claimed: claimedRun(body.token),
+          },
+        })
+        .catch((failure: Error) =>
+          app.log(`refusal audit failed for ${route.endpoint.id}: ${failure.message}`),
+        );
     }
     throw error;
   }
