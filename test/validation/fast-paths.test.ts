@@ -26,8 +26,8 @@ function entryNamed(name: string): ZipEntry {
     dataOffset: 30,
     endOffset: 31,
     versionMadeBy: (3 << 8) | 20,
-    externalAttributes: (0o100644 << 16) >>> 0,
-    unixMode: 0o100644,
+    externalAttributes: ((name.endsWith("/") ? 0o040755 : 0o100644) << 16) >>> 0,
+    unixMode: name.endsWith("/") ? 0o040755 : 0o100644,
     isDirectory: name.endsWith("/"),
     unicodePathName: null,
   };
@@ -129,7 +129,7 @@ describe("clean-name shortcut in analyzeName", () => {
   names.add("a".repeat(201));
   names.add(`${"b/".repeat(99)}c`);
 
-  it("answers exactly like every rule applied, for files, folders, links and mismatched names", () => {
+  it("answers exactly like every rule applied, for files, folders, links, unsafe modes and mismatched names or types", () => {
     let clean = 0;
     let compared = 0;
     for (const name of names) {
@@ -138,6 +138,14 @@ describe("clean-name shortcut in analyzeName", () => {
         { ...entryNamed(name), isDirectory: true },
         { ...entryNamed(name), unixMode: 0o120777, externalAttributes: (0o120777 << 16) >>> 0 },
         { ...entryNamed(name), unixMode: 0o010644 },
+        { ...entryNamed(name), unixMode: 0o104755 },
+        { ...entryNamed(name), unixMode: 0o100666 },
+        { ...entryNamed(name), unixMode: 0o041777 },
+        { ...entryNamed(name), unixMode: 0o040755 },
+        { ...entryNamed(name), unixMode: 0o100644 },
+        { ...entryNamed(name), unixMode: 0o000644 },
+        { ...entryNamed(name), unixMode: null, externalAttributes: 0x10 },
+        { ...entryNamed(name), unixMode: null, externalAttributes: 0x20 },
         { ...entryNamed(name), unixMode: null },
         { ...entryNamed(name), unicodePathName: `${name}x` },
         { ...entryNamed(name), unicodePathName: name },

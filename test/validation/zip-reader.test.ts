@@ -8,7 +8,7 @@ import { crc32, crc32Table, hasNativeCrc32 } from "../../src/validation/zip/crc3
 import { analyzeCollisions, analyzeName } from "../../src/validation/zip/names.ts";
 import { inflateEntry, readZipStructure, type ZipCaps } from "../../src/validation/zip/reader.ts";
 import { sniffFileType } from "../../src/validation/zip/sniff.ts";
-import { buildZip, fakeElf, fakePe, fakePng } from "./zip-builder.ts";
+import { buildZip, extraBlock, fakeElf, fakePe, fakePng } from "./zip-builder.ts";
 
 const caps: ZipCaps = {
   maxEntries: 100,
@@ -108,6 +108,17 @@ describe("readZipStructure on good archives", () => {
     expect(s.findings).toEqual([]);
     expect(inflateEntry(bytes, s.entries[0]!).ok).toBe(true);
   });
+
+  it("accepts a descriptor's local header that keeps the sizes it knew (libarchive writes the uncompressed size)", () => {
+    const data = "abc".repeat(50);
+    expect(
+      codes(buildZip([{ name: "a.txt", data, dataDescriptor: true, local: { uncompressedSize: 150 } }])),
+    ).toEqual([]);
+    // A value that is neither the placeholder 0 nor the central one still disagrees.
+    expect(
+      codes(buildZip([{ name: "a.txt", data, dataDescriptor: true, local: { uncompressedSize: 149 } }])),
+    ).toEqual(["local_header_mismatch"]);
+  });
 });
 
 describe("readZipStructure refuses bad structure", () => {
@@ -201,6 +212,24 @@ describe("readZipStructure refuses bad structure", () => {
       const found = codes(buildZip([{ name: "a.txt", data: "hello hello hello", local }]));
       expect(found, JSON.stringify(local)).toContain("local_header_mismatch");
     }
+  });
+
+  it("extra fields past the first read of a local header are checked the same way", () => {
+    // The windowed reader reads 256 bytes past a local header's name first; these fields run past it.
+    const name = `${"d".repeat(250)}.txt`;
+    const path = extraBlock.unicodePath(name, name);
+    expect(codes(buildZip([{ name, data: "x", extra: path }]))).toEqual([]);
+    const late = Buffer.concat([
+      extraBlock.raw(0x5455, Buffer.from([0])),
+      path,
+      extraBlock.raw(0x756e, Buffer.alloc(10)),
+    ]);
+    expect(codes(buildZip([{ name, data: "x", local: { extra: late } }]))).toEqual([
+      "zip_extra_field_unsupported",
+    ]);
+    const other = extraBlock.unicodePath(name, `${"e".repeat(250)}.txt`);
+    const s = readZipStructure(buildZip([{ name, data: "x", local: { extra: other } }]), caps);
+    expect(s.entries[0]!.unicodePathName).toBe(`${"e".repeat(250)}.txt`);
   });
 
   it("overlapping entries (one local file shared by many central records)", () => {
@@ -337,6 +366,23 @@ describe("name safety", () => {
     extra.writeUInt8(1, 4);
     text.copy(extra, 9);
     expect(nameCodes("readme.txt", { extra })).toEqual(["name_field_mismatch"]);
+  });
+
+  it("unsafe modes and types the name does not say", () => {
+    expect(nameCodes("a.dll", { unixMode: 0o104755 })).toEqual(["unsafe_file_mode"]);
+    expect(nameCodes("a.txt", { unixMode: 0o100666 })).toEqual(["unsafe_file_mode"]);
+    expect(nameCodes("a.txt", { unixMode: 0o102644 })).toEqual(["unsafe_file_mode"]);
+    expect(nameCodes("a/", { data: "", unixMode: 0o041755 })).toEqual(["unsafe_file_mode"]);
+    expect(nameCodes("a", { data: "", unixMode: 0o040755 })).toEqual(["entry_type_mismatch"]);
+    expect(nameCodes("a/", { data: "", unixMode: 0o100644 })).toEqual(["entry_type_mismatch"]);
+    expect(nameCodes("a", { data: "", madeBy: 0x0014, externalAttributes: 0x10 })).toEqual([
+      "entry_type_mismatch",
+    ]);
+    // Executable and group-writable files, MS-DOS folders with their '/', mode-less entries pass.
+    expect(nameCodes("a.exe", { unixMode: 0o100775 })).toEqual([]);
+    expect(nameCodes("a/", { data: "", madeBy: 0x0014, externalAttributes: 0x10 })).toEqual([]);
+    expect(nameCodes("a.txt", { madeBy: 0x0014, externalAttributes: 0x20 })).toEqual([]);
+    expect(nameCodes("a.txt", { unixMode: 0o000644 })).toEqual([]);
   });
 
   it("collisions: duplicates, case twins, NFC twins, file/folder", () => {

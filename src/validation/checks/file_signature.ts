@@ -53,6 +53,21 @@ export const fileSignature = {
         "A local file header disagrees with its central directory record (name, method, flags, CRC or sizes).",
       fix: "Rebuild the ZIP with a standard tool; this is a classic smuggling technique.",
     },
+    zip_extra_field_invalid: {
+      meaning:
+        "An entry's extra field is malformed: a block runs past the field, bytes are left over, a block appears twice, or an accepted block (NTFS, timestamp, Info-ZIP Unix, Unicode Path, JAR marker) is not in its standard form. Extractors parse such a field differently (Python refuses the archive, bsdtar the entry).",
+      fix: "Rebuild the ZIP with a standard tool (zip, 7-Zip, bsdtar, Windows 'Send to compressed folder').",
+    },
+    zip_extra_field_unsupported: {
+      meaning:
+        "An entry carries an extra field block svc does not accept: ASi Unix (0x756e) or PKWARE Unix (0x000d), which carry a mode and link target of their own, libarchive's 'xl' (0x6c78), from which bsdtar takes the type and mode, a Unicode Comment in a local header, or any block other than NTFS, extended timestamp, Info-ZIP Unix, Unicode Path or Comment and the JAR marker.",
+      fix: "Rebuild the ZIP with a standard tool; do not add Unix symlink, mode or vendor extra fields.",
+    },
+    zip_extra_field_mismatch: {
+      meaning:
+        "An entry's local header and central directory carry the same extra field block with different content (owner, times), or a Unicode Comment block differs from the entry comment: bsdtar and unzip read the local header, 7-Zip the central directory.",
+      fix: "Rebuild the ZIP with a standard tool; this is a smuggling technique.",
+    },
     data_before_first_entry: {
       meaning: "Bytes precede the first entry (a self-extractor stub or a polyglot file).",
       fix: "Upload a plain ZIP, not a self-extracting archive.",

@@ -71,7 +71,8 @@ export const zipPathSafety = {
       fix: "Rebuild the ZIP with a tool that writes UTF-8 names (sets general purpose flag bit 11).",
     },
     name_field_mismatch: {
-      meaning: "An Info-ZIP Unicode path extra field names the entry differently from its header name.",
+      meaning:
+        "An Info-ZIP Unicode Path extra field (0x7075) in the local header or the central directory names the entry differently from its header name: bsdtar renames the entry from either header, unzip and 7-Zip from the central one, Python never.",
       fix: "Rebuild the ZIP with a standard tool.",
     },
     duplicate_entry_name: {
@@ -91,8 +92,19 @@ export const zipPathSafety = {
       fix: "Rename the file or the folder.",
     },
     symlink_entry: {
-      meaning: "An entry is a symbolic link (or another special file) in its Unix mode bits.",
+      meaning:
+        "An entry is a symbolic link (or a device, FIFO or socket) in the Unix mode of its external attributes; bsdtar, unzip and 7-Zip create the link.",
       fix: "Replace links with the real files.",
+    },
+    unsafe_file_mode: {
+      meaning:
+        "An entry's Unix mode is setuid, setgid, sticky or world-writable; extractors apply it as it is (bsdtar run as root keeps setuid).",
+      fix: "Rebuild the ZIP from files with ordinary permissions (for example chmod -R u=rwX,go=rX before zipping).",
+    },
+    entry_type_mismatch: {
+      meaning:
+        "An entry's attributes give it another type than its name: a folder mode or the MS-DOS folder bit without a trailing '/' (bsdtar and 7-Zip make a folder, unzip and Python a file), or a regular-file mode on a name ending with '/'.",
+      fix: "Rebuild the ZIP with a standard tool.",
     },
     native_binary_outside_allowed_directory: {
       meaning:

@@ -1,5 +1,11 @@
 import type { ZipCaps, ZipEntry, ZipFinding } from "./reader.ts";
-import { isSpecialFile, isSymlink } from "./reader.ts";
+import {
+  hasOrdinaryAttributes,
+  isSpecialFile,
+  isSymlink,
+  typeDisagreesWithName,
+  UNSAFE_MODE_BITS,
+} from "./reader.ts";
 
 /**
  * Name safety: an archive name must be usable as the same relative path on Windows, macOS and Linux,
@@ -72,8 +78,7 @@ function isCleanPlainName(entry: ZipEntry, caps: Pick<ZipCaps, "maxNameBytes" | 
     entry.unicodePathName !== null ||
     entry.rawName.length > caps.maxNameBytes ||
     name.length === 0 ||
-    isSymlink(entry) ||
-    isSpecialFile(entry) ||
+    !hasOrdinaryAttributes(entry) ||
     !PLAIN_NAME.test(name)
   )
     return false;
@@ -180,8 +185,29 @@ export function analyzeNameFully(
   if (segments.length > caps.maxPathDepth) {
     add("path_too_deep", `path is ${segments.length} levels deep; the cap is ${caps.maxPathDepth}`);
   }
+  // A link's own permission bits mean nothing (Linux shows every link as 0777): the link is the finding.
+  const special = isSpecialFile(entry);
   if (isSymlink(entry)) add("symlink_entry", "entry is a symbolic link");
-  else if (isSpecialFile(entry)) add("symlink_entry", "entry is a special file (device, FIFO or socket)");
+  else if (special) add("symlink_entry", "entry is a special file (device, FIFO or socket)");
+  const unsafeBits = special ? 0 : (entry.unixMode ?? 0) & UNSAFE_MODE_BITS;
+  if (unsafeBits) {
+    const what = [
+      [0o4000, "setuid"],
+      [0o2000, "setgid"],
+      [0o1000, "sticky"],
+      [0o0002, "world-writable"],
+    ] as const;
+    const bits = what.filter(([bit]) => unsafeBits & bit).map(([, word]) => word);
+    add("unsafe_file_mode", `mode ${entry.unixMode!.toString(8).padStart(6, "0")} is ${bits.join(", ")}`);
+  }
+  if (typeDisagreesWithName(entry)) {
+    add(
+      "entry_type_mismatch",
+      name.endsWith("/")
+        ? "its attributes say regular file but the name ends with '/'"
+        : "its attributes say folder but the name has no trailing '/' (some extractors make a file, others a folder)",
+    );
+  }
   return found;
 }
 

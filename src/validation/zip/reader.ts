@@ -1,6 +1,7 @@
 import * as zlib from "node:zlib";
 import type { ReasonCode } from "../checks/index.ts";
 import { crc32 } from "./crc32.ts";
+import { ExtraFieldChecker } from "./extra-fields.ts";
 
 /** Random access to the package bytes: a Buffer in memory, or positional reads from an open file. */
 export interface ByteSource {
@@ -88,7 +89,10 @@ export interface ZipEntry {
   /** Unix st_mode when the entry was made on Unix, else null. */
   unixMode: number | null;
   isDirectory: boolean;
-  /** Name from an Info-ZIP Unicode Path extra field (0x7075), when present. */
+  /**
+   * The name an Info-ZIP Unicode Path extra field (0x7075) of either header gives the entry, when
+   * it is not the header name byte for byte (the central record's first); null otherwise.
+   */
   unicodePathName: string | null;
 }
 
@@ -352,6 +356,7 @@ export function readZipStructure(input: Buffer | ByteSource, caps: ZipCaps): Zip
   const entries: ZipEntry[] = [];
   const cdEnd = cdOffset + cdSize;
   const cd = View.of(source, cdOffset, cdSize);
+  const extras = new ExtraFieldChecker(cd.buf, findings, totalEntries);
   let p = cdOffset;
   let totalCompressed = 0;
   let totalUncompressed = 0;
@@ -411,24 +416,16 @@ export function readZipStructure(input: Buffer | ByteSource, caps: ZipCaps): Zip
     const unixMode = UNIX_MODE_HOSTS.has(platform) || upperAttributes !== 0 ? upperAttributes : null;
     const isDirectory = name.endsWith("/") || (unixMode !== null && (unixMode & S_IFMT) === S_IFDIR);
 
-    let unicodePathName: string | null = null;
-    let zip64Extra = false;
-    for (let e = extraStart; e + 4 <= extraEnd; ) {
-      const id = cd.u16(e);
-      const size = cd.u16(e + 2);
-      if (id === 0x0001) zip64Extra = true;
-      if (id === 0x7075 && size >= 5 && e + 4 + size <= extraEnd) {
-        try {
-          unicodePathName = utf8.decode(cd.slice(e + 9, e + 4 + size));
-        } catch {
-          unicodePathName = "\uFFFD";
-        }
-      }
-      e += 4 + size;
-    }
+    const unicodePathName = extras.checkCentral(
+      index,
+      extraStart - cd.base,
+      extraEnd - cd.base,
+      recordEnd - cd.base,
+      rawName,
+      label,
+    );
 
     if (
-      zip64Extra ||
       compressedSize === 0xffffffff ||
       uncompressedSize === 0xffffffff ||
       localHeaderOffset === 0xffffffff
@@ -549,7 +546,7 @@ export function readZipStructure(input: Buffer | ByteSource, caps: ZipCaps): Zip
     });
   }
 
-  checkLocalHeaders(source, entries, cdOffset, findings);
+  checkLocalHeaders(source, entries, cdOffset, extras, findings);
 
   return {
     entries,
@@ -566,6 +563,7 @@ function checkLocalHeaders(
   source: ByteSource,
   entries: ZipEntry[],
   cdOffset: number,
+  extras: ExtraFieldChecker,
   findings: ZipFinding[],
 ): void {
   // A source in memory is read through one view of all its bytes; otherwise a window per header.
@@ -604,16 +602,15 @@ function checkLocalHeaders(
     }
     if (!bytes.has(o, LOCAL_SIZE + nameLength + extraLength))
       bytes = View.of(source, o, LOCAL_SIZE + nameLength + extraLength);
-    for (let e = o + LOCAL_SIZE + nameLength; e + 4 <= dataOffset; e += 4 + bytes.u16(e + 2)) {
-      if (bytes.u16(e) === 0x0001) {
-        findings.push({
-          code: "zip64_unsupported",
-          entry: label,
-          message: `${label}: local header carries ZIP64 sizes`,
-        });
-        break;
-      }
-    }
+    const localPathName = extras.checkLocal(
+      entry.index,
+      bytes.buf,
+      o + LOCAL_SIZE + nameLength - bytes.base,
+      dataOffset - bytes.base,
+      entry.rawName,
+      label,
+    );
+    entry.unicodePathName ??= localPathName;
     // Streaming extractors read only the local header: it must pass the same rules.
     const localVersionProblem = describeVersionNeeded(localVersionNeeded);
     if (localVersionProblem) {
@@ -639,12 +636,13 @@ function checkLocalHeaders(
       FLAG_ENCRYPTED | FLAG_DATA_DESCRIPTOR | FLAG_STRONG_ENCRYPTION | FLAG_UTF8 | FLAG_MASKED_HEADERS;
     if ((flags & significant) !== (entry.flags & significant)) differences.push("flags");
     const usesDescriptor = (entry.flags & FLAG_DATA_DESCRIPTOR) !== 0;
-    const zeroedByDescriptor = usesDescriptor && crc === 0 && csize === 0 && usize === 0;
-    if (!zeroedByDescriptor) {
-      if (crc !== entry.crc32) differences.push("CRC-32");
-      if (csize !== entry.compressedSize) differences.push("compressed size");
-      if (usize !== entry.uncompressedSize) differences.push("uncompressed size");
-    }
+    // With a descriptor each field may also be the placeholder 0: libarchive (bsdtar) leaves CRC and
+    // compressed size 0 but writes the uncompressed size it knows.
+    if (crc !== entry.crc32 && !(usesDescriptor && crc === 0)) differences.push("CRC-32");
+    if (csize !== entry.compressedSize && !(usesDescriptor && csize === 0))
+      differences.push("compressed size");
+    if (usize !== entry.uncompressedSize && !(usesDescriptor && usize === 0))
+      differences.push("uncompressed size");
     let end = dataOffset + entry.compressedSize;
     if (usesDescriptor) {
       // Optional signature, then CRC and the two 32-bit sizes.
@@ -917,4 +915,37 @@ export function isSpecialFile(entry: ZipEntry): boolean {
 
 export function isSymlink(entry: ZipEntry): boolean {
   return entry.unixMode !== null && (entry.unixMode & S_IFMT) === 0o120000;
+}
+
+/**
+ * Permission bits no package needs, which extractors apply as they are: setuid, setgid, sticky and
+ * world-writable (bsdtar run as root restored a DLL as 04777, unzip as 0777).
+ */
+export const UNSAFE_MODE_BITS = 0o7002;
+
+/** The MS-DOS "directory" attribute: 7-Zip and bsdtar make a folder of an MS-DOS entry carrying it. */
+const DOS_DIRECTORY = 0x10;
+
+/**
+ * Whether the attributes make the entry another type than its name does: a folder mode or the
+ * MS-DOS folder bit on a name without a trailing '/' (bsdtar and 7-Zip make a folder, unzip and
+ * Python a file), or a regular-file mode on one with it (unzip makes a folder without search
+ * permission).
+ */
+export function typeDisagreesWithName(entry: ZipEntry): boolean {
+  const slash = entry.name.charCodeAt(entry.name.length - 1) === 0x2f;
+  if (!slash && entry.externalAttributes & DOS_DIRECTORY) return true;
+  if (entry.unixMode === null) return false;
+  const type = entry.unixMode & S_IFMT;
+  return slash ? type === S_IFREG : type === S_IFDIR;
+}
+
+/** The clean case of every attribute rule at once: a regular file or folder, as its name says, with no unsafe permission bit. */
+export function hasOrdinaryAttributes(entry: ZipEntry): boolean {
+  const mode = entry.unixMode;
+  if (mode !== null) {
+    const type = mode & S_IFMT;
+    if ((type !== 0 && type !== S_IFREG && type !== S_IFDIR) || mode & UNSAFE_MODE_BITS) return false;
+  }
+  return !typeDisagreesWithName(entry);
 }
