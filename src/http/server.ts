@@ -1,3 +1,4 @@
+import { abortBody } from "./body-abort.ts";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { matchEndpoint } from "../contracts/endpoints.ts";
@@ -268,6 +269,8 @@ function createBodyWatchdog(limits: ServerLimits) {
         clientTime: 0,
         raced: false,
         fail: (error) => {
+          // Whatever the handler staged from this body is dropped now, not when the socket closes.
+          abortBody(req, error);
           const cutOff = () => req.socket.destroy();
           if (res.headersSent) {
             cutOff();

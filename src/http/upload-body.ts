@@ -6,6 +6,7 @@ import { DEFAULT_JSON_LIMITS, parseUntrustedJson } from "../lib/untrusted-json.t
 import { type StagedPackage, stagePackage } from "../submissions/staging.ts";
 import { validateSidecar } from "../validation/documents.ts";
 import type { Sidecar } from "../validation/types.ts";
+import { bodyAbortSignal } from "./body-abort.ts";
 import { readLimited } from "./body.ts";
 
 export const ACCEPTED_PACKAGE_TYPES = ["application/zip", "application/x-zip-compressed"];
@@ -249,6 +250,9 @@ export function readMultipartUpload<T extends StagingTarget>(
       }, fail);
     });
     req.on("aborted", () => fail(new SvcError("invalid_request", "the upload was aborted")));
+    const refused = bodyAbortSignal(req);
+    if (refused.aborted) fail(refused.reason);
+    else refused.addEventListener("abort", () => fail(refused.reason), { once: true });
     req.pipe(parser);
   });
 }

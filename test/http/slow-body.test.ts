@@ -1,3 +1,4 @@
+import { readdirSync } from "node:fs";
 import type { Server } from "node:http";
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -180,6 +181,56 @@ describe("slow request bodies and headers", () => {
     expect(answer.status).toBe(202);
     expect(answer.elapsedMs).toBeGreaterThan(TIGHT.bodyGraceMs + TIGHT.bodyIdleTimeoutMs);
     expect(await accounts()).toBeGreaterThan(0);
+  });
+
+  it("removes a stalled upload's partial package file as soon as it answers 408", async () => {
+    h.app.submissions = new LocalSubmissionBackend({
+      store: h.store,
+      config: h.app.config,
+      now: h.app.now,
+      random: defaultRandomBytes,
+      storageRoot: join(h.root, ".data"),
+      publisher: null,
+      kickWorker: () => {},
+      acceptsPackageBytes: true,
+      log: h.app.log,
+    });
+    const modder = await signUpAndSignIn(
+      client(`http://127.0.0.1:${port}`),
+      "stall@example.com",
+      "Stall",
+      "modder",
+    );
+    const zip = buildZip([
+      { name: "svc-mod.json", data: "{}" },
+      { name: "Content/filler.bin", data: Buffer.alloc(200_000, 7), method: 0 },
+    ]);
+    const { sidecar } = modRelease({ modId: "stalled-mod" });
+    const request = new Request("http://127.0.0.1/", {
+      method: "POST",
+      body: form({ ...sidecar, package: { ...sidecar.package, sizeBytes: zip.length } }, zip),
+    });
+    const body = Buffer.from(await request.arrayBuffer());
+    const head =
+      `POST /api/v1/uploads HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: ${modder.cookie}\r\n` +
+      `X-Svc-Csrf: ${modder.csrf}\r\nContent-Type: ${request.headers.get("content-type")}\r\n` +
+      `Content-Length: ${body.length}\r\n\r\n`;
+    // Most of the package arrives, then nothing: the body stalls past the idle limit.
+    const answer = await rawExchange(
+      port,
+      head,
+      (socket, tick) => {
+        if (tick === 0) socket.write(body.subarray(0, Math.floor(body.length * 0.7)));
+      },
+      50,
+    );
+    expect(answer.status, `no answer within ${ANSWER_WITHIN_MS} ms`).toBe(408);
+    const partials = () =>
+      (readdirSync(join(h.root, ".data"), { recursive: true }) as string[]).filter((p) =>
+        /(^|\/)\.partial-/.test(p),
+      );
+    // Gone within a second or two, not at the next restart.
+    await expect.poll(partials, { timeout: 3000 }).toEqual([]);
   });
 
   it("accepts a package at the 100 MiB cap on loopback under the default limits", async () => {
