@@ -182,10 +182,23 @@ class RouteCache {
  * Routes one request: contract endpoints first (by the endpoint table), then the static site for
  * GET and HEAD. Every failure leaves as the one JSON error body.
  */
+/**
+ * Sent with every response of the local server (vercel.json sends the same): no page may be framed
+ * (clickjacking; a <meta> CSP cannot carry frame-ancestors, so it is a header), no type is sniffed,
+ * no URL leaks to another site through Referer. The pages' own <meta> policy still applies beside it.
+ */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  "content-security-policy": "frame-ancestors 'none'",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+};
+
 export function createRequestListener(app: AppContext, site = new StaticSite(app.siteDir)) {
   const targets = new RouteCache();
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const method = req.method ?? "GET";
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
     try {
       const { url, match } = targets.resolve(method, req);
       if (await dispatchMatched(req, res, url, match, app)) return;
