@@ -18,7 +18,13 @@ import { assertOnlineKeysOf, loadLatestRoot, requireRoot } from "./tuf-root.ts";
 import { loadBin, loadSignedState, type SignedState } from "./tuf-signed-state.ts";
 import { checkedArtifactTarget, collectSiteTargets, hashSiteFile } from "./tuf-site-targets.ts";
 import { signSnapshot } from "./tuf-snapshot.ts";
-import { delegatesToBins, signBins, signTopLevelTargets, toSiteTarget } from "./tuf-targets.ts";
+import {
+  delegatesToBins,
+  signBins,
+  signedByTargetsKey,
+  signTopLevelTargets,
+  toSiteTarget,
+} from "./tuf-targets.ts";
 import { signTimestamp } from "./tuf-timestamp.ts";
 import { pruneOldVersions, type SigningRun, VersionedFiles } from "./tuf-versioned-files.ts";
 
@@ -123,7 +129,10 @@ export function signSite(
   const plan: SigningPlan = {
     topLevel: new Map(),
     bins: new Map(allBins().map((bin) => [bin, new Map()])),
-    force: options.force === true || !delegatesToBins(state.targets?.signed ?? null, keys),
+    force:
+      options.force === true ||
+      !delegatesToBins(state.targets?.signed ?? null, keys) ||
+      !signedByTargetsKey(state.targets, keys),
     targetCount: 0,
   };
   const siteTargets = collectSiteTargets(siteDir);
@@ -150,7 +159,12 @@ export function signChanges(
 ): SignResult {
   const dir = join(siteDir, TUF_DIR);
   const state = loadSignedState(dir);
-  if (!state.snapshot || !state.targets || !delegatesToBins(state.targets.signed, keys)) {
+  if (
+    !state.snapshot ||
+    !state.targets ||
+    !delegatesToBins(state.targets.signed, keys) ||
+    !signedByTargetsKey(state.targets, keys)
+  ) {
     return signSite(siteDir, keys, now);
   }
   const root = requireRoot(siteDir, keys);

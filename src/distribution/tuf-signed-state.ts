@@ -45,11 +45,14 @@ export interface SnapshotState {
   version: number;
   expires: string;
   meta: Map<string, number>;
+  /** The key ids that signed it: after `svc keys rotate snapshot`, not the current key's. */
+  signedBy: string[];
 }
 
 function readSnapshotState(file: string): SnapshotState | null {
   const json = readMetadata<{
     signed?: { version?: unknown; expires?: unknown; meta?: Record<string, { version?: unknown }> };
+    signatures?: Array<{ keyid?: unknown }>;
   }>(file);
   const signed = json?.signed;
   if (!signed || typeof signed.version !== "number" || typeof signed.expires !== "string") return null;
@@ -57,7 +60,10 @@ function readSnapshotState(file: string): SnapshotState | null {
   for (const [name, entry] of Object.entries(signed.meta ?? {})) {
     if (typeof entry?.version === "number") meta.set(name, entry.version);
   }
-  return { version: signed.version, expires: signed.expires, meta };
+  const signedBy = (json?.signatures ?? []).flatMap((sig) =>
+    typeof sig?.keyid === "string" ? [sig.keyid] : [],
+  );
+  return { version: signed.version, expires: signed.expires, meta, signedBy };
 }
 
 /** A signed bin as signing needs it, read as plain JSON (see SnapshotState: no quadratic fromJSON). */

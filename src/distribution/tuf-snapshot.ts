@@ -23,14 +23,17 @@ class LinearSnapshot extends Snapshot {
 }
 
 /**
- * Re-signs the snapshot when this run wrote a targets role, there is none yet, or its expiry is near;
- * returns the version the timestamp names and its exact bytes (new, or the current file's).
+ * Re-signs the snapshot when this run wrote a targets role, there is none yet, its expiry is near,
+ * or the current one is not signed by the snapshot key (a rotated key: clients refuse the old
+ * signature, and nothing else would make a new snapshot until the next publication); returns the
+ * version the timestamp names and its exact bytes (new, or the current file's).
  */
 export function signSnapshot(run: SigningRun, state: SignedState): { version: number; text: string } {
   const snapshotVersion = state.timestamp?.signed.snapshotMeta.version ?? 0;
   if (
     run.written.length === 0 &&
     state.snapshot &&
+    state.snapshot.signedBy.includes(run.keys.keys.snapshot.keyid) &&
     !expiresWithin(state.snapshot, run.at, EXPIRY_DAYS.snapshot / 2)
   ) {
     return {

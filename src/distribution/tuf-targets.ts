@@ -97,6 +97,15 @@ export function delegatesToBins(targets: Targets | null, keys: OnlineKeys): bool
 }
 
 /**
+ * Whether the current top-level targets carries this signer's targets signature. A targets key
+ * rotated away also changes the delegation (delegatesToBins), so this holds with it; both say
+ * "re-sign every targets role".
+ */
+export function signedByTargetsKey(targets: Metadata<Targets> | null, keys: OnlineKeys): boolean {
+  return targets !== null && keys.keys.targets.keyid in targets.signatures;
+}
+
+/**
  * A bin's next version: one more than its previous version, so that snapshot's 1,024 entries stay a
  * few distinct numbers that gzip folds away (epoch-second versions per bin would cost ~3 bytes of
  * entropy each on every refresh). A bin first signed without state takes the signing time in
