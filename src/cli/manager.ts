@@ -1,9 +1,11 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { isDistributionError } from "../distribution/errors.ts";
 import { verifyInstall } from "../distribution/install-manifest.ts";
 import { ManagerClient, parseModRequest } from "../distribution/manager-client.ts";
+import { packageOutputPath } from "../distribution/package-files.ts";
+import { writeFileAtomic } from "../lib/atomic-write.ts";
 import { type CliIo, type CommandRun, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
 
 const COMMON = `  --mirror URL          the portal's site root (metadata is read from URL/tuf/)
@@ -97,9 +99,10 @@ function command(name: Command): CommandRun {
       if (name === "fetch") {
         const [release] = await manager.resolve(requests.slice(0, 1), gameBuild);
         const bytes = await manager.downloadPackage(release!);
+        const file = packageOutputPath(base, release!.version.fileName);
         mkdirSync(base, { recursive: true });
-        const file = join(base, release!.version.fileName);
-        writeFileSync(file, bytes);
+        // Renamed into place: a link already at that name is replaced, not written through.
+        writeFileAtomic(file, bytes);
         io.stdout.write(
           `svc fetch: ${file} (${bytes.length} bytes, sha256 ${release!.version.sha256}, verified)\n`,
         );

@@ -3,7 +3,7 @@ import { join, resolve } from "node:path";
 import { writeFileAtomic } from "../lib/atomic-write.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { DistributionError } from "./errors.ts";
-import { type InstalledFile, safeJoin } from "./package-files.ts";
+import { type InstalledFile, safeInstallPath } from "./package-files.ts";
 
 export interface InstalledMod {
   version: string;
@@ -22,7 +22,7 @@ export interface InstallManifest {
 export const INSTALL_MANIFEST = "svc-install.json";
 
 export function readManifest(root: string): InstallManifest | null {
-  const file = join(root, INSTALL_MANIFEST);
+  const file = safeInstallPath(root, INSTALL_MANIFEST);
   return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as InstallManifest) : null;
 }
 
@@ -52,7 +52,7 @@ export function verifyInstall(dir: string, expected: Record<string, InstalledFil
     const bad: VerifyReport["damaged"][number]["files"] = [];
     for (const file of expected[modId] ?? mod.files) {
       checked++;
-      const full = safeJoin(join(root, modId), file.path);
+      const full = safeInstallPath(root, `${modId}/${file.path}`);
       if (!existsSync(full)) {
         bad.push({ path: file.path, problem: "missing" });
         continue;

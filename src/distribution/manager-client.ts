@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { lstatSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import * as semver from "../contracts/semver.ts";
 import { writeFileAtomic, writeFileSynced } from "../lib/atomic-write.ts";
@@ -15,6 +15,7 @@ import {
   matchPublishedFiles,
   type PublishedFile,
   readPackageFiles,
+  safeInstallPath,
   safeJoin,
 } from "./package-files.ts";
 import {
@@ -175,7 +176,10 @@ export class ManagerClient {
       mkdirSync(join(staging, "old"), { recursive: true });
       for (const { release, path, files } of prepared) {
         const target = join(root, release.modId);
-        if (existsSync(target)) renameSync(target, join(staging, "old", release.modId));
+        // Whatever stands there, a symbolic link included, is moved aside as itself (rename never
+        // follows a link), then removed with the staging folder: replaced, never followed.
+        if (lstatSync(target, { throwIfNoEntry: false }))
+          renameSync(target, join(staging, "old", release.modId));
         renameSync(join(staging, "new", release.modId), target);
         manifest.mods[release.modId] = {
           version: release.version.version,
@@ -247,8 +251,7 @@ export class ManagerClient {
             `${bad.path} in the verified package differs from its signed per-file hash`,
           );
         }
-        const target = safeJoin(modRoot, bad.path);
-        writeFileAtomic(target, file.data);
+        writeFileAtomic(safeInstallPath(root, `${damage.modId}/${bad.path}`), file.data);
       }
     }
     return report;

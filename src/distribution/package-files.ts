@@ -1,4 +1,5 @@
-import { isAbsolute, resolve, sep } from "node:path";
+import { lstatSync } from "node:fs";
+import { isAbsolute, join, resolve, sep } from "node:path";
 import { sha256Hex } from "../lib/hash.ts";
 import {
   inflateEntry,
@@ -50,6 +51,62 @@ export function safeJoin(root: string, name: string): string {
     );
   }
   return full;
+}
+
+/**
+ * safeJoin for a path inside an installation, then every segment below `root` that exists is
+ * lstat'ed: a symbolic link anywhere on the path (a folder, the mod folder, the file itself) is
+ * refused, never followed. `root` itself is the player's choice and may be a link. What does not
+ * exist yet is created by the writer as a real folder.
+ */
+export function safeInstallPath(root: string, name: string): string {
+  const full = safeJoin(root, name);
+  let current = root;
+  for (const segment of name.split("/")) {
+    current = join(current, segment);
+    let isLink: boolean;
+    try {
+      isLink = lstatSync(current).isSymbolicLink();
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") break;
+      throw error;
+    }
+    if (isLink) {
+      throw new DistributionError(
+        "symlink_in_install",
+        `${current} is a symbolic link; svc never follows one inside an installation (remove it, then run svc repair)`,
+        { path: current },
+      );
+    }
+  }
+  return full;
+}
+
+/**
+ * A package's file name as signed metadata gives it (`fileName` in versions.json): the contract's
+ * packageFileName, one plain segment ending in .zip. It becomes `svc fetch`'s output name and a URL
+ * segment of the API-key lane, so a signature does not make anything else acceptable.
+ */
+export function assertPlainZipName(name: unknown): string {
+  if (
+    typeof name !== "string" ||
+    name.length < 5 ||
+    name.length > 128 ||
+    !/^[A-Za-z0-9][A-Za-z0-9._-]*\.zip$/.test(name) ||
+    name.includes("..")
+  ) {
+    throw new DistributionError(
+      "path_escape",
+      `the signed package file name ${JSON.stringify(name)} is not one plain .zip segment`,
+    );
+  }
+  return name;
+}
+
+/** Where `svc fetch` writes a package: directly in `outDir`, under its plain file name. */
+export function packageOutputPath(outDir: string, fileName: unknown): string {
+  return safeJoin(resolve(outDir), assertPlainZipName(fileName));
 }
 
 /** Reads a package with the project's safe reader and returns each file's bytes (never touching disk). */

@@ -20,7 +20,7 @@ import type { VersionRecord } from "../contracts/catalog.ts";
 import { writeFileSynced } from "../lib/atomic-write.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { type DistributionCode, DistributionError } from "./errors.ts";
-import type { PublishedFile } from "./package-files.ts";
+import { assertPlainZipName, type PublishedFile } from "./package-files.ts";
 import { artifactTargetPath, TUF_DIR } from "./tuf-layout.ts";
 
 type FetchLike = typeof fetch;
@@ -145,6 +145,13 @@ export class SignedMirror {
       throw classifyTufError(error);
     }
     if (!info) throw new DistributionError("target_unknown", `the signed targets do not list ${path}`);
+    // The hash names a cache file: signed metadata (a leaked key) must not get to pick a path.
+    if (!/^[0-9a-f]{64}$/.test(info.hashes.sha256 ?? "") || !Number.isSafeInteger(info.length)) {
+      throw new DistributionError(
+        "catalog_tampered",
+        `the signed target ${path} has no sha256 of 64 hex digits or no length`,
+      );
+    }
     return info;
   }
 
@@ -225,6 +232,8 @@ export class SignedMirror {
 
   async packageTarget(release: ResolvedRelease): Promise<{ path: string; info: TargetFile }> {
     const catalog = await this.verifiedCatalog();
+    // The file name is also a URL segment on the API-key lane and svc fetch's output name.
+    assertPlainZipName(release.version.fileName);
     const path = artifactTargetPath(catalog.baseUrl, release.modId, release.version);
     const info = await this.targetInfo(path);
     if (info.length !== release.version.packageSizeBytes || info.hashes.sha256 !== release.version.sha256) {
