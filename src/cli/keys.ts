@@ -20,6 +20,7 @@ import {
   type TufKeyFile,
   type TufRole,
 } from "../distribution/tuf-keys.ts";
+import { mirrorLimits, openBounded } from "../distribution/mirror-transfer.ts";
 import { TUF_DIR } from "../distribution/tuf-layout.ts";
 import { type SiteSigning, signSite } from "../distribution/tuf-repository.ts";
 import { loadLatestRoot, writeRoot } from "../distribution/tuf-root.ts";
@@ -201,11 +202,18 @@ async function signIfDue(siteDir: string, io: CliIo, published: boolean): Promis
   const baseUrl = loadPortalConfig(resolve(io.cwd, "portal.config.json")).baseUrl.replace(/\/+$/, "");
   let live: { version: number; expires: string } | null = null;
   try {
-    const response = await fetch(`${baseUrl}/${TUF_DIR}/timestamp.json`, {
-      headers: { "cache-control": "no-cache" },
-    });
-    if (response.ok)
-      live = ((await response.json()) as { signed: { version: number; expires: string } }).signed;
+    // The manager's limits: the live site is read like any mirror, never without a cap or timeout.
+    const limits = mirrorLimits();
+    const response = await openBounded(
+      fetch,
+      `${baseUrl}/${TUF_DIR}/timestamp.json`,
+      { "cache-control": "no-cache" },
+      limits,
+    );
+    if (response.ok) {
+      const text = (await response.readAll(limits.timestampMaxBytes)).toString("utf8");
+      live = (JSON.parse(text) as { signed: { version: number; expires: string } }).signed;
+    } else await response.cancel();
   } catch {
     // Unreachable or unparseable live metadata: sign, the deployment repairs it.
   }

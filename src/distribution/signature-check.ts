@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isDistributionError } from "./errors.ts";
 import { ManagerClient } from "./manager-client.ts";
+import { mirrorLimits, openBounded } from "./mirror-transfer.ts";
 import { TUF_DIR } from "./tuf-layout.ts";
 
 /** What the public smoke reports about the signed catalog (post-publish-smoke `signature`). */
@@ -25,13 +26,17 @@ export async function checkSignedCatalog(
   const mirrorUrl = baseUrl.replace(/\/+$/, "");
   let rootText: string;
   try {
-    const response = await fetchImpl(`${mirrorUrl}/${TUF_DIR}/root.json`);
-    if (response.status === 404) return { state: "unsigned", detail: `no ${TUF_DIR}/root.json` };
-    if (!response.ok)
+    const limits = mirrorLimits();
+    const response = await openBounded(fetchImpl, `${mirrorUrl}/${TUF_DIR}/root.json`, {}, limits);
+    if (!response.ok) {
+      await response.cancel();
+      if (response.status === 404) return { state: "unsigned", detail: `no ${TUF_DIR}/root.json` };
       return { state: "failed", code: "download_failed", detail: `root.json: HTTP ${response.status}` };
-    rootText = await response.text();
+    }
+    rootText = (await response.readAll(limits.rootMaxBytes)).toString("utf8");
   } catch (error) {
-    return { state: "failed", code: "download_failed", detail: (error as Error).message };
+    const code = isDistributionError(error) ? error.code : "download_failed";
+    return { state: "failed", code, detail: (error as Error).message };
   }
   const cacheDir = mkdtempSync(join(tmpdir(), "svc-signature-"));
   try {

@@ -20,6 +20,7 @@ import type { VersionRecord } from "../contracts/catalog.ts";
 import { writeFileSynced } from "../lib/atomic-write.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { type DistributionCode, DistributionError } from "./errors.ts";
+import { type BoundedResponse, type MirrorLimits, mirrorLimits, openBounded } from "./mirror-transfer.ts";
 import { assertPlainZipName, type PublishedFile } from "./package-files.ts";
 import { artifactTargetPath, TUF_DIR } from "./tuf-layout.ts";
 
@@ -35,6 +36,8 @@ export interface SignedMirrorOptions {
   /** Downloads through the API-key lane instead of the public URL. */
   apiKey?: string;
   fetch?: FetchLike;
+  /** Caps and timeouts of every request (DEFAULT_MIRROR_LIMITS for what is not given). */
+  limits?: Partial<MirrorLimits>;
 }
 
 /** The fields of a signed version record (svc.mod-versions.v1) the client acts on. */
@@ -60,14 +63,47 @@ export interface ResolvedRelease {
   version: CatalogVersion;
 }
 
-class InjectedFetcher extends BaseFetcher {
-  constructor(private readonly fetchImpl: FetchLike) {
+/**
+ * tuf-js's fetcher over the injected fetch, under the mirror limits. The updater names each
+ * document's cap (the signed length, or its configured maximum); the stream stops there and the
+ * connection is closed, where the base class only stops reading. The updater wraps snapshot and
+ * targets failures in its own error text, so the last refusal is kept here with its code.
+ */
+class BoundedFetcher extends BaseFetcher {
+  failure: DistributionError | null = null;
+
+  constructor(
+    private readonly fetchImpl: FetchLike,
+    private readonly limits: MirrorLimits,
+  ) {
     super();
   }
+
+  override async downloadBytes(url: string, maxLength: number): Promise<Buffer> {
+    try {
+      const response = await openBounded(this.fetchImpl, url, {}, this.limits);
+      if (!response.ok) {
+        await response.cancel();
+        throw new DownloadHTTPError("Failed to download", response.status);
+      }
+      return await response.readAll(maxLength);
+    } catch (error) {
+      if (error instanceof DistributionError) this.failure = error;
+      throw error;
+    }
+  }
+
+  // Only the base class's downloadFile (targets through the updater, which this client never asks
+  // for) reads this stream; it stays under the timeouts, and the base class counts the length.
   async fetch(url: string): Promise<ReadableStream<Uint8Array<ArrayBuffer>>> {
-    const response = await this.fetchImpl(url);
-    if (!response.ok || !response.body) throw new DownloadHTTPError("Failed to download", response.status);
-    return response.body as ReadableStream<Uint8Array<ArrayBuffer>>;
+    const response = await openBounded(this.fetchImpl, url, {}, this.limits);
+    if (!response.ok) {
+      await response.cancel();
+      throw new DownloadHTTPError("Failed to download", response.status);
+    }
+    return ReadableStream.from(response.chunks(Number.MAX_SAFE_INTEGER)) as ReadableStream<
+      Uint8Array<ArrayBuffer>
+    >;
   }
 }
 
@@ -80,6 +116,7 @@ export function classifyTufError(error: unknown): DistributionError {
   if (name === "ExpiredMetadataError" || /is expired/.test(message)) code = "metadata_expired";
   else if (name === "BadVersionError" || /is less than current version/.test(message))
     code = "catalog_rollback";
+  else if (name === "DownloadLengthMismatchError") code = "response_too_large";
   else if (name === "DownloadHTTPError" || /fetch failed|ECONNREFUSED/.test(message))
     code = "download_failed";
   return new DistributionError(code, `signed metadata refused: ${message}`);
@@ -93,12 +130,15 @@ export function classifyTufError(error: unknown): DistributionError {
 export class SignedMirror {
   private readonly options: SignedMirrorOptions;
   private readonly fetchImpl: FetchLike;
+  private readonly limits: MirrorLimits;
   private updater: Updater | null = null;
+  private fetcher: BoundedFetcher | null = null;
   private catalog: VerifiedCatalog | null = null;
 
   constructor(options: SignedMirrorOptions) {
     this.options = { ...options, mirrorUrl: options.mirrorUrl.replace(/\/+$/, "") };
     this.fetchImpl = options.fetch ?? fetch;
+    this.limits = mirrorLimits(options.limits);
   }
 
   /** The site root without its trailing slashes. */
@@ -108,6 +148,16 @@ export class SignedMirror {
 
   private get metadataDir(): string {
     return join(this.options.cacheDir, "metadata");
+  }
+
+  /** Runs one updater step; a refusal of the fetcher (a cap, a timeout) keeps its own code. */
+  private async tufStep<T>(fetcher: BoundedFetcher, step: () => Promise<T>): Promise<T> {
+    fetcher.failure = null;
+    try {
+      return await step();
+    } catch (error) {
+      throw fetcher.failure ?? classifyTufError(error);
+    }
   }
 
   /** TUF refresh: root rotations, then timestamp, snapshot and targets, each checked for signature, version and expiry. */
@@ -120,30 +170,33 @@ export class SignedMirror {
       }
       copyFileSync(this.options.trustedRootFile, trusted);
     }
+    const fetcher = new BoundedFetcher(this.fetchImpl, this.limits);
     const updater = new Updater({
       metadataDir: this.metadataDir,
       metadataBaseUrl: `${this.options.mirrorUrl}/${TUF_DIR}/`,
       targetBaseUrl: `${this.options.mirrorUrl}/`,
-      fetcher: new InjectedFetcher(this.fetchImpl),
-      config: { prefixTargetsWithHash: false, fetchRetries: 0 },
+      fetcher,
+      // Each is the cap of a document whose length the metadata above it does not sign; the
+      // updater uses the signed length instead wherever there is one (snapshot in timestamp).
+      config: {
+        prefixTargetsWithHash: false,
+        fetchRetries: 0,
+        rootMaxLength: this.limits.rootMaxBytes,
+        timestampMaxLength: this.limits.timestampMaxBytes,
+        snapshotMaxLength: this.limits.snapshotMaxBytes,
+        targetsMaxLength: this.limits.targetsMaxBytes,
+      },
     });
-    try {
-      await updater.refresh();
-    } catch (error) {
-      throw classifyTufError(error);
-    }
+    await this.tufStep(fetcher, () => updater.refresh());
     this.updater = updater;
+    this.fetcher = fetcher;
     this.catalog = null;
   }
 
   private async targetInfo(path: string): Promise<TargetFile> {
-    if (!this.updater) await this.refresh();
-    let info: TargetFile | undefined;
-    try {
-      info = await this.updater!.getTargetInfo(path);
-    } catch (error) {
-      throw classifyTufError(error);
-    }
+    if (!this.updater || !this.fetcher) await this.refresh();
+    const updater = this.updater!;
+    const info = await this.tufStep(this.fetcher!, () => updater.getTargetInfo(path));
     if (!info) throw new DistributionError("target_unknown", `the signed targets do not list ${path}`);
     // The hash names a cache file: signed metadata (a leaked key) must not get to pick a path.
     if (!/^[0-9a-f]{64}$/.test(info.hashes.sha256 ?? "") || !Number.isSafeInteger(info.length)) {
@@ -165,7 +218,7 @@ export class SignedMirror {
       if (bytes.length === info.length && sha256Hex(bytes) === sha256) return bytes;
     }
     const response = await this.get(`${this.options.mirrorUrl}/${path}`);
-    const bytes = Buffer.from(await response.arrayBuffer());
+    const bytes = await response.readAll(info.length);
     if (bytes.length !== info.length || sha256Hex(bytes) !== sha256) {
       throw new DistributionError(
         "catalog_tampered",
@@ -184,14 +237,12 @@ export class SignedMirror {
     return this.catalog;
   }
 
-  private async get(url: string, headers: Record<string, string> = {}): Promise<Response> {
-    let response: Response;
-    try {
-      response = await this.fetchImpl(url, { headers });
-    } catch (error) {
-      throw new DistributionError("download_failed", `${url}: ${(error as Error).message}`);
+  private async get(url: string, headers: Record<string, string> = {}): Promise<BoundedResponse> {
+    const response = await openBounded(this.fetchImpl, url, headers, this.limits);
+    if (!response.ok) {
+      await response.cancel();
+      throw new DistributionError("download_failed", `${url}: HTTP ${response.status}`);
     }
-    if (!response.ok) throw new DistributionError("download_failed", `${url}: HTTP ${response.status}`);
     return response;
   }
 
@@ -275,36 +326,30 @@ export class SignedMirror {
       const append = response.status === 206;
       if (!append) have = 0;
       const fd = openSync(partial, append ? "a" : "w");
+      let failure: unknown = null;
       try {
-        const reader = response.body!.getReader();
-        for (;;) {
-          const { done: finished, value } = await reader.read();
-          if (finished) break;
-          have += value.length;
-          if (have > info.length) {
-            await reader.cancel();
-            closeSync(fd);
-            rmSync(partial, { force: true });
-            throw new DistributionError(
-              "artifact_mismatch",
-              `${url} sends more than its signed ${info.length} bytes`,
-            );
-          }
-          writeSync(fd, value);
+        for await (const chunk of response.chunks(info.length, have)) {
+          writeSync(fd, chunk);
+          have += chunk.length;
         }
         fsyncSync(fd);
       } catch (error) {
-        if (error instanceof DistributionError) throw error;
-        throw new DistributionError(
-          "download_failed",
-          `${url}: ${(error as Error).message} (kept ${have} bytes to resume)`,
-        );
+        failure = error;
       } finally {
-        try {
-          closeSync(fd);
-        } catch {
-          // already closed on the overlong path
+        closeSync(fd);
+      }
+      if (failure) {
+        if (!(failure instanceof DistributionError)) throw failure;
+        // A body longer than signed is not the package: none of it is worth resuming from.
+        if (failure.code === "response_too_large") {
+          rmSync(partial, { force: true });
+          throw failure;
         }
+        throw new DistributionError(
+          failure.code,
+          `${failure.message} (kept ${have} bytes to resume)`,
+          failure.details,
+        );
       }
     }
     if (have < info.length) {

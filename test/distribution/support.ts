@@ -24,16 +24,27 @@ export interface MirrorRequest {
   status: number;
 }
 
+/** A test's own answer for one path (the attacker's server: endless, trickling, silent). */
+export type MirrorResponder = (req: IncomingMessage, res: ServerResponse) => void;
+
 /**
  * A loopback mirror: a real HTTP server on 127.0.0.1 serving a site folder with Range support.
- * `override` lets a test play the attacker: replace the bytes served for a path.
+ * `override` lets a test play the attacker: replace the bytes served for a path; `respond` hands
+ * a path's whole answer to the test (see hostile-responses.ts).
  */
 export async function startMirror(siteDir: string) {
   const override = new Map<string, Buffer>();
+  const respond = new Map<string, MirrorResponder>();
   const requests: MirrorRequest[] = [];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const path = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname).replace(/^\/+/, "");
     const range = req.headers.range;
+    const responder = respond.get(path);
+    if (responder) {
+      requests.push({ path, range, status: 0 });
+      responder(req, res);
+      return;
+    }
     const file = join(siteDir, path);
     const body =
       override.get(path) ??
@@ -63,6 +74,7 @@ export async function startMirror(siteDir: string) {
   return {
     origin,
     override,
+    respond,
     requests,
     close: () =>
       new Promise<void>((resolve) => {
