@@ -59,6 +59,7 @@ export async function appContextFromEnv(env: Env, root = process.cwd()): Promise
   const submissions = createFunctionSubmissions({
     config,
     settings,
+    recordsDir: join(root, "records"),
     store: storeOf(app),
     now: app.now,
     random: defaultRandomBytes,

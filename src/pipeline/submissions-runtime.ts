@@ -48,6 +48,8 @@ export function githubLinkFromSettings(
 export function createFunctionSubmissions(setup: {
   config: PortalConfig;
   settings: RuntimeSettings;
+  /** The ownership records the function carries (records/owners, vercel.json includeFiles). */
+  recordsDir?: string;
   store: Store;
   now: () => Date;
   random: RandomBytes;
@@ -63,6 +65,7 @@ export function createFunctionSubmissions(setup: {
       random: setup.random,
       storageRoot: setup.settings.dataDir,
       publisher: null,
+      ...(setup.recordsDir ? { recordsDir: setup.recordsDir } : {}),
       kickWorker: () => {},
       acceptsPackageBytes: false,
       log: setup.log,

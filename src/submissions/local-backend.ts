@@ -63,6 +63,13 @@ export interface LocalBackendOptions extends SubmissionDeps {
   storageRoot: string;
   /** null on Vercel: publication runs in the publish workflow, never in a function. */
   publisher: PublisherOptions | null;
+  /**
+   * Where ownership records are read when this process does not publish: the records a Vercel
+   * function carries (vercel.json includeFiles) or a GitHub-backed portal's checkout. They trail
+   * git by at most one deployment; the publish workflow's publisher, reading the default branch,
+   * stays the authority and refuses a stranger at publication whatever was answered here.
+   */
+  recordsDir?: string;
   /** Wakes the mod-validation worker after an upload (it also polls). */
   kickWorker: () => void;
   /** False on Vercel: package bytes never pass through a function capped at 4.5 MB. */
@@ -93,7 +100,7 @@ export class LocalSubmissionBackend implements SubmissionBackend {
   }
 
   async uploadTarget(caller: SubmissionCaller, sidecar: Sidecar): Promise<UploadTarget> {
-    const records = this.ownershipRecords();
+    const records = this.ownershipReader();
     // Where the records are out of reach, publication still refuses a stranger (the publisher checks).
     if (records) assertMayUpload(readOwnership(records, sidecar.modId), sidecar.modId, caller.account.id);
     const resubmits = await findResubmittable(
@@ -236,7 +243,7 @@ export class LocalSubmissionBackend implements SubmissionBackend {
     if (!found) throw new SvcError("not_found", `no submission ${submissionId}`);
     if (found.owner_account_id === caller.account.id)
       throw new SvcError("forbidden", "a moderator cannot decide on their own submission");
-    const records = this.ownershipRecords();
+    const records = this.ownershipReader();
     if (records)
       assertMayDecide(readOwnership(records, found.mod_id), found.mod_id, caller.account.id, decision);
     await this.recordDecision(caller, await this.current(found), decision, notes);
@@ -266,7 +273,7 @@ export class LocalSubmissionBackend implements SubmissionBackend {
   }
 
   async modOwnership(_caller: SubmissionCaller, modId: string): Promise<ModOwnership> {
-    const ownership = readOwnership(this.requireOwnershipRecords(), modId);
+    const ownership = readOwnership(this.requireOwnershipReader(), modId);
     if (!ownership)
       throw new SvcError(
         "not_found",
@@ -288,7 +295,7 @@ export class LocalSubmissionBackend implements SubmissionBackend {
   }
 
   protected view(row: SubmissionRow): Promise<SubmissionView> {
-    const records = this.ownershipRecords();
+    const records = this.ownershipReader();
     const ownership = records
       ? submissionOwnership(readOwnership(records, row.mod_id), row.owner_account_id)
       : undefined;
@@ -302,6 +309,21 @@ export class LocalSubmissionBackend implements SubmissionBackend {
    */
   protected ownershipRecords(): PublisherOptions | null {
     return this.reportsMerges ? null : this.options.publisher;
+  }
+
+  /** Where ownership records are read: this process's publisher, or the records it was given. */
+  protected ownershipReader(): Pick<PublisherOptions, "recordsDir" | "config"> | null {
+    const records = this.options.publisher ?? null;
+    if (records) return records;
+    return this.options.recordsDir
+      ? { recordsDir: this.options.recordsDir, config: this.options.config }
+      : null;
+  }
+
+  private requireOwnershipReader(): Pick<PublisherOptions, "recordsDir" | "config"> {
+    const records = this.ownershipReader();
+    if (!records) return this.requireOwnershipRecords();
+    return records;
   }
 
   private requireOwnershipRecords(): PublisherOptions {
