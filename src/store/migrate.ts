@@ -1,4 +1,4 @@
-import type { SqlExecutor, Store } from "./store.ts";
+import type { Migration, SqlExecutor, Store } from "./store.ts";
 import { ACCOUNTS_MIGRATION } from "./migrations/001-accounts.ts";
 import { SUBMISSIONS_MIGRATION } from "./migrations/002-submissions.ts";
 import { GITHUB_SUBMISSIONS_MIGRATION } from "./migrations/003-github-submissions.ts";
@@ -6,17 +6,7 @@ import { DELIVERY_QUEUE_MIGRATION } from "./migrations/004-delivery-queue.ts";
 import { MAGIC_LINK_TOKENS_MIGRATION } from "./migrations/005-magic-link-tokens.ts";
 import { UPLOAD_CREDENTIALS_MIGRATION } from "./migrations/006-upload-credentials.ts";
 
-/**
- * Versioned schema migrations, applied in order, each once, inside one transaction guarded by an
- * advisory lock (several serverless instances may start at the same moment). To change the schema,
- * APPEND a migration with the next version (a new file in migrations/, named after it); never edit or
- * reorder an applied one. All SQL lives in migrations/: the store imports no feature folder.
- */
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
+export type { Migration } from "./store.ts";
 
 /** Every migration, in version order: the schema's whole history, one file a version. */
 export const MIGRATIONS: readonly Migration[] = [

@@ -26,3 +26,15 @@ export interface Store extends SqlExecutor {
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
+
+/**
+ * Versioned schema migrations, applied in order, each once, inside one transaction guarded by an
+ * advisory lock (several serverless instances may start at the same moment). To change the schema,
+ * APPEND a migration with the next version (a new file in migrations/, named after it); never edit or
+ * reorder an applied one. All SQL lives in migrations/: the store imports no feature folder.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}

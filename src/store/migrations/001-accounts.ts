@@ -1,4 +1,4 @@
-import type { Migration } from "../migrate.ts";
+import type { Migration } from "../store.ts";
 
 export const ACCOUNTS_MIGRATION: Migration = {
   version: 1,

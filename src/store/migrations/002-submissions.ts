@@ -1,4 +1,4 @@
-import type { Migration } from "../migrate.ts";
+import type { Migration } from "../store.ts";
 
 /**
  * Submissions, their moderation decisions and the mod-validation queue. Appended after the

@@ -1,4 +1,4 @@
-import type { Migration } from "../migrate.ts";
+import type { Migration } from "../store.ts";
 
 /**
  * GitHub-backed submissions: the pull request an upload opened on the portal repository, its head

@@ -1,4 +1,4 @@
-import type { Migration } from "../migrate.ts";
+import type { Migration } from "../store.ts";
 
 export const DELIVERY_QUEUE_MIGRATION: Migration = {
   version: 4,

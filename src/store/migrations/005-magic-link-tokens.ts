@@ -1,4 +1,4 @@
-import type { Migration } from "../migrate.ts";
+import type { Migration } from "../store.ts";
 
 export const MAGIC_LINK_TOKENS_MIGRATION: Migration = {
   // request_magic_link writes one token row for every address, known or not, so a verified, an

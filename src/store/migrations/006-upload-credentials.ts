@@ -1,4 +1,4 @@
-import type { Migration } from "../migrate.ts";
+import type { Migration } from "../store.ts";
 
 export const UPLOAD_CREDENTIALS_MIGRATION: Migration = {
   // Trusted publishing: one row per exchanged GitHub Actions OIDC token. The credential is stored
