@@ -28,16 +28,25 @@ import {
   handleSubmissionEvent,
   readValidationRun,
   VALIDATE_WORKFLOW_PATH,
-  type WorkflowRunPayload,
   workflowRunInfo,
 } from "./handle.ts";
-import { intakeRelease, type PublishedRelease } from "./release-intake.ts";
+import { processIntakeDelivery } from "./intake-delivery.ts";
+import {
+  intakeSerialKey,
+  type Payload,
+  portalSerialKey,
+  pullRequestKey,
+  VALIDATION_OUTCOME_EVENT,
+} from "./serial-keys.ts";
+import { deriveStatusKey, type StatusKey } from "./status-seal.ts";
 
 export interface SvcAppOptions {
   /** owner/name of the portal repository; pull request events from any other repository are ignored. */
   portalRepository: string;
   /** Trusted bot logins; resolved from GET /app (`slug[bot]`) when omitted. */
   botLogins?: string[];
+  /** The seal of the app's records; derived from PRIVATE_KEY when omitted. */
+  statusKey?: StatusKey;
   maxPackageBytes: number;
   dryRun?: boolean;
   fetch?: FetchLike;
@@ -45,84 +54,13 @@ export interface SvcAppOptions {
   validateWorkflowPath?: string;
 }
 
-/** Work derived from a validation run, queued under its pull request's key. */
-export const VALIDATION_OUTCOME_EVENT = "svc.validation_outcome";
-
 interface ValidationOutcomeJob {
   installationId: number;
   number: number;
   event: Extract<BotEvent, { kind: "report" | "validation_incomplete" }>;
 }
 
-export function pullRequestKey(repository: string, number: number): string {
-  return `pr:${repository.toLowerCase()}#${number}`;
-}
-
 const api = (context: Context): GitHubApi => context.octokit as unknown as GitHubApi;
-
-/** The fields of a webhook payload the queue keys and the failure report read (unchecked JSON). */
-interface Payload {
-  action?: string;
-  repository?: { full_name?: string };
-  pull_request?: { number?: number };
-  issue?: { number?: number; pull_request?: unknown };
-  comment?: { body?: string };
-  workflow_run?: WorkflowRunPayload;
-  release?: { tag_name?: string };
-  installation?: { id?: number };
-  /** A VALIDATION_OUTCOME_EVENT job. */
-  installationId?: number;
-}
-
-/**
- * Which queue key a portal-app event is serialised under, or null when the app does nothing with
- * it (then nothing is recorded). Everything about one pull request shares its key; a validation
- * run has its own until its report names the pull request (see VALIDATION_OUTCOME_EVENT).
- */
-export function portalSerialKey(portalRepository: string) {
-  const isPortal = (p: Payload) =>
-    typeof p.repository?.full_name === "string" &&
-    p.repository.full_name.toLowerCase() === portalRepository.toLowerCase();
-  return (event: string, payload: unknown): string | null => {
-    const p = payload as Payload;
-    if (!p || typeof p !== "object" || !isPortal(p)) return null;
-    const number = (n: unknown) =>
-      Number.isInteger(n) ? pullRequestKey(portalRepository, n as number) : null;
-    switch (event) {
-      case "pull_request":
-        return ["opened", "reopened", "synchronize", "closed"].includes(p.action ?? "")
-          ? number(p.pull_request?.number)
-          : null;
-      case "pull_request_review":
-        return p.action === "submitted" ? number(p.pull_request?.number) : null;
-      case "issue_comment":
-        return p.action === "created" &&
-          p.issue?.pull_request &&
-          typeof p.comment?.body === "string" &&
-          p.comment.body.trimStart().startsWith("/svc")
-          ? number(p.issue?.number)
-          : null;
-      case "workflow_run":
-        return p.action === "completed" && Number.isInteger(p.workflow_run?.id)
-          ? `run:${portalRepository.toLowerCase()}#${p.workflow_run?.id}`
-          : null;
-      default:
-        return null;
-    }
-  };
-}
-
-/** Release intake: one key per release; the portal's own releases (artifact store, staging) never count. */
-export function intakeSerialKey(portalRepository: string) {
-  return (event: string, payload: unknown): string | null => {
-    const p = payload as Payload;
-    if (event !== "release" || p?.action !== "published") return null;
-    const fullName = p.repository?.full_name;
-    if (typeof fullName !== "string" || fullName.toLowerCase() === portalRepository.toLowerCase())
-      return null;
-    return `release:${fullName.toLowerCase()}@${String(p.release?.tag_name ?? "")}`;
-  };
-}
 
 /** The bot's moving parts around one Probot instance (the portal app's credentials). */
 export interface SvcBot {
@@ -147,8 +85,10 @@ export function createSvcBot(
       const { data } = await appApi.rest.apps.getAuthenticated();
       botLogins = [`${data?.slug ?? "svc"}[bot]`];
     }
+    if (!options.statusKey) throw new BotConfigError("the status seal key is missing (PRIVATE_KEY)");
     return {
       botLogins,
+      statusKey: options.statusKey,
       validateWorkflowPath: options.validateWorkflowPath ?? VALIDATE_WORKFLOW_PATH,
       log,
       ...(options.dryRun !== undefined ? { dryRun: options.dryRun } : {}),
@@ -210,6 +150,23 @@ export function createSvcBot(
           verdict: review.state,
           commitId: review.commit_id ?? null,
           body: review.body ?? "",
+        },
+        await botOptions(),
+      );
+    });
+
+    app.on("issue_comment.edited", async (context) => {
+      const repo = repoOf(context);
+      if (!repo || !context.payload.issue.pull_request) return;
+      await handleSubmissionEvent(
+        api(context),
+        repo,
+        context.payload.issue.number,
+        {
+          kind: "status_edit_pending",
+          editor: context.payload.sender.login,
+          commentId: context.payload.comment.id,
+          previousBody: context.payload.changes.body?.from ?? null,
         },
         await botOptions(),
       );
@@ -283,26 +240,6 @@ export function createSvcBot(
   return { appFn, botOptions, portalApi };
 }
 
-/** A published release in a mod repository, from the intake app's typed payload. */
-export function publishedRelease(
-  payload: EmitterWebhookEvent<"release.published">["payload"],
-): PublishedRelease {
-  const release = payload.release;
-  return {
-    sourceRepository: payload.repository.full_name,
-    repositoryPrivate: payload.repository.private,
-    htmlUrl: release.html_url,
-    tagName: release.tag_name,
-    body: release.body ?? "",
-    authorLogin: release.author?.login ?? "",
-    draft: release.draft,
-    prerelease: release.prerelease,
-    assets: release.assets.flatMap((a) =>
-      a ? [{ name: a.name, browserDownloadUrl: a.browser_download_url, size: a.size }] : [],
-    ),
-  };
-}
-
 export interface BotFunctionsOverrides {
   defer: (work: Promise<unknown>) => void;
   /** The migrated store; default: PostgreSQL at DATABASE_URL (a serverless instance has no disk to keep). */
@@ -348,10 +285,19 @@ export function createBotFunctions(
     }
     return options;
   };
+  // Derived with the first piece of work, like Probot: a webhook is acknowledged without it.
+  const withStatusKey = (o: SvcAppOptions): SvcAppOptions => {
+    if (o.statusKey) return o;
+    const pem = env.PRIVATE_KEY?.trim();
+    if (!pem?.includes("PRIVATE KEY"))
+      throw new BotConfigError("PRIVATE_KEY is not set (the portal app's private key, PEM)");
+    o.statusKey = deriveStatusKey(pem);
+    return o;
+  };
   const svcBot = async (): Promise<{ bot: SvcBot; probot: Probot }> => {
     const probot = overrides.probot ?? (await probotFromEnv(env));
     if (!bot) {
-      bot = createSvcBot(appOptions(), probot, deployment, log);
+      bot = createSvcBot(withStatusKey(appOptions()), probot, deployment, log);
       await probot.load(bot.appFn, { cwd: process.cwd(), addHandler: () => {} });
     }
     return { bot, probot };
@@ -400,22 +346,21 @@ export function createBotFunctions(
   };
 
   const processIntake = async (svc: SvcBot, delivery: Delivery): Promise<string> => {
-    const payload = delivery.payload as EmitterWebhookEvent<"release.published">["payload"];
-    const release = publishedRelease(payload);
     const o = appOptions();
-    const result = await intakeRelease(await svc.portalApi(), splitRepository(o.portalRepository), release, {
+    const bot = await svc.botOptions();
+    return processIntakeDelivery(delivery, {
+      portal: splitRepository(o.portalRepository),
+      portalApi: await svc.portalApi(),
+      botLogins: bot.botLogins,
+      statusKey: bot.statusKey!,
+      db: () => deployment.store(),
       maxPackageBytes: o.maxPackageBytes,
+      log,
+      ...(overrides.clock ? { clock: overrides.clock } : {}),
       ...(o.fetch ? { fetch: o.fetch } : {}),
       ...(o.allowHttp ? { allowHttp: true } : {}),
       ...(o.dryRun !== undefined ? { dryRun: o.dryRun } : {}),
     });
-    if (result.ok) return `submission pull request #${result.pullRequest ?? "(dry run)"}`;
-    // A download can fail for a moment; the queue retries it. Anything else is the release itself.
-    if (result.code === "download_failed") throw new Error(`${result.code}: ${result.message}`);
-    log(
-      `release ${release.sourceRepository}@${release.tagName} not submitted: ${result.code}: ${result.message}`,
-    );
-    return `${result.code}: ${result.message}`;
   };
 
   /** After the last retry: the pull requests the delivery was about say the bot could not update them. */

@@ -46,6 +46,9 @@ export interface StoredStatus {
   headSha: string;
   /** A validation that failed for a reason outside the package: `/svc revalidate` may run it again. */
   retryable?: boolean;
+  /** When the app wrote it, and the MAC over it (src/bot/status-seal.ts). */
+  at?: string;
+  sig?: string;
 }
 
 export function renderStoredStatus(stored: StoredStatus): string {
@@ -53,7 +56,40 @@ export function renderStoredStatus(stored: StoredStatus): string {
     state: stored.state,
     headSha: stored.headSha,
     ...(stored.retryable ? { retryable: true } : {}),
+    ...(stored.at !== undefined ? { at: stored.at } : {}),
+    ...(stored.sig !== undefined ? { sig: stored.sig } : {}),
   })} -->`;
+}
+
+/** The status comment's body with another stored state in its marker line (a sealed one). */
+export function replaceStoredStatus(body: string, stored: StoredStatus): string {
+  const end = body.startsWith(STATUS_MARKER) ? body.indexOf("-->") : -1;
+  return end < 0
+    ? `${renderStoredStatus(stored)}\n${body}`
+    : `${renderStoredStatus(stored)}${body.slice(end + 3)}`;
+}
+
+/**
+ * Who submitted a pull request the app opened (the pull request's author is then the app): a
+ * GitHub login, or `portal:{accountId}` for an upload through the API. A release's record names the
+ * repository it came from and whether it claims an unclaimed mod id. Sealed by the app.
+ */
+export interface SubmitterRecord {
+  login: string;
+  /** What the pull request came from, for people: `owner/name` of a release, `upload {id}`. */
+  source: string;
+  repository?: { fullName: string; id: number };
+  claim?: boolean;
+  sig?: string;
+}
+
+export function renderSubmitterMarker(record: SubmitterRecord): string {
+  return `${SUBMITTER_MARKER} ${JSON.stringify(record)} -->`;
+}
+
+/** How the status comment names the submitter. */
+function submitterName(login: string): string {
+  return login.startsWith("portal:") ? `the portal account ${inlineCode(login.slice(7), 80)}` : `@${login}`;
 }
 
 export interface StatusContent {
@@ -68,6 +104,10 @@ export interface StatusContent {
   queueLength: number;
   notes: string[];
   runUrl: string | null;
+  /** The person who submitted, when known (a sealed record or the pull request's human author). */
+  submitter?: string | null;
+  /** An unclaimed mod id this submission claims for its submitter once published. */
+  claim?: { modId: string; repository: string | null } | null;
 }
 
 const STATE_HEADLINES: Record<SubmissionState, string> = {
@@ -111,6 +151,7 @@ export function renderStatusComment(content: StatusContent): string {
   out.push(`| state | \`${state}\` |`);
   out.push(`| commit | \`${content.stored.headSha.slice(0, 12)}\` |`);
   if (content.sidecarPath) out.push(`| sidecar | \`${content.sidecarPath}\` |`);
+  if (content.submitter) out.push(`| submitted by | ${submitterName(content.submitter)} |`);
   if (content.queuePosition !== null) {
     out.push(
       `| review queue | position ${content.queuePosition} of ${Math.max(content.queueLength, content.queuePosition)} |`,
@@ -147,6 +188,7 @@ export function renderStatusComment(content: StatusContent): string {
       "",
     );
   }
+  if (content.claim && content.submitter) out.push(`> ${claimNote(content.claim, content.submitter)}`, "");
   for (const note of content.notes) out.push(`> ${note}`, "");
   out.push(
     "<sub>This comment is edited in place by the svc bot. Moderators: approve or request changes with a review; `/svc reject <reason>`, `/svc hide`, `/svc unhide` as a comment. The submitter or a moderator: `/svc revalidate` after a failure that was not in the package.</sub>",
@@ -254,12 +296,20 @@ export function uploadPullRequest(input: {
   version: string;
   ownerAccountId: string;
   staged: boolean;
+  /** Seals the submitter record for the branch (src/bot/status-seal.ts). */
+  seal: (record: SubmitterRecord, branch: string) => SubmitterRecord;
 }): { title: string; body: string; branch: string } {
+  const branch = `svc/upload/${input.submissionId}`;
   return {
     title: `Submit ${input.modId}@${input.version}`,
-    branch: `svc/upload/${input.submissionId}`,
+    branch,
     body: [
-      `${SUBMITTER_MARKER} ${JSON.stringify({ login: `portal:${input.ownerAccountId}`, source: `upload ${input.submissionId}` })} -->`,
+      renderSubmitterMarker(
+        input.seal(
+          { login: `portal:${input.ownerAccountId}`, source: `upload ${input.submissionId}` },
+          branch,
+        ),
+      ),
       `Submission \`${input.submissionId}\` of \`${input.modId}@${input.version}\`, uploaded through the portal API by the account \`${input.ownerAccountId}\`.`,
       "",
       input.staged
@@ -344,25 +394,122 @@ export function visibilityReceiptComment(entry: VisibilityReceipt): string {
   ].join("\n");
 }
 
+/**
+ * The branch of a release's submission pull request: one per source repository (by id), so a
+ * release of the same mod version from another repository never finds this one's pull request.
+ */
+export function releaseBranch(repositoryId: number, modId: string, version: string): string {
+  return `svc/release/${repositoryId}/${modId}/${version}`;
+}
+
 export function releasePullRequest(input: {
   modId: string;
   version: string;
-  sourceRepository: string;
+  source: { fullName: string; id: number };
   releaseUrl: string;
+  /** The person behind the release (never a bot account). */
   submitter: string;
+  /** The mod id is unclaimed: publishing this release makes the submitter its owner. */
+  claim: boolean;
+  seal: (record: SubmitterRecord, branch: string) => SubmitterRecord;
 }): { title: string; body: string; branch: string } {
+  const branch = releaseBranch(input.source.id, input.modId, input.version);
+  const record: SubmitterRecord = {
+    login: input.submitter,
+    source: input.source.fullName,
+    repository: input.source,
+    ...(input.claim ? { claim: true } : {}),
+  };
   return {
     title: `Submit ${input.modId}@${input.version}`,
-    branch: `svc/release/${input.modId}/${input.version}`,
+    branch,
     body: [
-      `${SUBMITTER_MARKER} ${JSON.stringify({ login: input.submitter, source: input.sourceRepository })} -->`,
+      renderSubmitterMarker(input.seal(record, branch)),
       `Submission of \`${input.modId}@${input.version}\`, opened by the svc app for the release ${
         SAFE_URL.test(input.releaseUrl) ? input.releaseUrl : "(release)"
-      } of \`${input.sourceRepository}\` published by @${input.submitter}.`,
+      } of \`${input.source.fullName}\` (repository id ${input.source.id}) published by @${input.submitter}.`,
       "",
       "The sidecar names the release asset by its immutable URL with the sha256 and size the app measured from the downloaded bytes.",
+      ...(input.claim
+        ? ["", `> ${claimNote({ modId: input.modId, repository: input.source.fullName }, input.submitter)}`]
+        : []),
     ].join("\n"),
   };
+}
+
+/** What a moderator is told about a submission of an unclaimed mod id. */
+export function claimNote(claim: { modId: string; repository: string | null }, submitter: string): string {
+  return `**Claim.** \`${claim.modId}\` has no owner yet: publishing this release makes ${submitterName(submitter)} its owner${
+    claim.repository
+      ? `, and release intake then accepts releases of it only from ${inlineCode(claim.repository, 140)} (by repository id)`
+      : ""
+  }. Check that this is the mod's real author before approving.`;
+}
+
+/** The problem a status comment shows when its stored state did not verify. */
+export const STATUS_VOID_PROBLEM = {
+  code: "status_comment_void",
+  message:
+    "the stored state in this status comment was not written by the svc app (it was edited, or its seal does not verify), so it counts for nothing: validate again with a push or `/svc revalidate`",
+};
+
+/** The reply to an edit of the status comment by someone other than the app. */
+export function statusEditedReply(editor: string, restored: boolean): string {
+  return `@${editor} edited the svc status comment. Only the svc app writes a submission's state (it is sealed), so the edit counts for nothing${
+    restored
+      ? " and the comment was restored as the app wrote it."
+      : "; the state before it could not be verified either, so this submission must be validated again (push a commit, or `/svc revalidate`)."
+  }`;
+}
+
+/** Why a review or command by this person does not count. */
+export type ConflictReason = "submitter" | "member" | "submitter_unknown" | "ownership_unreadable";
+
+export function conflictReply(login: string, what: string, reason: ConflictReason, modId: string): string {
+  const why = {
+    submitter: "you submitted this release, and no one reviews or moderates their own submission",
+    member: `you own or collaborate on \`${modId}\` (records/owners/${modId}.json), and no owner or collaborator reviews or moderates a release of their own mod`,
+    submitter_unknown:
+      "the person who submitted this pull request cannot be established (the svc app's submitter record is missing, was edited, or names a bot account), so no review or moderation of it counts; the submitter opens it again",
+    ownership_unreadable: `the ownership record records/owners/${modId}.json on the default branch cannot be read, so it is not known whether you own this mod`,
+  }[reason];
+  return `@${login} ${what} does not count: ${why}. Another moderator decides.`;
+}
+
+/**
+ * The note left on a source repository's newest open submission pull request when release intake
+ * refused a release for going over a limit (the modder watches that pull request; the intake app
+ * cannot write to their repository).
+ */
+export function intakeRateLimitedNote(input: {
+  submitter: string;
+  release: string;
+  releaseUrl: string;
+  scope: "repository" | "owner";
+  source: string;
+  limit: number;
+  windowSeconds: number;
+  retryAt: Date;
+  now: Date;
+}): string {
+  const minutes = Math.max(1, Math.ceil((input.retryAt.getTime() - input.now.getTime()) / 60_000));
+  const window =
+    input.windowSeconds % 3600 === 0
+      ? `${input.windowSeconds / 3600} hour${input.windowSeconds === 3600 ? "" : "s"}`
+      : `${Math.ceil(input.windowSeconds / 60)} minutes`;
+  const who =
+    input.scope === "repository"
+      ? `the repository ${inlineCode(input.source, 140)}`
+      : `the repositories of ${inlineCode(input.source, 80)}`;
+  return [
+    `@${input.submitter} thank you for the release ${
+      SAFE_URL.test(input.releaseUrl)
+        ? `[${inlineCode(input.release, 140)}](${input.releaseUrl})`
+        : inlineCode(input.release, 140)
+    }. It was not submitted: ${who} already opened ${input.limit} submission pull requests in the last ${window}, the most this portal takes, so that every modder's releases are validated promptly.`,
+    "",
+    `You can submit it again from ${input.retryAt.toISOString()} (in about ${minutes} minute${minutes === 1 ? "" : "s"}) by publishing it again as a new release with the same files (delete this one first, or use a new tag if your repository's releases are immutable). Nothing of this release was kept.`,
+  ].join("\n");
 }
 
 /** The job summary of the validate action: one table row per check. */

@@ -5,115 +5,45 @@
  */
 import type { SubmissionProblem } from "../github/submission-files.ts";
 import type { ReportCheck, SubmissionReport } from "../github/submission-report.ts";
-import { type Action, type Actor, type SubmissionState, transition } from "../workflow/machine.ts";
+import type { Action, Actor } from "../workflow/machine.ts";
 import {
   annotationMessage,
   checkRunName,
   checkRunOutput,
-  commandUsageReply,
   DISMISSAL_MESSAGE,
-  decisionNote,
   deliveryFailedNote,
-  illegalMoveReply,
-  portalDecisionNote,
   type PublishReceipt,
   receiptComment,
-  renderStatusComment,
-  revalidateNote,
-  revalidateUnavailableReply,
   SHAPE_CHECK_ID,
   shapeCheckOutput,
-  stateLabel,
 } from "./comments.ts";
+import {
+  decideCommand,
+  decidePortalDecision,
+  decideReview,
+  decideStatusEdited,
+} from "./decide-moderation.ts";
 import type { SubmissionView } from "./derive.ts";
+import {
+  type BotAction,
+  type BotEvent,
+  type CheckRunAction,
+  nothing,
+  type Plan,
+  type SvcCommand,
+  statusActions,
+  walk,
+} from "./plan.ts";
 
-export type SvcCommand =
-  | { name: "reject"; reason: string }
-  | { name: "hide" }
-  | { name: "unhide" }
-  | { name: "revalidate" }
-  | { name: "invalid"; message: string };
-
-/** The latest validate-submission run of the head commit, looked up for `/svc revalidate`. */
-export interface ValidationRunRef {
-  id: number;
-  status: string | null;
-  conclusion: string | null;
-}
-
-export type BotEvent =
-  | { kind: "pushed"; action: "opened" | "reopened" | "synchronize" }
-  | { kind: "report"; report: SubmissionReport; runUrl: string | null }
-  | {
-      kind: "review";
-      reviewer: string;
-      verdict: "approved" | "changes_requested" | "commented" | "dismissed";
-      commitId: string | null;
-      isModerator: boolean;
-      body: string;
-    }
-  | {
-      kind: "command";
-      commenter: string;
-      command: SvcCommand;
-      isModerator: boolean;
-      /** Only for revalidate: undefined when not looked up, null when the head has no run. */
-      validationRun?: ValidationRunRef | null;
-    }
-  /**
-   * A validation run of `headSha` that ended without a usable report (it failed, was cancelled, or
-   * its artifact is missing or invalid).
-   */
-  | { kind: "validation_incomplete"; headSha: string; problem: SubmissionProblem; runUrl: string | null }
-  /** The bot gave up on an event for this pull request after every retry. */
-  | { kind: "delivery_failed"; event: string; deliveryId: string; attempts: number; error: string }
-  | { kind: "closed"; merged: boolean }
-  | { kind: "published"; receipt: PublishReceipt }
-  /**
-   * A decision taken through the portal API (moderation_decision) on a pull request the portal
-   * opened. The API has already checked the caller's role and that they are not the submitter.
-   */
-  | {
-      kind: "portal_decision";
-      decision: "approve" | "request_changes" | "reject" | "hide" | "unhide";
-      moderator: string;
-      notes: string;
-    };
-
-export interface CheckRunAction {
-  type: "create_check_run";
-  name: string;
-  headSha: string;
-  conclusion: "success" | "failure" | "skipped";
-  title: string;
-  summary: string;
-  text?: string;
-  annotations: Array<{
-    path: string;
-    start_line: number;
-    end_line: number;
-    annotation_level: "failure";
-    message: string;
-    title: string;
-  }>;
-}
-
-export type BotAction =
-  | { type: "set_state_label"; add: string; remove: string[] }
-  | { type: "upsert_status_comment"; commentId: number | null; body: string }
-  | CheckRunAction
-  | { type: "dismiss_review"; reviewId: number; message: string }
-  | { type: "reply"; body: string }
-  | { type: "dispatch_visibility"; action: "hide" | "unhide"; modId: string; version: string }
-  | { type: "rerun_validation"; runId: number };
-
-export interface Plan {
-  from: SubmissionState;
-  to: SubmissionState;
-  actions: BotAction[];
-  /** Why nothing (or less) happened: for the log, never posted. */
-  log: string[];
-}
+export type {
+  BotAction,
+  BotEvent,
+  CheckRunAction,
+  Membership,
+  Plan,
+  SvcCommand,
+  ValidationRunRef,
+} from "./plan.ts";
 
 /** GitHub accepts at most 50 annotations per request. */
 const MAX_ANNOTATIONS = 50;
@@ -152,58 +82,6 @@ export function parseCommand(body: string): SvcCommand | null {
   return { name: "invalid", message: `unknown command${name ? ` \`${name.replace(/`/g, "")}\`` : ""}.` };
 }
 
-/** Runs several machine moves in a row; stops at the first illegal one. */
-function walk(
-  from: SubmissionState,
-  steps: Array<[Action, Actor]>,
-): { ok: true; to: SubmissionState } | { ok: false; at: SubmissionState; message: string } {
-  let state = from;
-  for (const [action, actor] of steps) {
-    const result = transition(state, action, actor);
-    if (!result.ok) return { ok: false, at: state, message: result.message };
-    state = result.to;
-  }
-  return { ok: true, to: state };
-}
-
-interface StatusExtras {
-  failedChecks?: ReportCheck[];
-  problems?: SubmissionReport["problems"];
-  notes?: string[];
-  runUrl?: string | null;
-  retryable?: boolean;
-}
-
-function statusActions(view: SubmissionView, to: SubmissionState, extras: StatusExtras = {}): BotAction[] {
-  const inQueue = view.pendingQueue.indexOf(view.number);
-  const queueLength = view.pendingQueue.length + (inQueue < 0 && to === "pending_review" ? 1 : 0);
-  const position = to === "pending_review" ? (inQueue < 0 ? queueLength : inQueue + 1) : null;
-  const body = renderStatusComment({
-    stored: { state: to, headSha: view.headSha, ...(extras.retryable ? { retryable: true } : {}) },
-    number: view.number,
-    sidecarPath: view.shape.kind === "submission" ? view.shape.sidecar.path : null,
-    packageUrl: view.packageUrl,
-    packageFileName: view.packageFileName,
-    failedChecks: extras.failedChecks ?? [],
-    problems: extras.problems ?? (view.shape.kind === "malformed" ? view.shape.problems : []),
-    queuePosition: position,
-    queueLength,
-    notes: extras.notes ?? [],
-    runUrl: extras.runUrl ?? null,
-  });
-  const actions: BotAction[] = [];
-  const label = stateLabel(to);
-  const remove = view.stateLabels.filter((l) => l !== label);
-  if (remove.length > 0 || !view.stateLabels.includes(label))
-    actions.push({ type: "set_state_label", add: label, remove });
-  actions.push({ type: "upsert_status_comment", commentId: view.statusCommentId, body });
-  return actions;
-}
-
-function nothing(view: SubmissionView, why: string): Plan {
-  return { from: view.state, to: view.state, actions: [], log: [why] };
-}
-
 export function decide(view: SubmissionView, event: BotEvent): Plan {
   if (view.shape.kind === "not_a_submission") return nothing(view, "not a submission pull request");
   switch (event.kind) {
@@ -225,6 +103,8 @@ export function decide(view: SubmissionView, event: BotEvent): Plan {
       return decideValidationIncomplete(view, event);
     case "delivery_failed":
       return decideDeliveryFailed(view, event);
+    case "status_edited":
+      return decideStatusEdited(view, event);
   }
 }
 
@@ -470,162 +350,6 @@ function decideDeliveryFailed(
     actions: statusActions(view, view.state, { notes: [note], retryable: view.stored?.retryable === true }),
     log: [],
   };
-}
-
-function decideReview(view: SubmissionView, event: Extract<BotEvent, { kind: "review" }>): Plan {
-  if (event.verdict !== "approved" && event.verdict !== "changes_requested")
-    return nothing(view, "a plain review comment");
-  if (!event.isModerator)
-    return nothing(view, `${event.reviewer} is not a moderator; the review does not count`);
-  if (event.reviewer.toLowerCase() === view.submitter.toLowerCase()) {
-    return nothing(view, `${event.reviewer} submitted this release; an author never reviews their own`);
-  }
-  if (event.commitId !== view.headSha)
-    return nothing(view, `the review is of ${event.commitId}, not the head ${view.headSha}`);
-  const action = event.verdict === "approved" ? "approve" : "request_changes";
-  const moved = walk(view.state, [[action, "moderator"]]);
-  if (!moved.ok) {
-    return {
-      from: view.state,
-      to: view.state,
-      actions: [
-        {
-          type: "reply",
-          body: illegalMoveReply(
-            event.reviewer,
-            event.verdict === "approved" ? "This approval" : "This request for changes",
-            view.state,
-          ),
-        },
-      ],
-      log: [moved.message],
-    };
-  }
-  return {
-    from: view.state,
-    to: moved.to,
-    actions: statusActions(view, moved.to, { notes: [decisionNote(action, event.reviewer)] }),
-    log: [],
-  };
-}
-
-function decideCommand(view: SubmissionView, event: Extract<BotEvent, { kind: "command" }>): Plan {
-  if (event.command.name === "revalidate") return decideRevalidate(view, event);
-  if (!event.isModerator)
-    return nothing(view, `${event.commenter} is not a moderator; /svc commands are ignored`);
-  if (event.commenter.toLowerCase() === view.submitter.toLowerCase()) {
-    return nothing(view, `${event.commenter} submitted this release; an author never moderates their own`);
-  }
-  const command = event.command;
-  if (command.name === "invalid") {
-    return {
-      from: view.state,
-      to: view.state,
-      actions: [{ type: "reply", body: commandUsageReply(event.commenter, command.message) }],
-      log: [],
-    };
-  }
-  const moved = walk(view.state, [[command.name, "moderator"]]);
-  if (!moved.ok) {
-    return {
-      from: view.state,
-      to: view.state,
-      actions: [
-        { type: "reply", body: illegalMoveReply(event.commenter, `\`/svc ${command.name}\``, view.state) },
-      ],
-      log: [moved.message],
-    };
-  }
-  const note = decisionNote(
-    command.name,
-    event.commenter,
-    command.name === "reject" ? command.reason : undefined,
-  );
-  // The status comment moves first: the publish workflow the dispatch starts re-reads it.
-  const actions: BotAction[] = statusActions(view, moved.to, { notes: [note] });
-  if ((command.name === "hide" || command.name === "unhide") && view.shape.kind === "submission") {
-    actions.push({
-      type: "dispatch_visibility",
-      action: command.name,
-      modId: view.shape.sidecar.modId,
-      version: view.shape.sidecar.version,
-    });
-  }
-  return { from: view.state, to: moved.to, actions, log: [] };
-}
-
-/**
- * `/svc revalidate`: the submitter or a moderator re-runs the head commit's validation run after a
- * failure; the run's new report then arrives like any other.
- */
-function decideRevalidate(view: SubmissionView, event: Extract<BotEvent, { kind: "command" }>): Plan {
-  const isSubmitter = event.commenter.toLowerCase() === view.submitter.toLowerCase();
-  if (!event.isModerator && !isSubmitter)
-    return nothing(
-      view,
-      `${event.commenter} is neither the submitter nor a moderator; /svc revalidate is ignored`,
-    );
-  const reply = (why: string): Plan => ({
-    from: view.state,
-    to: view.state,
-    actions: [{ type: "reply", body: revalidateUnavailableReply(event.commenter, why) }],
-    log: [why],
-  });
-  if (!view.open) return reply("the pull request is closed.");
-  if (view.shape.kind !== "submission")
-    return reply(
-      "the pull request itself is not a valid submission (see the status comment); push a fix instead.",
-    );
-  // An upload the portal holds privately is validated by the portal's worker, not by the workflow.
-  if (view.packageUrl === null)
-    return reply("the sidecar names no package URL, so the validation workflow has nothing to download.");
-  const moved = walk(view.state, [["revalidate", event.isModerator ? "moderator" : "modder"]]);
-  if (!moved.ok || view.stored?.headSha !== view.headSha)
-    return {
-      from: view.state,
-      to: view.state,
-      actions: [{ type: "reply", body: illegalMoveReply(event.commenter, "`/svc revalidate`", view.state) }],
-      log: [moved.ok ? "the stored state is for another commit" : moved.message],
-    };
-  const run = event.validationRun;
-  if (!run)
-    return reply(`no validation run of \`${view.headSha.slice(0, 12)}\` exists to run again; push a commit.`);
-  if (run.status !== "completed") return reply("the validation run of this commit has not finished yet.");
-  // A first-time contributor's run waits for a maintainer's approval; a re-run would be refused.
-  if (run.conclusion === "action_required")
-    return reply("the validation run of this commit waits for a maintainer to approve it (Actions tab).");
-  return {
-    from: view.state,
-    to: moved.to,
-    // The run is restarted first: if GitHub refuses, the state has not moved.
-    actions: [
-      { type: "rerun_validation", runId: run.id },
-      ...statusActions(view, moved.to, { notes: [revalidateNote(event.commenter)] }),
-    ],
-    log: [],
-  };
-}
-
-function decidePortalDecision(
-  view: SubmissionView,
-  event: Extract<BotEvent, { kind: "portal_decision" }>,
-): Plan {
-  const moved = walk(view.state, [[event.decision, "moderator"]]);
-  if (!moved.ok) return nothing(view, moved.message);
-  if (!view.open && event.decision !== "hide" && event.decision !== "unhide")
-    return nothing(view, "the pull request is closed");
-  const note = portalDecisionNote(event.decision, event.moderator, event.notes);
-  // The status comment moves first: the publish workflow the dispatch starts re-reads it.
-  const actions: BotAction[] = statusActions(view, moved.to, { notes: [note] });
-  if ((event.decision === "hide" || event.decision === "unhide") && view.shape.kind === "submission") {
-    actions.push({
-      type: "dispatch_visibility",
-      action: event.decision,
-      modId: view.shape.sidecar.modId,
-      version: view.shape.sidecar.version,
-    });
-  }
-  return { from: view.state, to: moved.to, actions, log: [] };
 }
 
 function decideClosed(view: SubmissionView, merged: boolean): Plan {

@@ -68,6 +68,8 @@ export interface BotDeployment {
   drainNow(): Promise<DrainSummary>;
   /** Records work derived from a delivery (the report of a validation run, for its pull request). */
   enqueue(delivery: NewDelivery): Promise<void>;
+  /** The queue's store, which also holds release intake's rate-limit windows. */
+  store(): Promise<Store>;
 }
 
 /** GitHub caps a webhook payload at 25 MB. */
@@ -234,5 +236,6 @@ export function createBotDeployment(options: BotDeploymentOptions): BotDeploymen
     async enqueue(delivery) {
       await enqueueDelivery(await store(), delivery, clock());
     },
+    store,
   };
 }

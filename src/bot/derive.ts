@@ -3,16 +3,45 @@
  */
 import { classifySubmission, type SubmissionShape } from "../github/submission-files.ts";
 import { STATES, type SubmissionState } from "../workflow/machine.ts";
-import { STATE_LABEL_PREFIX, STATUS_MARKER, type StoredStatus, SUBMITTER_MARKER } from "./comments.ts";
+import {
+  STATE_LABEL_PREFIX,
+  STATUS_MARKER,
+  type StoredStatus,
+  SUBMITTER_MARKER,
+  type SubmitterRecord,
+} from "./comments.ts";
 import type { PullRequestInfo } from "./fetch.ts";
+import { type StatusKey, verifyStatus, verifySubmitter } from "./status-seal.ts";
+
+/** Whose records count: the app's logins, and the key its records are sealed with. */
+export interface TrustOptions {
+  botLogins: readonly string[];
+  /**
+   * With a key, only sealed records count (the bot, the API, the publish workflow). null only for
+   * the Actions reporter run without the app's key: it trusts the logins alone, and nothing it
+   * trusts can be published, since publication requires a sealed approval.
+   */
+  statusKey: StatusKey | null;
+}
 
 export interface SubmissionView {
   number: number;
   open: boolean;
   merged: boolean;
   headSha: string;
-  /** The person who submitted: the PR author, or the release publisher for a PR the app opened. */
-  submitter: string;
+  /**
+   * The person who submitted: the pull request's author, or for a pull request the app opened the
+   * person its sealed record names (the human behind a release, a portal account). null when it
+   * cannot be established (no valid record, or a bot account): then no review or command counts.
+   */
+  submitter: string | null;
+  /** The app's sealed record of a pull request it opened: the source repository and any claim. */
+  submitterRecord: SubmitterRecord | null;
+  /**
+   * A status comment exists but its stored state does not verify (edited by someone else, or never
+   * sealed): it counts for nothing, and the submission is treated as a retryable validation failure.
+   */
+  statusVoid: boolean;
   shape: SubmissionShape;
   /** The current state: what the bot's status comment stores; draft for a new submission. */
   state: SubmissionState;
@@ -47,6 +76,8 @@ export function parseStoredStatus(body: string): StoredStatus | null {
       state?: unknown;
       headSha?: unknown;
       retryable?: unknown;
+      at?: unknown;
+      sig?: unknown;
     };
     if (typeof value.state !== "string" || !STATE_IDS.has(value.state)) return null;
     if (typeof value.headSha !== "string" || !/^[0-9a-f]{40}$/.test(value.headSha)) return null;
@@ -54,23 +85,66 @@ export function parseStoredStatus(body: string): StoredStatus | null {
       state: value.state as SubmissionState,
       headSha: value.headSha,
       ...(value.retryable === true ? { retryable: true } : {}),
+      ...(typeof value.at === "string" ? { at: value.at } : {}),
+      ...(typeof value.sig === "string" ? { sig: value.sig } : {}),
     };
   } catch {
     return null;
   }
 }
 
-function submitterOf(info: PullRequestInfo, botLogins: readonly string[]): string {
-  if (!isBot(info.authorLogin, botLogins)) return info.authorLogin;
-  const at = info.body.indexOf(SUBMITTER_MARKER);
-  if (at < 0) return info.authorLogin;
-  const end = info.body.indexOf("-->", at);
+/** The submitter record after SUBMITTER_MARKER in a pull request body, unverified; null when absent or malformed. */
+export function parseSubmitterRecord(body: string): SubmitterRecord | null {
+  const at = body.indexOf(SUBMITTER_MARKER);
+  if (at < 0) return null;
+  const end = body.indexOf("-->", at);
+  if (end < 0) return null;
   try {
-    const value = JSON.parse(info.body.slice(at + SUBMITTER_MARKER.length, end)) as { login?: unknown };
-    return typeof value.login === "string" ? value.login : info.authorLogin;
+    const value = JSON.parse(body.slice(at + SUBMITTER_MARKER.length, end)) as Record<string, unknown>;
+    if (typeof value.login !== "string" || value.login.length === 0) return null;
+    const repository = value.repository as { fullName?: unknown; id?: unknown } | undefined;
+    const validRepository =
+      repository !== undefined &&
+      typeof repository.fullName === "string" &&
+      Number.isSafeInteger(repository.id);
+    if (repository !== undefined && !validRepository) return null;
+    return {
+      login: value.login,
+      source: typeof value.source === "string" ? value.source : "",
+      ...(validRepository
+        ? { repository: { fullName: repository.fullName as string, id: repository.id as number } }
+        : {}),
+      ...(value.claim === true ? { claim: true } : {}),
+      ...(typeof value.sig === "string" ? { sig: value.sig } : {}),
+    };
   } catch {
-    return info.authorLogin;
+    return null;
   }
+}
+
+/** A bot account: one of the app's logins, GitHub's own (github-actions[bot]) or any `[bot]` login. */
+export function isBotAccount(login: string, type = ""): boolean {
+  return type === "Bot" || /\[bot\]$/i.test(login);
+}
+
+/**
+ * The person behind the pull request. A pull request the app opened names them in its sealed
+ * record; any other is its author's, unless the author is a bot account: a bot is never a submitter.
+ */
+export function submitterOf(
+  info: Pick<PullRequestInfo, "authorLogin" | "authorType" | "body" | "headRef" | "repo">,
+  trust: TrustOptions,
+): { login: string | null; record: SubmitterRecord | null } {
+  if (!isBot(info.authorLogin, trust.botLogins)) {
+    const human = !isBotAccount(info.authorLogin, info.authorType) && info.authorLogin !== "";
+    return { login: human ? info.authorLogin : null, record: null };
+  }
+  const record = parseSubmitterRecord(info.body);
+  if (!record) return { login: null, record: null };
+  const scope = { repository: `${info.repo.owner}/${info.repo.repo}`, branch: info.headRef };
+  if (trust.statusKey && !verifySubmitter(trust.statusKey, scope, record))
+    return { login: null, record: null };
+  return { login: isBotAccount(record.login) ? null : record.login, record };
 }
 
 export function isBot(login: string, botLogins: readonly string[]): boolean {
@@ -78,15 +152,38 @@ export function isBot(login: string, botLogins: readonly string[]): boolean {
 }
 
 /**
- * The status comment is trusted only when the bot wrote it: anyone can type the marker into a
- * comment of their own, and the stored state must not be forgeable.
+ * The stored state of the status comment. It counts only when the app wrote it: the comment must be
+ * the app's, and with a key its seal must verify for this pull request (anyone with write access
+ * can edit the app's comment, and GitHub keeps showing the app as its author).
  */
-export function deriveSubmission(info: PullRequestInfo, botLogins: readonly string[]): SubmissionView {
+export function readStoredStatus(
+  comments: ReadonlyArray<{ id: number; body: string; authorLogin: string }>,
+  scope: { repository: string; pullRequest: number },
+  trust: TrustOptions,
+): { commentId: number | null; stored: StoredStatus | null; void: boolean } {
   // The oldest one: when two were ever written at once, the execute step keeps the oldest.
-  const statusComment = info.comments
-    .filter((c) => isBot(c.authorLogin, botLogins) && c.body.startsWith(STATUS_MARKER))
+  const comment = comments
+    .filter((c) => isBot(c.authorLogin, trust.botLogins) && c.body.startsWith(STATUS_MARKER))
     .sort((a, b) => a.id - b.id)[0];
-  const stored = statusComment ? parseStoredStatus(statusComment.body) : null;
+  if (!comment) return { commentId: null, stored: null, void: false };
+  const stored = parseStoredStatus(comment.body);
+  const sealed =
+    stored !== null && (trust.statusKey === null || verifyStatus(trust.statusKey, scope, stored));
+  return { commentId: comment.id, stored: sealed ? stored : null, void: !sealed };
+}
+
+export function deriveSubmission(info: PullRequestInfo, trust: TrustOptions): SubmissionView {
+  const status = readStoredStatus(
+    info.comments,
+    { repository: `${info.repo.owner}/${info.repo.repo}`, pullRequest: info.number },
+    trust,
+  );
+  // A void state is a validation failure anyone may retry: nothing it said is believed, and a push
+  // or `/svc revalidate` validates the head again.
+  const stored: StoredStatus | null = status.void
+    ? { state: "validation_failed", headSha: info.headSha, retryable: true }
+    : status.stored;
+  const submitter = submitterOf(info, trust);
   const sidecar = info.sidecar as {
     modId?: unknown;
     version?: unknown;
@@ -101,11 +198,13 @@ export function deriveSubmission(info: PullRequestInfo, botLogins: readonly stri
     open: info.open,
     merged: info.merged,
     headSha: info.headSha,
-    submitter: submitterOf(info, botLogins),
+    submitter: submitter.login,
+    submitterRecord: submitter.record,
+    statusVoid: status.void,
     shape: shapeOf(info),
     state: stored?.state ?? "draft",
     stored,
-    statusCommentId: statusComment?.id ?? null,
+    statusCommentId: status.commentId,
     stateLabels: info.labels.filter((l) => l.startsWith(STATE_LABEL_PREFIX)),
     approvals,
     pendingQueue: info.pendingQueue,

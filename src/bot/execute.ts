@@ -3,9 +3,10 @@
  * would have sent, so a plan can be previewed (and an Actions run can be rehearsed).
  */
 import type { GitHubApi, RepoRef } from "../github/api.ts";
-import { STATE_LABEL_PREFIX, STATUS_MARKER } from "./comments.ts";
+import { replaceStoredStatus, STATE_LABEL_PREFIX, STATUS_MARKER } from "./comments.ts";
 import type { BotAction, Plan } from "./decide.ts";
 import { isBot } from "./derive.ts";
+import { type StatusKey, sealStatus } from "./status-seal.ts";
 
 export interface ExecuteOptions {
   dryRun?: boolean;
@@ -14,6 +15,22 @@ export interface ExecuteOptions {
   defaultBranch?: string;
   /** Whose status comments count when duplicates are cleaned up after a create. */
   botLogins?: readonly string[];
+  /** Seals the stored state as it is written; null writes it unsealed (the Actions reporter without the app's key). */
+  statusKey?: StatusKey | null;
+  clock?: () => Date;
+}
+
+/** The status comment's body as it is written: the stored state sealed for this pull request, now. */
+function statusBody(
+  action: Extract<BotAction, { type: "upsert_status_comment" }>,
+  repo: RepoRef,
+  number: number,
+  options: ExecuteOptions,
+): string {
+  if (!options.statusKey) return replaceStoredStatus(action.body, action.stored);
+  const scope = { repository: `${repo.owner}/${repo.repo}`, pullRequest: number };
+  const now = (options.clock ?? (() => new Date()))();
+  return replaceStoredStatus(action.body, sealStatus(options.statusKey, scope, action.stored, now));
 }
 
 export interface ExecutedAction {
@@ -59,17 +76,18 @@ async function perform(
           await removeLabel(api, repo, number, stale.name);
       }
       return;
-    case "upsert_status_comment":
+    case "upsert_status_comment": {
+      const body = statusBody(action, repo, number, options);
       if (action.commentId === null) {
         const { data: created } = await api.rest.issues.createComment({
           ...repo,
           issue_number: number,
-          body: action.body,
+          body,
         });
-        await keepOneStatusComment(api, repo, number, created.id, action.body, options.botLogins ?? []);
-      } else
-        await api.rest.issues.updateComment({ ...repo, comment_id: action.commentId, body: action.body });
+        await keepOneStatusComment(api, repo, number, created.id, body, options.botLogins ?? []);
+      } else await api.rest.issues.updateComment({ ...repo, comment_id: action.commentId, body });
       return;
+    }
     case "rerun_validation":
       await api.rest.actions.reRunWorkflow({ ...repo, run_id: action.runId });
       return;

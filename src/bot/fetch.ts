@@ -2,6 +2,9 @@
  * fetch: everything the bot reads from GitHub about one submission pull request, as plain data.
  * Nothing here decides anything.
  */
+import type { ModOwnership } from "../contracts/ownership.ts";
+import { RECORD_PATHS } from "../contracts/records.ts";
+import { formatIssues, SOURCE_SCHEMA_BASE, schemaRegistry } from "../contracts/schemas.ts";
 import { isNotFound, type GitHubApi, type RepoRef } from "../github/api.ts";
 import type { ChangedFile } from "../github/submission-files.ts";
 import { parseUntrustedJson } from "../lib/untrusted-json.ts";
@@ -30,8 +33,12 @@ export interface PullRequestInfo {
   open: boolean;
   merged: boolean;
   authorLogin: string;
+  /** User or Bot, as GitHub reports the author's account. */
+  authorType: string;
   body: string;
   headSha: string;
+  /** The head branch: what the app's submitter record is sealed to. */
+  headRef: string;
   files: ChangedFile[];
   /** GitHub's count of changed files (the file list stops at 3,000); null when not reported. */
   changedFiles: number | null;
@@ -90,8 +97,10 @@ export async function fetchPullRequestInfo(
     open: pr.state === "open",
     merged: pr.merged === true,
     authorLogin: pr.user.login,
+    authorType: pr.user.type ?? "",
     body: pr.body ?? "",
     headSha: pr.head.sha,
+    headRef: pr.head.ref,
     files: changed,
     changedFiles,
     labels: pr.labels.map((l) => l.name),
@@ -112,15 +121,18 @@ export async function fetchPullRequestInfo(
   };
 }
 
-/** A small JSON file at a ref, read as data through the contents API; null when missing or invalid. */
+/**
+ * A small JSON file at a ref (default: the default branch), read as data through the contents API;
+ * null when missing or invalid.
+ */
 export async function readJsonFile(
   api: GitHubApi,
   repo: RepoRef,
   path: string,
-  ref: string,
+  ref?: string,
 ): Promise<unknown> {
   try {
-    const { data } = await api.rest.repos.getContent({ ...repo, path, ref });
+    const { data } = await api.rest.repos.getContent({ ...repo, path, ...(ref ? { ref } : {}) });
     if (Array.isArray(data) || data.type !== "file" || !("content" in data)) return null;
     const parsed = parseUntrustedJson(Buffer.from(data.content, "base64"), {
       maxBytes: 256 * 1024,
@@ -168,4 +180,41 @@ export async function isModerator(api: GitHubApi, policy: ModeratorPolicy, login
     if (isNotFound(error)) return false;
     throw error;
   }
+}
+
+/** The mod's ownership record as the default branch holds it. */
+export type OwnershipRead =
+  | { kind: "unclaimed" }
+  | { kind: "claimed"; ownership: ModOwnership }
+  | { kind: "unreadable"; message: string };
+
+/**
+ * records/owners/{modId}.json on the default branch, read through the contents API and checked
+ * against its schema. A record that exists but cannot be read is never taken for "unclaimed": the
+ * callers refuse what they cannot decide.
+ */
+export async function fetchOwnership(
+  api: GitHubApi,
+  repo: RepoRef,
+  modId: string,
+  defaultBranch: string,
+): Promise<OwnershipRead> {
+  const path = `records/${RECORD_PATHS.ownership(modId)}`;
+  let bytes: Buffer;
+  try {
+    const { data } = await api.rest.repos.getContent({ ...repo, path, ref: defaultBranch });
+    if (Array.isArray(data) || data.type !== "file" || !("content" in data))
+      return { kind: "unreadable", message: `${path} is not a file` };
+    bytes = Buffer.from(data.content, "base64");
+  } catch (error) {
+    if (isNotFound(error)) return { kind: "unclaimed" };
+    throw error;
+  }
+  const parsed = parseUntrustedJson(bytes, { maxBytes: 256 * 1024, maxDepth: 32 });
+  if (!parsed.ok) return { kind: "unreadable", message: `${path}: ${parsed.message}` };
+  const checked = schemaRegistry(SOURCE_SCHEMA_BASE).validate<ModOwnership>("mod-ownership", parsed.value);
+  if (!checked.ok) return { kind: "unreadable", message: `${path}: ${formatIssues(checked.issues, 3)}` };
+  if (checked.value.modId !== modId)
+    return { kind: "unreadable", message: `${path} names ${checked.value.modId}` };
+  return { kind: "claimed", ownership: checked.value };
 }

@@ -12,15 +12,37 @@ import {
   type SubmissionReport,
 } from "../github/submission-report.ts";
 import { inflateEntry, readZipStructure } from "../validation/zip/reader.ts";
+import { maySubmit } from "../contracts/ownership.ts";
 import type { PublishReceipt } from "./comments.ts";
-import { type BotEvent, decide, parseCommand, type Plan, type ValidationRunRef } from "./decide.ts";
-import { deriveSubmission, isBot } from "./derive.ts";
+import {
+  type BotEvent,
+  decide,
+  type Membership,
+  parseCommand,
+  type Plan,
+  type ValidationRunRef,
+} from "./decide.ts";
+import { deriveSubmission, isBot, parseStoredStatus, type SubmissionView } from "./derive.ts";
 import { type ExecutedAction, executePlan } from "./execute.ts";
-import { fetchModeratorPolicy, fetchPullRequestInfo, isModerator } from "./fetch.ts";
+import {
+  fetchModeratorPolicy,
+  fetchOwnership,
+  fetchPullRequestInfo,
+  isModerator,
+  type PullRequestInfo,
+} from "./fetch.ts";
+import { type StatusKey, verifyStatus } from "./status-seal.ts";
 
 export interface BotOptions {
-  /** Logins whose status comments are trusted (the app's `slug[bot]`, or github-actions[bot]). */
+  /** Logins whose status comments are trusted (the app's `slug[bot]`). */
   botLogins: string[];
+  /**
+   * The key the app seals its records with (deriveStatusKey of its private key). null only for the
+   * Actions reporter run without the key: it writes and trusts unsealed states, none of which can
+   * be published.
+   */
+  statusKey: StatusKey | null;
+  clock?: () => Date;
   dryRun?: boolean;
   /** The validation workflow's file name; its workflow_run events carry the report artifact. */
   validateWorkflowPath?: string;
@@ -39,7 +61,30 @@ export const VALIDATE_WORKFLOW_PATH = ".github/workflows/validate-submission.yml
 type PendingEvent =
   | BotEvent
   | { kind: "review_pending"; reviewer: string; verdict: string; commitId: string | null; body: string }
-  | { kind: "comment_pending"; commenter: string; body: string };
+  | { kind: "comment_pending"; commenter: string; body: string }
+  /** issue_comment.edited of a comment the app wrote: `previousBody` is changes.body.from. */
+  | { kind: "status_edit_pending"; editor: string; commentId: number; previousBody: string | null };
+
+/** Decisions that move a submission: the ones no owner or collaborator of the mod may take. */
+function isDecision(event: BotEvent): boolean {
+  if (event.kind === "review") return event.verdict === "approved" || event.verdict === "changes_requested";
+  return event.kind === "command" && event.command.name !== "revalidate";
+}
+
+/** Whether `login` owns or collaborates on the submitted mod, from the ownership record on the default branch. */
+async function membershipOf(
+  api: GitHubApi,
+  repo: RepoRef,
+  info: PullRequestInfo,
+  view: SubmissionView,
+  login: string,
+): Promise<Membership> {
+  if (view.shape.kind !== "submission") return "none";
+  const read = await fetchOwnership(api, repo, view.shape.sidecar.modId, info.defaultBranch);
+  if (read.kind === "unreadable") return "unreadable";
+  if (read.kind === "unclaimed") return "none";
+  return maySubmit(read.ownership, [{ github: login }]) ? "member" : "none";
+}
 
 /** Runs one pull-request-scoped event through the whole pipeline. */
 export async function handleSubmissionEvent(
@@ -49,12 +94,27 @@ export async function handleSubmissionEvent(
   pending: PendingEvent,
   options: BotOptions,
 ): Promise<HandledEvent> {
+  const trust = { botLogins: options.botLogins, statusKey: options.statusKey };
   const info = await fetchPullRequestInfo(api, repo, number);
-  const view = deriveSubmission(info, options.botLogins);
+  const view = deriveSubmission(info, trust);
   if (view.shape.kind === "not_a_submission")
     return { number, plan: null, executed: [], log: ["not a submission pull request"] };
   let event: BotEvent;
-  if (pending.kind === "review_pending" || pending.kind === "comment_pending") {
+  if (pending.kind === "status_edit_pending") {
+    if (isBot(pending.editor, options.botLogins))
+      return { number, plan: null, executed: [], log: ["the app's own edit"] };
+    const previous = pending.previousBody === null ? null : parseStoredStatus(pending.previousBody);
+    const scope = { repository: `${repo.owner}/${repo.repo}`, pullRequest: number };
+    const verified =
+      previous !== null && (options.statusKey === null || verifyStatus(options.statusKey, scope, previous));
+    event = {
+      kind: "status_edited",
+      editor: pending.editor,
+      commentId: pending.commentId,
+      restorable:
+        verified && pending.previousBody !== null ? { stored: previous, body: pending.previousBody } : null,
+    };
+  } else if (pending.kind === "review_pending" || pending.kind === "comment_pending") {
     const actor = pending.kind === "review_pending" ? pending.reviewer : pending.commenter;
     if (isBot(actor, options.botLogins))
       return { number, plan: null, executed: [], log: ["the bot's own event"] };
@@ -79,7 +139,7 @@ export async function handleSubmissionEvent(
       event = { kind: "command", commenter: actor, command, isModerator: moderator };
       if (
         command.name === "revalidate" &&
-        (moderator || actor.toLowerCase() === view.submitter.toLowerCase())
+        (moderator || actor.toLowerCase() === view.submitter?.toLowerCase())
       )
         event.validationRun = await findValidationRun(
           api,
@@ -88,6 +148,15 @@ export async function handleSubmissionEvent(
           options.validateWorkflowPath ?? VALIDATE_WORKFLOW_PATH,
         );
     }
+    // Read only for a moderator's decision that could count: the record decides whether it does.
+    if (
+      (event.kind === "review" || event.kind === "command") &&
+      event.isModerator &&
+      isDecision(event) &&
+      view.submitter !== null &&
+      view.submitter.toLowerCase() !== actor.toLowerCase()
+    )
+      event.membership = await membershipOf(api, repo, info, view, actor);
   } else {
     event = pending;
   }
@@ -97,6 +166,8 @@ export async function handleSubmissionEvent(
     ...(options.dryRun !== undefined ? { dryRun: options.dryRun } : {}),
     defaultBranch: info.defaultBranch,
     botLogins: options.botLogins,
+    statusKey: options.statusKey,
+    ...(options.clock ? { clock: options.clock } : {}),
   });
   return { number, plan, executed, log: plan.log };
 }

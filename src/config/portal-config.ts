@@ -8,7 +8,9 @@ export type RateLimitBucket =
   | "uploadCreation"
   | "authenticatedMutation"
   | "trustedPublishingRepository"
-  | "trustedPublishingOwner";
+  | "trustedPublishingOwner"
+  | "releaseIntakeRepository"
+  | "releaseIntakeOwner";
 
 export interface GameBuildEntry {
   buildId: string;

@@ -21,6 +21,8 @@ export interface InstallationTokenRequest {
   repository: string;
   /** GitHub's REST API root (GITHUB_API_URL on a runner). */
   apiUrl?: string;
+  /** What the token may do; default CATALOG_TOKEN_PERMISSIONS. */
+  permissions?: Record<string, "read" | "write">;
 }
 
 export interface InstallationToken {
@@ -31,6 +33,13 @@ export interface InstallationToken {
 
 /** What the token may do: write contents (the catalog commit, releases) and nothing else. */
 export const CATALOG_TOKEN_PERMISSIONS = { contents: "write" } as const;
+
+/**
+ * The receipts job's token: the receipt, the state label and the status comment are written as the
+ * app, because the bot takes an edit of its status comment by any other login (github-actions[bot]
+ * included) for a forgery and restores it.
+ */
+export const RECEIPT_TOKEN_PERMISSIONS = { issues: "write", pull_requests: "write" } as const;
 
 export async function mintInstallationToken(request: InstallationTokenRequest): Promise<InstallationToken> {
   if (!/^[1-9][0-9]*$/.test(request.appId.trim()))
@@ -70,7 +79,7 @@ export async function mintInstallationToken(request: InstallationTokenRequest): 
     type: "installation",
     installationId,
     repositoryNames: [repo.repo],
-    permissions: CATALOG_TOKEN_PERMISSIONS,
+    permissions: request.permissions ?? CATALOG_TOKEN_PERMISSIONS,
     refresh: true,
   })) as { token: string; expiresAt: string };
   return { token: minted.token, expiresAt: minted.expiresAt, repo };

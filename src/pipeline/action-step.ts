@@ -4,8 +4,10 @@
  * annotations, failure); the steps themselves never import the Actions toolkit or read the
  * environment.
  */
+import { deriveStatusKey, type StatusKey } from "../bot/status-seal.ts";
+import { SvcError } from "../errors.ts";
 import type { RepoRef } from "../github/api.ts";
-import { mintInstallationToken } from "../github/installation-token.ts";
+import { InstallationTokenError, mintInstallationToken } from "../github/installation-token.ts";
 import { octokitFor, type PortalOctokit } from "../github/octokit.ts";
 
 export interface ActionContext {
@@ -64,9 +66,36 @@ export class StepEnv {
     return value;
   }
 
-  /** The bot logins a step trusts (input `bot-logins`, comma separated). */
+  /**
+   * The bot logins a step trusts (input `bot-logins`, comma separated: the repository variable
+   * SVC_BOT_LOGINS). There is no default: github-actions[bot] would be every workflow's token with
+   * `issues: write`, so an unset variable is a configuration error, not a guess.
+   */
   botLogins(): string[] {
-    return (this.io.input("bot-logins") || "github-actions[bot]").split(",").map((s) => s.trim());
+    const logins = this.io
+      .input("bot-logins")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
+    if (logins.length === 0)
+      throw new SvcError(
+        "config_invalid",
+        "SVC_BOT_LOGINS is not set (input bot-logins): set the repository variable SVC_BOT_LOGINS to the portal app's `<app-slug>[bot]`, the only login whose status comments count",
+      );
+    return logins;
+  }
+
+  /** The key the app's records are sealed with, from the app's private key (input app-private-key). */
+  statusKey(): StatusKey {
+    const pem = this.required("app-private-key");
+    try {
+      return deriveStatusKey(pem);
+    } catch {
+      throw new InstallationTokenError(
+        "app_config_invalid",
+        "app-private-key must be the GitHub App's PEM private key (secrets.SVC_APP_PRIVATE_KEY)",
+      );
+    }
   }
 
   /** The job's OIDC token for `audience`, masked in every later log line. */
@@ -85,12 +114,13 @@ export class StepEnv {
    * The GitHub App's installation token for this repository (inputs app-id and app-private-key),
    * masked in every later log line.
    */
-  async mintAppToken(): Promise<string> {
+  async mintAppToken(permissions?: Record<string, "read" | "write">): Promise<string> {
     const minted = await mintInstallationToken({
       appId: this.required("app-id"),
       privateKey: this.required("app-private-key"),
       repository: this.repository,
       apiUrl: this.context.apiUrl,
+      ...(permissions ? { permissions } : {}),
     });
     this.io.setSecret(minted.token);
     return minted.token;

@@ -21,6 +21,7 @@ import { uploadPullRequest } from "../bot/comments.ts";
 import { deriveSubmission, type SubmissionView as PullRequestView } from "../bot/derive.ts";
 import { fetchPullRequestInfo } from "../bot/fetch.ts";
 import { type BotOptions, handleSubmissionEvent } from "../bot/handle.ts";
+import { type StatusKey, sealSubmitter } from "../bot/status-seal.ts";
 import { type GitHubApi, isNotFound, type RepoRef, splitRepository } from "../github/api.ts";
 import {
   findStagingRelease,
@@ -47,6 +48,8 @@ export interface GitHubLinkOptions {
   /** An Octokit authenticated as the app's installation on the portal repository. */
   api: () => Promise<GitHubApi>;
   botLogins: () => Promise<string[]>;
+  /** Seals the status and submitter records the API writes (deriveStatusKey of the app's private key). */
+  statusKey: StatusKey;
   log: (line: string) => void;
 }
 
@@ -103,10 +106,14 @@ export function createGitHubLink(options: GitHubLinkOptions): GitHubLink {
   const repo = splitRepository(options.repository);
   const botOptions = async (): Promise<BotOptions> => ({
     botLogins: await options.botLogins(),
+    statusKey: options.statusKey,
     log: options.log,
   });
   const view = async (api: GitHubApi, number: number): Promise<PullRequestView> =>
-    deriveSubmission(await fetchPullRequestInfo(api, repo, number), await options.botLogins());
+    deriveSubmission(await fetchPullRequestInfo(api, repo, number), {
+      botLogins: await options.botLogins(),
+      statusKey: options.statusKey,
+    });
 
   async function stageAsset(api: GitHubApi, submissionId: string, fileName: string, path: string) {
     const tag = `${STAGING_TAG_PREFIX}${submissionId}`;
@@ -156,6 +163,8 @@ export function createGitHubLink(options: GitHubLinkOptions): GitHubLink {
           version: sidecar.version,
           ownerAccountId: input.ownerAccountId,
           staged: input.stagedFile !== null,
+          seal: (record, branch) =>
+            sealSubmitter(options.statusKey, { repository: options.repository, branch }, record),
         });
         const path = submissionPath(sidecar.modId, sidecar.version);
         let opened: { number: number; htmlUrl: string; headSha: string };

@@ -7,6 +7,7 @@
 import { SvcError } from "../errors.ts";
 import type { PublisherOptions } from "../catalog/publisher.ts";
 import { inlineCode } from "../bot/comments.ts";
+import type { StatusKey } from "../bot/status-seal.ts";
 import type { GitHubApi, RepoRef } from "../github/api.ts";
 import { type CatalogPushResult, pushCatalogCommit } from "../github/catalog-push.ts";
 import { type PublicationEntry, reconcilePublications } from "./publish-reconcile.ts";
@@ -30,10 +31,11 @@ export interface PublishRunInput {
   /** The workflow token: reads pull requests and Pages deployments. */
   reader: GitHubApi;
   /**
-   * Mints the app's installation token: a client (releases, staged drafts) and the token for git.
-   * Called only once the run is known to be legitimate (default branch, valid dispatch inputs).
+   * Mints the app's installation token: a client (releases, staged drafts) and the token for git,
+   * and the key the app's records are sealed with (derived from the same private key). Called only
+   * once the run is known to be legitimate (default branch, valid dispatch inputs).
    */
-  connect: () => Promise<{ writer: GitHubApi; pushToken: string }>;
+  connect: () => Promise<{ writer: GitHubApi; pushToken: string; statusKey: StatusKey }>;
   /** svc check over the checkout; throws on drift. */
   verify: () => Promise<void>;
   fetch?: FetchLike;
@@ -120,7 +122,7 @@ export async function runPublish(input: PublishRunInput): Promise<PublishRun> {
     input.eventName === "workflow_dispatch" && dispatchAsksVisibility(input.event.inputs)
       ? parseVisibilityInputs(input.event.inputs)
       : null;
-  const { writer, pushToken } = await input.connect();
+  const { writer, pushToken, statusKey } = await input.connect();
   const publisher = input.publisher(writer);
   let entries: PublishRunEntry[] = [];
   const change = async () => {
@@ -130,6 +132,7 @@ export async function runPublish(input: PublishRunInput): Promise<PublishRun> {
             repo: input.repo,
             request: visibility,
             botLogins: [...input.botLogins],
+            statusKey,
             publisher,
           }),
         ]
@@ -138,6 +141,7 @@ export async function runPublish(input: PublishRunInput): Promise<PublishRun> {
           branch: input.branch,
           publisher,
           botLogins: input.botLogins,
+          statusKey,
           reader: input.reader,
           writer,
           ...(input.fetch ? { fetch: input.fetch } : {}),

@@ -6,8 +6,11 @@
  * - the commits that touched the file on the default branch lead to a merged pull request whose
  *   changed files are exactly that one added sidecar (a push that smuggles a second sidecar beside an
  *   approved one finds no such pull request for the second);
- * - the bot's status comment (only the bot's login counts) says `approved` for that pull request's
- *   head commit;
+ * - the bot's status comment (only the bot's login counts, and only with the app's seal) says
+ *   `approved` for that pull request's head commit;
+ * - the person who submitted it is known (the author, or the app's sealed record of the person
+ *   behind a release or upload) and may submit the mod: the publisher claims an unclaimed mod id for
+ *   them or refuses someone who neither owns nor collaborates on it;
  * - the file on the default branch is byte for byte the approved one (its git blob sha equals the
  *   blob sha the pull request's files API reports at that head);
  * - the package downloaded now hashes to the sidecar's sha256.
@@ -20,8 +23,9 @@ import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PublishReceipt } from "../bot/comments.ts";
-import { STATUS_MARKER } from "../bot/comments.ts";
-import { isBot, parseStoredStatus } from "../bot/derive.ts";
+import { readStoredStatus, submitterOf, type TrustOptions } from "../bot/derive.ts";
+import type { StatusKey } from "../bot/status-seal.ts";
+import type { Principal } from "../contracts/ownership.ts";
 import type { PublisherOptions } from "../catalog/publisher.ts";
 import { publishRelease } from "../catalog/publisher.ts";
 import { RECORD_PATHS, type ReleaseRecord } from "../contracts/records.ts";
@@ -47,7 +51,10 @@ export const PUBLISH_REFUSALS = {
   no_pull_request: "no merged pull request brought this file to the default branch",
   pull_request_mismatch:
     "the merged pull request that brought this file did not add exactly this one sidecar",
-  not_approved: "the bot's status comment on the pull request does not say approved",
+  not_approved:
+    "the bot's status comment on the pull request does not say approved (or is not sealed by the app)",
+  submitter_unknown:
+    "the person who submitted the pull request cannot be established (a bot account, or the app's submitter record is missing or edited)",
   approval_stale: "the approval is for another commit than the one merged",
   sidecar_changed: "the file on the default branch is not the approved file",
 } as const;
@@ -69,6 +76,8 @@ export interface ReconcileInput {
   branch: string;
   publisher: PublisherOptions;
   botLogins: readonly string[];
+  /** The app's seal: a status or submitter record counts only when it verifies. */
+  statusKey: StatusKey;
   /** Reads pull requests, their files and comments (the workflow token: pull-requests read). */
   reader: GitHubApi;
   /** Reads the private draft of a staged upload (the app token: contents write). */
@@ -167,17 +176,49 @@ async function findAddingPullRequest(
   );
 }
 
-/** The state the bot stored on the pull request, from its own status comment only. */
+const trustOf = (input: ReconcileInput): TrustOptions => ({
+  botLogins: input.botLogins,
+  statusKey: input.statusKey,
+});
+
+/** The state the bot stored on the pull request: its own status comment, sealed for this pull request. */
 async function storedStatus(input: ReconcileInput, number: number) {
   const comments = await input.reader.paginate(input.reader.rest.issues.listComments, {
     ...input.repo,
     issue_number: number,
     per_page: 100,
   });
-  const own = comments.find(
-    (c) => isBot(c.user?.login ?? "", input.botLogins) && (c.body ?? "").startsWith(STATUS_MARKER),
+  return readStoredStatus(
+    comments.map((c) => ({ id: c.id, body: c.body ?? "", authorLogin: c.user?.login ?? "" })),
+    { repository: `${input.repo.owner}/${input.repo.repo}`, pullRequest: number },
+    trustOf(input),
   );
-  return own ? parseStoredStatus(own.body ?? "") : null;
+}
+
+/** Who the publisher checks and claims for: the person behind the pull request, never a bot. */
+function submitterOfPull(input: ReconcileInput, pr: PullRequest) {
+  const { login, record } = submitterOf(
+    {
+      authorLogin: pr.user?.login ?? "",
+      authorType: pr.user?.type ?? "",
+      body: pr.body ?? "",
+      headRef: pr.head.ref,
+      repo: input.repo,
+    },
+    trustOf(input),
+  );
+  if (!login)
+    throw new Refusal(
+      "submitter_unknown",
+      `#${pr.number}: ${PUBLISH_REFUSALS.submitter_unknown}; nothing is published for a submitter nobody can own`,
+      pr.number,
+    );
+  const principal: Principal = login.startsWith("portal:") ? { account: login.slice(7) } : { github: login };
+  return {
+    identity: [principal],
+    claimAs: principal,
+    ...(record?.repository ? { sourceRepository: record.repository } : {}),
+  };
 }
 
 async function downloadPackage(
@@ -238,11 +279,14 @@ async function reconcileOne(input: ReconcileInput, sidecarPath: SubmissionPath):
       );
     }
     const { pr, blobSha } = await findAddingPullRequest(input, path);
-    const stored = await storedStatus(input, pr.number);
+    const status = await storedStatus(input, pr.number);
+    const stored = status.stored;
     if (stored?.state !== "approved")
       throw new Refusal(
         "not_approved",
-        `#${pr.number} is ${stored?.state ?? "without a status from the bot"}; only an approved submission is published`,
+        status.void
+          ? `#${pr.number} has no state sealed by the app (its status comment was edited, or never written by it), so it counts for nothing; only an approved submission is published`
+          : `#${pr.number} is ${stored?.state ?? "without a status from the bot"}; only an approved submission is published`,
         pr.number,
       );
     if (stored.headSha !== pr.head.sha)
@@ -257,6 +301,7 @@ async function reconcileOne(input: ReconcileInput, sidecarPath: SubmissionPath):
         `${path} on ${input.branch} (blob ${gitBlobSha(bytes)}) is not the file #${pr.number} added and had approved (blob ${blobSha})`,
         pr.number,
       );
+    const submitter = submitterOfPull(input, pr);
     const download = await downloadPackage(input, pr, sidecar);
     if (!download.ok) return refuse(download.code, download.message, pr.number, "failed");
     if (download.sha256 !== sidecar.package?.sha256)
@@ -271,6 +316,7 @@ async function reconcileOne(input: ReconcileInput, sidecarPath: SubmissionPath):
         packageBytes: download.bytes,
         sidecar,
         source: { kind: "pull_request", pullRequestUrl: pr.html_url },
+        submitter,
       });
       const base = input.publisher.config.baseUrl;
       return entry("published", pr.number, {

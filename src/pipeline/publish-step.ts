@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { handlePublishReceipt } from "../bot/handle.ts";
 import { runnerValidator } from "../catalog/validator.ts";
 import { loadPortalConfig } from "../contracts/portal-config.ts";
-import type { GitHubApi, RepoRef } from "../github/api.ts";
 import { verifyCatalog } from "../github/catalog-push.ts";
+import { RECEIPT_TOKEN_PERMISSIONS } from "../github/installation-token.ts";
 import { githubReleaseArtifactStore } from "../github/release-artifact-store.ts";
 import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
 import { type ActionOutcome, outcome, type StepEnv } from "./action-step.ts";
@@ -13,27 +13,26 @@ import { type PublishRunEntry, publishSummary, runPublish } from "./publish-acti
 import { pendingSidecars } from "./publish-reconcile.ts";
 import { isVisibilityEntry, postVisibilityReceipt } from "./publish-visibility.ts";
 
-async function postReceipts(
-  reader: GitHubApi,
-  repo: RepoRef,
-  receiptsPath: string,
-  botLogins: string[],
-): Promise<void> {
+/** Posts each receipt as the app (its token and its seal): the status comment is the app's to write. */
+async function postReceipts(env: StepEnv, receiptsPath: string): Promise<void> {
+  const botLogins = env.botLogins();
+  const statusKey = env.statusKey();
+  const writer = env.octokit(await env.mintAppToken(RECEIPT_TOKEN_PERMISSIONS));
+  const repo = env.context.repo;
   const entries = JSON.parse(readFileSync(receiptsPath, "utf8")) as PublishRunEntry[];
   for (const m of entries)
-    if (isVisibilityEntry(m)) await postVisibilityReceipt(reader, repo, m);
+    if (isVisibilityEntry(m)) await postVisibilityReceipt(writer, repo, m);
     else if (m.pullRequest !== null)
-      await handlePublishReceipt(reader, repo, m.pullRequest, m.receipt, { botLogins });
+      await handlePublishReceipt(writer, repo, m.pullRequest, m.receipt, { botLogins, statusKey });
 }
 
 export async function publishStep(env: StepEnv): Promise<ActionOutcome> {
   const { context, io } = env;
   const reader = env.octokit(env.required("github-token"));
-  const botLogins = env.botLogins();
   const receiptsPath = io.input("receipts-path") || "publish-receipts.json";
   const mode = io.input("mode") || "publish";
   if (mode === "receipts") {
-    await postReceipts(reader, context.repo, receiptsPath, botLogins);
+    await postReceipts(env, receiptsPath);
     return outcome({});
   }
   const root = context.workspace;
@@ -46,6 +45,7 @@ export async function publishStep(env: StepEnv): Promise<ActionOutcome> {
   }
   if (mode !== "publish") throw new Error(`mode must be publish, pending or receipts, not ${mode}`);
 
+  const botLogins = env.botLogins();
   const repository = env.repository;
   const config = loadPortalConfig(join(root, "portal.config.json"));
   const database = io.input("clamscan-db");
@@ -71,7 +71,7 @@ export async function publishStep(env: StepEnv): Promise<ActionOutcome> {
     reader,
     connect: async () => {
       const token = await env.mintAppToken();
-      return { writer: env.octokit(token), pushToken: token };
+      return { writer: env.octokit(token), pushToken: token, statusKey: env.statusKey() };
     },
     verify: () => verifyCatalog(root),
     log: io.info,

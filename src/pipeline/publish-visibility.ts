@@ -10,6 +10,7 @@ import type { PublishReceipt } from "../bot/comments.ts";
 import { inlineCode, visibilityReceiptComment } from "../bot/comments.ts";
 import { deriveSubmission } from "../bot/derive.ts";
 import { fetchPullRequestInfo } from "../bot/fetch.ts";
+import type { StatusKey } from "../bot/status-seal.ts";
 import { hideRelease, type PublisherOptions, unhideRelease } from "../catalog/publisher.ts";
 import { schemaFiles } from "../contracts/schemas.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
@@ -99,6 +100,8 @@ export interface ApplyVisibilityInput {
   repo: RepoRef;
   request: VisibilityRequest;
   botLogins: string[];
+  /** The stored state counts only sealed by the app. */
+  statusKey: StatusKey;
   publisher: PublisherOptions;
 }
 
@@ -110,10 +113,10 @@ export interface ApplyVisibilityInput {
 export async function applyVisibility(api: GitHubApi, input: ApplyVisibilityInput): Promise<VisibilityEntry> {
   const { request } = input;
   const release = `${request.modId}@${request.version}`;
-  const view = deriveSubmission(
-    await fetchPullRequestInfo(api, input.repo, request.pullRequest),
-    input.botLogins,
-  );
+  const view = deriveSubmission(await fetchPullRequestInfo(api, input.repo, request.pullRequest), {
+    botLogins: input.botLogins,
+    statusKey: input.statusKey,
+  });
   if (view.shape.kind !== "submission" || !view.merged) {
     throw new VisibilityRefusal(
       "visibility_not_a_release",
@@ -128,10 +131,12 @@ export async function applyVisibility(api: GitHubApi, input: ApplyVisibilityInpu
     );
   }
   const expected = EXPECTED_STATE[request.action];
-  if (view.state !== expected) {
+  if (view.state !== expected || view.statusVoid) {
     throw new VisibilityRefusal(
       "visibility_state_mismatch",
-      `#${request.pullRequest} is ${view.state} in the bot's status comment; ${request.action} applies only to a ${expected} submission (the bot records the decision before it dispatches)`,
+      view.statusVoid
+        ? `#${request.pullRequest} has no state sealed by the app (its status comment was edited, or never written by it): ${request.action} applies only to a ${expected} submission the app recorded`
+        : `#${request.pullRequest} is ${view.state} in the bot's status comment; ${request.action} applies only to a ${expected} submission (the bot records the decision before it dispatches)`,
     );
   }
   const base = input.publisher.config.baseUrl;

@@ -14,7 +14,14 @@ export async function reportStep(env: StepEnv): Promise<ActionOutcome> {
     env.octokit(env.required("github-token")),
     context.repo,
     workflowRunInfo(runInfo),
-    { botLogins: env.botLogins(), dryRun: io.input("dry-run") === "true", log: io.info },
+    {
+      botLogins: env.botLogins(),
+      // Optional here: a reporter given the app's key seals what it writes (the app's API can then
+      // moderate on it); without it the states it writes are unsealed and can never be published.
+      statusKey: io.input("app-private-key") ? env.statusKey() : null,
+      dryRun: io.input("dry-run") === "true",
+      log: io.info,
+    },
   );
   const plan = result.plan;
   const cells = [

@@ -1,4 +1,5 @@
 import type { RandomBytes } from "../accounts/secrets.ts";
+import { deriveStatusKey } from "../bot/status-seal.ts";
 import { filesystemArtifactStore } from "../catalog/artifact-store.ts";
 import type { PublisherOptions } from "../catalog/publisher.ts";
 import { runnerValidator } from "../catalog/validator.ts";
@@ -40,6 +41,7 @@ export function githubLinkFromSettings(
     repository: settings.github.repository,
     api: installation.api,
     botLogins: installation.botLogins,
+    statusKey: deriveStatusKey(settings.github.privateKey),
     log,
   });
 }

@@ -1,0 +1,182 @@
+/**
+ * What decide works with: the events the bot reacts to, the actions a plan takes, and the helpers
+ * every decision shares (machine walks, the status comment and its label).
+ */
+import type { SubmissionProblem } from "../github/submission-files.ts";
+import type { ReportCheck, SubmissionReport } from "../github/submission-report.ts";
+import { type Action, type Actor, type SubmissionState, transition } from "../workflow/machine.ts";
+import { type PublishReceipt, renderStatusComment, type StoredStatus, stateLabel } from "./comments.ts";
+import type { SubmissionView } from "./derive.ts";
+
+export type SvcCommand =
+  | { name: "reject"; reason: string }
+  | { name: "hide" }
+  | { name: "unhide" }
+  | { name: "revalidate" }
+  | { name: "invalid"; message: string };
+
+/** The latest validate-submission run of the head commit, looked up for `/svc revalidate`. */
+export interface ValidationRunRef {
+  id: number;
+  status: string | null;
+  conclusion: string | null;
+}
+
+export type BotEvent =
+  | { kind: "pushed"; action: "opened" | "reopened" | "synchronize" }
+  | { kind: "report"; report: SubmissionReport; runUrl: string | null }
+  | {
+      kind: "review";
+      reviewer: string;
+      verdict: "approved" | "changes_requested" | "commented" | "dismissed";
+      commitId: string | null;
+      isModerator: boolean;
+      /** Whether the reviewer owns or collaborates on the mod; undefined when not looked up. */
+      membership?: Membership;
+      body: string;
+    }
+  | {
+      kind: "command";
+      commenter: string;
+      command: SvcCommand;
+      isModerator: boolean;
+      /** Whether the commenter owns or collaborates on the mod; undefined when not looked up. */
+      membership?: Membership;
+      /** Only for revalidate: undefined when not looked up, null when the head has no run. */
+      validationRun?: ValidationRunRef | null;
+    }
+  /**
+   * A validation run of `headSha` that ended without a usable report (it failed, was cancelled, or
+   * its artifact is missing or invalid).
+   */
+  | { kind: "validation_incomplete"; headSha: string; problem: SubmissionProblem; runUrl: string | null }
+  /** The bot gave up on an event for this pull request after every retry. */
+  | { kind: "delivery_failed"; event: string; deliveryId: string; attempts: number; error: string }
+  | { kind: "closed"; merged: boolean }
+  | { kind: "published"; receipt: PublishReceipt }
+  /**
+   * A decision taken through the portal API (moderation_decision) on a pull request the portal
+   * opened. The API has already checked the caller's role and that they are not the submitter.
+   */
+  | {
+      kind: "portal_decision";
+      decision: "approve" | "request_changes" | "reject" | "hide" | "unhide";
+      moderator: string;
+      notes: string;
+    }
+  /**
+   * Someone other than the app edited a comment that holds (or held) the stored state. `restorable`
+   * is the text from before the edit (GitHub sends it with the webhook) when its seal verifies.
+   */
+  | {
+      kind: "status_edited";
+      editor: string;
+      commentId: number;
+      restorable: { stored: StoredStatus; body: string } | null;
+    };
+
+/** Whether a person owns or collaborates on the mod (records/owners/{modId}.json on the default branch). */
+export type Membership = "member" | "none" | "unreadable";
+
+export interface CheckRunAction {
+  type: "create_check_run";
+  name: string;
+  headSha: string;
+  conclusion: "success" | "failure" | "skipped";
+  title: string;
+  summary: string;
+  text?: string;
+  annotations: Array<{
+    path: string;
+    start_line: number;
+    end_line: number;
+    annotation_level: "failure";
+    message: string;
+    title: string;
+  }>;
+}
+
+export type BotAction =
+  | { type: "set_state_label"; add: string; remove: string[] }
+  /** The body carries `stored` unsealed; execute seals it as it writes (the key never reaches decide). */
+  | { type: "upsert_status_comment"; commentId: number | null; stored: StoredStatus; body: string }
+  | CheckRunAction
+  | { type: "dismiss_review"; reviewId: number; message: string }
+  | { type: "reply"; body: string }
+  | { type: "dispatch_visibility"; action: "hide" | "unhide"; modId: string; version: string }
+  | { type: "rerun_validation"; runId: number };
+
+export interface Plan {
+  from: SubmissionState;
+  to: SubmissionState;
+  actions: BotAction[];
+  /** Why nothing (or less) happened: for the log, never posted. */
+  log: string[];
+}
+
+/** Runs several machine moves in a row; stops at the first illegal one. */
+export function walk(
+  from: SubmissionState,
+  steps: Array<[Action, Actor]>,
+): { ok: true; to: SubmissionState } | { ok: false; at: SubmissionState; message: string } {
+  let state = from;
+  for (const [action, actor] of steps) {
+    const result = transition(state, action, actor);
+    if (!result.ok) return { ok: false, at: state, message: result.message };
+    state = result.to;
+  }
+  return { ok: true, to: state };
+}
+
+export interface StatusExtras {
+  failedChecks?: ReportCheck[];
+  problems?: SubmissionReport["problems"];
+  notes?: string[];
+  runUrl?: string | null;
+  retryable?: boolean;
+}
+
+export function statusActions(
+  view: SubmissionView,
+  to: SubmissionState,
+  extras: StatusExtras = {},
+): BotAction[] {
+  const inQueue = view.pendingQueue.indexOf(view.number);
+  const queueLength = view.pendingQueue.length + (inQueue < 0 && to === "pending_review" ? 1 : 0);
+  const position = to === "pending_review" ? (inQueue < 0 ? queueLength : inQueue + 1) : null;
+  const stored: StoredStatus = {
+    state: to,
+    headSha: view.headSha,
+    ...(extras.retryable ? { retryable: true } : {}),
+  };
+  const record = view.submitterRecord;
+  const body = renderStatusComment({
+    stored,
+    number: view.number,
+    sidecarPath: view.shape.kind === "submission" ? view.shape.sidecar.path : null,
+    packageUrl: view.packageUrl,
+    packageFileName: view.packageFileName,
+    failedChecks: extras.failedChecks ?? [],
+    problems: extras.problems ?? (view.shape.kind === "malformed" ? view.shape.problems : []),
+    queuePosition: position,
+    queueLength,
+    notes: extras.notes ?? [],
+    runUrl: extras.runUrl ?? null,
+    submitter: view.submitter,
+    claim:
+      record?.claim && view.shape.kind === "submission"
+        ? { modId: view.shape.sidecar.modId, repository: record.repository?.fullName ?? null }
+        : null,
+  });
+  const actions: BotAction[] = [];
+  const label = stateLabel(to);
+  const remove = view.stateLabels.filter((l) => l !== label);
+  if (remove.length > 0 || !view.stateLabels.includes(label))
+    actions.push({ type: "set_state_label", add: label, remove });
+  actions.push({ type: "upsert_status_comment", commentId: view.statusCommentId, stored, body });
+  return actions;
+}
+
+export function nothing(view: SubmissionView, why: string): Plan {
+  return { from: view.state, to: view.state, actions: [], log: [why] };
+}
