@@ -8,9 +8,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { handlePublishReceipt } from "../../src/bot/handle.ts";
 import { Octokit } from "@octokit/rest";
-import { type BotHarness, startBot } from "../support/bot-harness.ts";
+import { type BotHarness, startBot, testStatusKey } from "../support/bot-harness.ts";
 import { BOT_LOGIN } from "../support/github-repository.ts";
-import { sentSince } from "../support/github-server.ts";
+import { maskSeals, sentSince } from "../support/github-server.ts";
 import { expectReportArtifact, PullRequestWorld } from "../support/pull-request-world.ts";
 import { SIDECAR_PATH, sidecar, submissionReport } from "../support/submission-fixtures.ts";
 import { examplePayload } from "../support/webhook-payloads.ts";
@@ -87,7 +87,7 @@ describe("a submission pull request, opened -> validated -> approved -> merged -
       bot.github.calls("POST /repos/{owner}/{repo}/check-runs").map((c) => (c.body as { name: string }).name),
     ).toContain("svc / antivirus_scan");
     expect(world.comments).toHaveLength(1);
-    await expect(world.statusComment()!.body).toMatchFileSnapshot(
+    await expect(maskSeals(world.statusComment()!.body)).toMatchFileSnapshot(
       `${SCENARIOS}lifecycle/02-validated.comment.txt`,
     );
 
@@ -99,7 +99,7 @@ describe("a submission pull request, opened -> validated -> approved -> merged -
     });
     await step("04-review-by-author-ignored", async () => {
       world.moderators.logins.push("Codertocat");
-      world.expectFetch().expectModeratorPolicy();
+      world.expectFetch().expectModeratorPolicy().expectReply();
       expect((await bot.deliver("pull_request_review", reviewPayload("Codertocat", "approved"))).status).toBe(
         202,
       );
@@ -107,7 +107,12 @@ describe("a submission pull request, opened -> validated -> approved -> merged -
     expect(world.labels).toEqual(["state:pending_review"]);
 
     await step("05-approved", async () => {
-      world.expectFetch().expectModeratorPolicy().expectLabel().expectStatusComment("update");
+      world
+        .expectFetch()
+        .expectModeratorPolicy()
+        .expectOwnership()
+        .expectLabel()
+        .expectStatusComment("update");
       expect(
         (await bot.deliver("pull_request_review", reviewPayload("moderator-mia", "approved"))).status,
       ).toBe(202);
@@ -151,12 +156,12 @@ describe("a submission pull request, opened -> validated -> approved -> merged -
           catalogUrl: "https://codertocat.github.io/Hello-World/api/v1/catalog.json",
           detailUrl: "https://codertocat.github.io/Hello-World/api/v1/mods/better-hud/index.json",
         },
-        { botLogins: [BOT_LOGIN] },
+        { botLogins: [BOT_LOGIN], statusKey: testStatusKey() },
       );
     });
     expect(world.labels).toEqual(["state:published"]);
-    expect(world.comments).toHaveLength(2);
-    await expect(world.statusComment()!.body).toMatchFileSnapshot(
+    expect(world.comments).toHaveLength(3);
+    await expect(maskSeals(world.statusComment()!.body)).toMatchFileSnapshot(
       `${SCENARIOS}lifecycle/07-published.comment.txt`,
     );
   });
@@ -175,12 +180,7 @@ describe("what the bot refuses", () => {
   });
 
   it("ignores a report for an older commit or another repository; one that fails its schema is never applied and the waiting PR ends failed, retryable", async () => {
-    world.comments.push({
-      id: 5,
-      body: '<!-- svc:status {"state":"validating","headSha":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"} -->',
-      user: { login: BOT_LOGIN, type: "Bot" },
-    });
-    world.labels = ["state:validating"];
+    world.withStatus("validating");
     // The run validated an older head: intake passes (same SHA as the run), the PR head differs.
     const old = "c".repeat(40);
     expectReportArtifact(bot.github, submissionReport(old));
@@ -214,11 +214,7 @@ describe("what the bot refuses", () => {
   });
 
   it("fails validation with annotations on the sidecar and the reproduce command", async () => {
-    world.comments.push({
-      id: 5,
-      body: '<!-- svc:status {"state":"validating","headSha":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"} -->',
-      user: { login: BOT_LOGIN, type: "Bot" },
-    });
+    world.withStatus("validating");
     await step("../failed-validation/01-report", async () => {
       expectReportArtifact(
         bot.github,
@@ -240,18 +236,13 @@ describe("what the bot refuses", () => {
       .filter((b) => b.conclusion === "failure");
     expect(failed.map((b) => b.name)).toEqual(["svc / artifact_hash"]);
     expect(failed[0]!.output.annotations?.[0]?.path).toBe(SIDECAR_PATH);
-    await expect(world.statusComment()!.body).toMatchFileSnapshot(
+    await expect(maskSeals(world.statusComment()!.body)).toMatchFileSnapshot(
       `${SCENARIOS}failed-validation/01-report.comment.txt`,
     );
   });
 
   it("a new push dismisses the moderator's approval and revalidates", async () => {
-    world.comments.push({
-      id: 5,
-      body: '<!-- svc:status {"state":"approved","headSha":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"} -->',
-      user: { login: BOT_LOGIN, type: "Bot" },
-    });
-    world.labels = ["state:approved"];
+    world.withStatus("approved");
     world.reviews.push({
       id: 80,
       state: "APPROVED",
@@ -271,18 +262,13 @@ describe("what the bot refuses", () => {
   });
 
   it("/svc reject from a moderator rejects with the reason; from anyone else it does nothing", async () => {
-    world.comments.push({
-      id: 5,
-      body: '<!-- svc:status {"state":"pending_review","headSha":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"} -->',
-      user: { login: BOT_LOGIN, type: "Bot" },
-    });
+    world.withStatus("pending_review");
     // A forged status comment by a person is never trusted.
     world.comments.push({
       id: 6,
       body: '<!-- svc:status {"state":"approved","headSha":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"} -->',
       user: { login: "mallory", type: "User" },
     });
-    world.labels = ["state:pending_review"];
     const comment = (login: string, body: string) => {
       const payload = examplePayload("issue_comment", "created");
       payload.issue.number = world.number;
@@ -297,7 +283,12 @@ describe("what the bot refuses", () => {
     expect(world.labels).toEqual(["state:pending_review"]);
 
     await step("../moderation/01-reject", async () => {
-      world.expectFetch().expectModeratorPolicy().expectLabel().expectStatusComment("update");
+      world
+        .expectFetch()
+        .expectModeratorPolicy()
+        .expectOwnership()
+        .expectLabel()
+        .expectStatusComment("update");
       expect(
         (await bot.deliver("issue_comment", comment("moderator-mia", "/svc reject bundles a crypto miner")))
           .status,

@@ -12,7 +12,7 @@ import { parse } from "yaml";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { writeZip } from "../support/zip.ts";
 import { type BotHarness, startBot, WEBHOOK_SECRET } from "../support/bot-harness.ts";
-import type { GitHubServer } from "../support/github-server.ts";
+import { type GitHubServer, maskSeals } from "../support/github-server.ts";
 import { REPO_ROOT } from "../support/repo-root.ts";
 import { sidecar } from "../support/submission-fixtures.ts";
 import { examplePayload } from "../support/webhook-payloads.ts";
@@ -73,8 +73,10 @@ describe("a release published in a mod repository", () => {
       r.writeHead(200).end(JSON.stringify(meta)),
     );
     const payload = examplePayload("release", "published");
+    payload.repository.id = 9002;
     payload.repository.full_name = "modder/better-hud";
     payload.repository.private = false;
+    payload.sender.login = "modder";
     const asset = structuredClone(payload.release.assets?.[0] ?? {});
     payload.release.assets = [
       { ...asset, name: "better-hud-1.2.0.zip", browser_download_url: zipUrl, size: zip.length },
@@ -93,13 +95,27 @@ describe("a release published in a mod repository", () => {
   }
   const noPullRequestYet = () =>
     github.expect("GET /repos/{owner}/{repo}/pulls", (req) => {
-      expect(req.query.get("head")).toBe("Codertocat:svc/release/better-hud/1.2.0");
+      expect(req.query.get("head")).toBe("Codertocat:svc/release/9002/better-hud/1.2.0");
       return { body: [] };
     });
+  /** The reads before anything is written: the portal's default branch, and no ownership record (or limits) there. */
+  const expectReads = (options: { limits: boolean }) => {
+    github.expect("GET /repos/{owner}/{repo}", {
+      body: { default_branch: "main", full_name: "Codertocat/Hello-World" },
+    });
+    const read = (path: string) =>
+      github.expect("GET /repos/{owner}/{repo}/contents/{path}", (req) => {
+        expect(req.params.path).toBe(path);
+        return { status: 404, body: { message: "Not Found" } };
+      });
+    if (options.limits) read("portal.config.json");
+    read("records/owners/better-hud.json");
+  };
 
   it("opens the submission PR with the measured sha256 and size, written with the portal's installation token", async () => {
     const payload = releasePayload();
     expectPortalInstallation();
+    expectReads({ limits: true });
     noPullRequestYet();
     github.expect("GET /repos/{owner}/{repo}", {
       body: { default_branch: "main", full_name: "Codertocat/Hello-World" },
@@ -108,7 +124,7 @@ describe("a release published in a mod repository", () => {
       body: { ref: "refs/heads/main", object: { sha: "9".repeat(40), type: "commit" } },
     });
     github.expect("POST /repos/{owner}/{repo}/git/refs", {
-      body: { ref: "refs/heads/svc/release/better-hud/1.2.0" },
+      body: { ref: "refs/heads/svc/release/9002/better-hud/1.2.0" },
     });
     github.expect("PUT /repos/{owner}/{repo}/contents/{path}", {
       body: { content: {}, commit: { sha: "c".repeat(40) } },
@@ -138,7 +154,7 @@ describe("a release published in a mod repository", () => {
       params: r.params,
       body: r.route.includes("contents") ? "(sidecar, asserted above)" : r.body,
     }));
-    await expect(`${JSON.stringify(stable, null, 2)}\n`).toMatchFileSnapshot(
+    await expect(maskSeals(`${JSON.stringify(stable, null, 2)}\n`)).toMatchFileSnapshot(
       `${SCENARIOS}release-intake/01-published.sent.json`,
     );
 
@@ -152,6 +168,7 @@ describe("a release published in a mod repository", () => {
   it("a retry after a failure half-way resumes the branch instead of failing on it", async () => {
     const payload = releasePayload();
     expectPortalInstallation();
+    expectReads({ limits: true });
     noPullRequestYet();
     github.expect("GET /repos/{owner}/{repo}", {
       body: { default_branch: "main", full_name: "Codertocat/Hello-World" },
@@ -160,13 +177,14 @@ describe("a release published in a mod repository", () => {
       body: { ref: "refs/heads/main", object: { sha: "9".repeat(40), type: "commit" } },
     });
     github.expect("POST /repos/{owner}/{repo}/git/refs", {
-      body: { ref: "refs/heads/svc/release/better-hud/1.2.0" },
+      body: { ref: "refs/heads/svc/release/9002/better-hud/1.2.0" },
     });
     github.expect("PUT /repos/{owner}/{repo}/contents/{path}", {
       status: 502,
       body: { message: "Server Error" },
     });
-    // The second attempt: the branch exists now.
+    // The second attempt: the branch exists now; the release was counted by the first.
+    expectReads({ limits: false });
     noPullRequestYet();
     github.expect("GET /repos/{owner}/{repo}", {
       body: { default_branch: "main", full_name: "Codertocat/Hello-World" },
@@ -195,7 +213,9 @@ describe("a release published in a mod repository", () => {
     const rows = await bot.store.query<{ state: string; attempts: number; result: string }>(
       "SELECT state, attempts, result FROM github_deliveries",
     );
-    expect(rows.rows).toEqual([{ state: "done", attempts: 2, result: "submission pull request #43" }]);
+    expect(rows.rows).toEqual([
+      { state: "done", attempts: 2, result: "submission pull request #43 by modder (claims the mod id)" },
+    ]);
   });
 
   it("a private repository's release is not submitted (its package could not be downloaded by anyone else)", async () => {

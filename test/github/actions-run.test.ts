@@ -23,6 +23,7 @@ import {
   publisherOptions,
 } from "../support/catalog-project.ts";
 import { runAction } from "../support/action-runner.ts";
+import { testPrivateKey } from "../support/bot-harness.ts";
 import { githubRelease, pullRequestFile, releaseAsset } from "../support/github-fixtures.ts";
 import { BOT_LOGIN } from "../support/github-repository.ts";
 import { type GitHubServer, startGitHubServer } from "../support/github-server.ts";
@@ -75,7 +76,8 @@ function mergedWorld(
   world.comments = [
     {
       id: 500,
-      body: `${renderStoredStatus({ state, headSha: world.headSha })}\n### svc submission`,
+      // Sealed as the app writes it (the receipts job holds the same key).
+      body: `${renderStoredStatus(world.stored(world.number, state, world.headSha))}\n### svc submission`,
       user: { login: BOT_LOGIN, type: "Bot" },
     },
   ];
@@ -325,6 +327,15 @@ describe("actions/publish from its bundle: receipts mode", () => {
         },
       ]),
     );
+    // The receipts are written as the app: an installation token for issues and pull requests.
+    github.expect("GET /repos/{owner}/{repo}/installation", { body: { id: 4242 } });
+    github.expect("POST /app/installations/{installation_id}/access_tokens", (req) => {
+      expect(req.body).toEqual({
+        repositories: ["Hello-World"],
+        permissions: { issues: "write", pull_requests: "write" },
+      });
+      return { status: 201, body: { token: "ghs_app_receipts", expires_at: "2099-01-01T00:00:00Z" } };
+    });
     world.expectFetch().expectLabel().expectStatusComment("update").expectReply().expectReply();
     const result = await runAction("publish", {
       workspace: dir,
@@ -334,11 +345,18 @@ describe("actions/publish from its bundle: receipts mode", () => {
         "github-token": "ghs_receipts_test",
         mode: "receipts",
         "receipts-path": receipts,
+        "app-id": "4242",
+        "app-private-key": testPrivateKey(),
         "bot-logins": BOT_LOGIN,
       },
     });
     expect(result.code, result.stdout).toBe(0);
     github.assertDone();
+    expect(
+      github.recorded
+        .filter((r) => r.method !== "GET" && !r.route.startsWith("/app/"))
+        .every((r) => r.headers.authorization === "token ghs_app_receipts"),
+    ).toBe(true);
     expect(world.labels).toEqual(["state:published"]);
     expect(world.statusComment()!.body).toContain('"state":"published"');
     const replies = world.comments.slice(1).map((c) => c.body);

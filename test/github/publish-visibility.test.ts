@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { renderStoredStatus } from "../../src/bot/comments.ts";
+import { deriveStatusKey } from "../../src/bot/status-seal.ts";
 import type { ArtifactStore } from "../../src/catalog/artifact-store.ts";
 import { publishRelease } from "../../src/catalog/publisher.ts";
 import type { SubmissionState } from "../../src/workflow/machine.ts";
@@ -108,6 +109,8 @@ function allowAppToken() {
 /** A merged submission pull request whose status comment the bot wrote in `state`. */
 function mergedWorld(state: SubmissionState, version = "1.0.0"): PullRequestWorld {
   const world = new PullRequestWorld(github);
+  // Sealed as the app does, with the key the publish job holds.
+  world.statusKey = deriveStatusKey(appKey);
   world.number = 7;
   world.merged = true;
   world.state = "closed";
@@ -117,7 +120,7 @@ function mergedWorld(state: SubmissionState, version = "1.0.0"): PullRequestWorl
   world.comments = [
     {
       id: 500,
-      body: `${renderStoredStatus({ state, headSha: world.headSha })}\n### svc submission`,
+      body: `${renderStoredStatus(world.stored(7, state, world.headSha))}\n### svc submission`,
       user: { login: BOT_LOGIN, type: "Bot" },
     },
   ];
@@ -211,7 +214,7 @@ describe("actions/publish from its bundle: /svc hide and /svc unhide (workflow_d
       "/app/installations/{installation_id}/access_tokens",
     ]);
 
-    world.comments[0]!.body = renderStoredStatus({ state: "published", headSha: world.headSha });
+    world.comments[0]!.body = renderStoredStatus(world.stored(7, "published", world.headSha));
     world.expectFetch();
     const unhidden = await runDispatch({ ...HIDE, visibility: "unhide" });
     expect(unhidden.code, unhidden.stdout).toBe(0);
@@ -240,6 +243,16 @@ describe("actions/publish from its bundle: /svc hide and /svc unhide (workflow_d
             user: { login: "Codertocat", type: "User" },
           },
         ];
+        return world;
+      },
+      HIDE,
+      "visibility_state_mismatch",
+    ],
+    [
+      "the app's own status comment, edited by someone with write access to say hidden",
+      () => {
+        const world = mergedWorld("published");
+        world.comments[0]!.body = world.comments[0]!.body.replace('"state":"published"', '"state":"hidden"');
         return world;
       },
       HIDE,

@@ -55,11 +55,9 @@ describe("publish.yml", () => {
     expect(String(checkout.with["persist-credentials"])).toBe("false");
     expect(doc.jobs.deploy.permissions).toEqual({ pages: "write", "id-token": "write" });
     expect(doc.jobs.deploy.if).toBe("needs.publish.outputs.deploy == 'true'");
-    expect(doc.jobs.receipts.permissions).toEqual({
-      contents: "read",
-      "pull-requests": "write",
-      issues: "write",
-    });
+    // The receipts are written as the app (its token and seal, from the publish environment).
+    expect(doc.jobs.receipts.permissions).toEqual({ contents: "read" });
+    expect(doc.jobs.receipts.environment).toBe("publish");
   });
 
   it("installs the scanner only when a sidecar is pending", () => {

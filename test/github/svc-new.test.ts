@@ -355,10 +355,14 @@ describe("svc new --release", () => {
       { owner: "svc-portal", repo: "mods" },
       {
         sourceRepository: "ada/better-hud",
+        repositoryId: 9002,
+        ownerLogin: "ada",
+        ownerId: 77,
         htmlUrl: "https://github.com/ada/better-hud/releases/tag/v1.2.0",
         tagName: "v1.2.0",
         body: "",
-        authorLogin: "ada",
+        sender: { login: "ada", type: "User" },
+        publishedAt: "2026-11-21T10:00:00Z",
         draft: false,
         prerelease: false,
         assets: [
@@ -374,7 +378,13 @@ describe("svc new --release", () => {
           },
         ],
       },
-      { maxPackageBytes: project.config.limits.maxPackageBytes, dryRun: true, allowHttp: true },
+      {
+        maxPackageBytes: project.config.limits.maxPackageBytes,
+        statusKey: Buffer.alloc(32),
+        limiter: null,
+        dryRun: true,
+        allowHttp: true,
+      },
     );
     if (!result.ok) throw new Error(`${result.code}: ${result.message}`);
     // The loopback URL is http; a real asset URL is https, which the schema requires.

@@ -7,6 +7,9 @@
 import { createHash, generateKeyPairSync } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { Octokit } from "@octokit/rest";
+import { renderStoredStatus } from "../../src/bot/comments.ts";
+import { deriveStatusKey, sealStatus } from "../../src/bot/status-seal.ts";
+import type { SubmissionState } from "../../src/workflow/machine.ts";
 import { validateSubmission } from "../../src/pipeline/validate-submission.ts";
 import { modRelease } from "../support/catalog-project.ts";
 import {
@@ -62,10 +65,16 @@ class PortalRepo {
     return this.comments.find((c) => c.body.startsWith("<!-- svc:status"))?.body ?? "";
   }
 
-  /** What the bot on Vercel would write after a review or the publish receipt. */
+  /** What the bot on Vercel would write after a review or the publish receipt: sealed with the app's key. */
   setStatus(state: string): void {
     const comment = this.comments.find((c) => c.body.startsWith("<!-- svc:status"))!;
-    comment.body = `<!-- svc:status ${JSON.stringify({ state, headSha: this.headSha })} -->\n${state}`;
+    const stored = sealStatus(
+      deriveStatusKey(privateKey),
+      { repository: PORTAL, pullRequest: this.number },
+      { state: state as SubmissionState, headSha: this.headSha },
+      new Date(),
+    );
+    comment.body = `${renderStoredStatus(stored)}\n${state}`;
   }
 
   pull(): Record<string, unknown> {

@@ -11,6 +11,7 @@ import type { AddressInfo } from "node:net";
 import { sign } from "@octokit/webhooks-methods";
 import { Probot, ProbotOctokit } from "probot";
 import { type BotFunctions, createBotFunctions, type SvcAppOptions } from "../../src/bot/app.ts";
+import { deriveStatusKey, type StatusKey } from "../../src/bot/status-seal.ts";
 import type { QueueOptions } from "../../src/bot/delivery-queue.ts";
 import type { NodeHandler } from "../../src/bot/deployment.ts";
 import { createPgliteStore, migrate, type Store } from "../../src/store/index.ts";
@@ -29,6 +30,11 @@ export function testPrivateKey(): string {
   return privateKey;
 }
 
+/** The seal key the bot derives from testPrivateKey(): what the app's sealed records verify with. */
+export function testStatusKey(): StatusKey {
+  return deriveStatusKey(testPrivateKey());
+}
+
 let sharedStore: Promise<Store> | undefined;
 /**
  * One migrated PGlite per test file (starting PGlite costs seconds); each bot started on it begins
@@ -40,7 +46,9 @@ export async function testStore(): Promise<Store> {
     return store;
   });
   const store = await sharedStore;
-  await store.exec("DELETE FROM github_deliveries; DELETE FROM github_delivery_keys;");
+  await store.exec(
+    "DELETE FROM github_deliveries; DELETE FROM github_delivery_keys; DELETE FROM rate_limit_buckets;",
+  );
   return store;
 }
 
@@ -97,10 +105,12 @@ export interface BotHarnessOptions extends Partial<SvcAppOptions> {
   /** Opens the store at the first request, as a cold instance does (default: the shared one, open). */
   openStore?: () => Promise<Store>;
   queue?: QueueOptions;
+  /** The deployment's clock (the queue, release intake's rate-limit windows). */
+  clock?: () => Date;
 }
 
 export async function startBot(overrides: BotHarnessOptions = {}): Promise<BotHarness> {
-  const { github: givenGitHub, store: givenStore, openStore, queue, ...appOptions } = overrides;
+  const { github: givenGitHub, store: givenStore, openStore, queue, clock, ...appOptions } = overrides;
   const github = givenGitHub ?? (await startGitHubServer());
   // Installation tokens are fetched whenever Probot needs one; they are background calls.
   github.allow("POST /app/installations/{installation_id}/access_tokens", (req) => ({
@@ -125,6 +135,7 @@ export async function startBot(overrides: BotHarnessOptions = {}): Promise<BotHa
       INTAKE_WEBHOOK_SECRET,
       CRON_SECRET,
       SVC_PORTAL_REPOSITORY: PORTAL,
+      PRIVATE_KEY: testPrivateKey(),
     },
     {
       defer: (work) => pending.push(work),
@@ -132,6 +143,7 @@ export async function startBot(overrides: BotHarnessOptions = {}): Promise<BotHa
       probot: testProbot(github),
       appOptions: { botLogins: [BOT_LOGIN], allowHttp: true, ...appOptions },
       queue: { backoffMs: () => 0, ...queue },
+      ...(clock ? { clock } : {}),
       log: (line) => logs.push(line),
     },
   );

@@ -15,7 +15,9 @@ import type {
 
 /** A simple-user as GitHub returns it. */
 export function githubUser(login = "svc-bot", id = 1) {
-  const api = `https://api.github.com/users/${login}`;
+  // A bot's login (`dependabot[bot]`) is percent-encoded in its URLs, as GitHub writes them.
+  const path = encodeURIComponent(login);
+  const api = `https://api.github.com/users/${path}`;
   return {
     login,
     id,
@@ -23,7 +25,7 @@ export function githubUser(login = "svc-bot", id = 1) {
     avatar_url: `https://avatars.githubusercontent.com/u/${id}`,
     gravatar_id: "",
     url: api,
-    html_url: `https://github.com/${login}`,
+    html_url: `https://github.com/${path}`,
     followers_url: `${api}/followers`,
     following_url: `${api}/following{/other_user}`,
     gists_url: `${api}/gists{/gist_id}`,
@@ -123,7 +125,7 @@ export function simplePullRequest(repo: string, pr: PullRequestState): Record<st
     html_url: `https://github.com/${repo}/pull/${pr.number}`,
     body: pr.body,
     merged_at: pr.mergedAt,
-    user: { login: pr.author, id: 21031067, type: "User" },
+    user: { login: pr.author, id: 21031067, type: pr.authorType ?? "User" },
     labels: pr.labels.map((name) => ({ name })),
     requested_reviewers: [],
     requested_teams: [],

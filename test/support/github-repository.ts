@@ -15,10 +15,16 @@
  */
 import { randomBytes } from "node:crypto";
 import { renderStoredStatus } from "../../src/bot/comments.ts";
+import { type StatusKey, sealStatus } from "../../src/bot/status-seal.ts";
 import type { SubmissionState } from "../../src/workflow/machine.ts";
 import type { GitRemote } from "./git-remote.ts";
-import { NOT_FOUND, repositoryRoutes } from "./github-routes.ts";
-import type { GitHubServer, RecordedRequest, ReplyFunction } from "./github-server.ts";
+import { repositoryRoutes } from "./github-routes.ts";
+import {
+  type GitHubServer,
+  OTHER_REPOSITORY,
+  type RecordedRequest,
+  type ReplyFunction,
+} from "./github-server.ts";
 
 /** The portal app's login: status comments count only when it wrote them. */
 export const BOT_LOGIN = "svc-portal[bot]";
@@ -48,6 +54,8 @@ export interface PullRequestFile {
 export interface PullRequestState {
   number: number;
   author: string;
+  /** The author's account type: a pull request the app opens is a Bot's. */
+  authorType?: "User" | "Bot";
   body: string;
   headSha: string;
   headRef: string;
@@ -73,6 +81,24 @@ export interface ReleaseState {
   tag: string;
   draft: boolean;
   assets: AssetState[];
+}
+
+/** A branch other than the default one: its head commit and the files it adds to the default branch's. */
+export interface BranchState {
+  sha: string;
+  files: Map<string, Buffer>;
+}
+
+/** A workflow run of the repository, as GET /actions/runs lists it. */
+export interface WorkflowRunState {
+  id: number;
+  status: "queued" | "in_progress" | "completed";
+  createdAt: string;
+  updatedAt: string;
+  /** Who started the run (or this attempt of it): GitHub's triggering_actor. */
+  triggeringActor: { login: string; type: "User" | "Bot" };
+  /** Who started its first attempt. */
+  actor?: { login: string; type: "User" | "Bot" };
 }
 
 export interface ArtifactState {
@@ -102,6 +128,8 @@ export class GitHubRepository {
   onPublish: ((release: ReleaseState) => void) | null = null;
   /** Called when an asset was stored (after the state changed). */
   onUpload: ((release: ReleaseState) => void) | null = null;
+  /** The portal app's seal: setStatus writes the stored state as the app does, sealed with it. */
+  statusKey: StatusKey | null = null;
   readonly installationId: number;
   /** The portal app: who its comments are written as, and the installation token it is minted. */
   readonly botLogin = BOT_LOGIN;
@@ -110,15 +138,25 @@ export class GitHubRepository {
   readonly remote: GitRemote | null;
   /** Merge commit -> the pull requests it closed (GET /commits/{sha}/pulls). */
   readonly commitPulls = new Map<string, number[]>();
+  /** Branches made through the API (a submission pull request's head), by name. */
+  readonly branches = new Map<string, BranchState>();
+  /** The default branch's head when there is no git remote. */
+  defaultBranchSha = "9".repeat(40);
+  /** GitHub's numeric id of the repository, and of its owner's account. */
+  repositoryId: number;
+  ownerId: number;
+  readonly workflowRuns: WorkflowRunState[] = [];
   private lastId = 999;
 
   constructor(
     readonly github: GitHubServer,
     readonly fullName: string,
-    options: { remote?: GitRemote; installationId?: number } = {},
+    options: { remote?: GitRemote; installationId?: number; repositoryId?: number; ownerId?: number } = {},
   ) {
     this.remote = options.remote ?? null;
     this.installationId = options.installationId ?? 4242;
+    this.repositoryId = options.repositoryId ?? 186853002;
+    this.ownerId = options.ownerId ?? 21031067;
   }
 
   /** A pull request adding `files` (path -> content) from a fork branch; not merged. */
@@ -152,11 +190,14 @@ export class GitHubRepository {
     return pr;
   }
 
-  /** The bot's status comment, as only the bot can write it (another login's is a forgery). */
+  /**
+   * The bot's status comment, as only the bot can write it (another login's is a forgery), sealed
+   * with statusKey when the bot writes it (`sealed: false`: what an edit by someone else leaves).
+   */
   setStatus(
     pr: PullRequestState,
     state: SubmissionState,
-    options: { headSha?: string; login?: string } = {},
+    options: { headSha?: string; login?: string; sealed?: boolean } = {},
   ): void {
     const login = options.login ?? BOT_LOGIN;
     pr.comments = pr.comments.filter(
@@ -165,8 +206,15 @@ export class GitHubRepository {
     pr.comments.unshift({
       id: this.newId(),
       user: { login, type: login.endsWith("[bot]") ? "Bot" : "User" },
-      body: `${renderStoredStatus({ state, headSha: options.headSha ?? pr.headSha })}\n### svc submission`,
+      body: `${renderStoredStatus(this.stored(pr.number, state, options.headSha ?? pr.headSha, options.sealed ?? login === BOT_LOGIN))}\n### svc submission`,
     });
+  }
+
+  /** A stored state as the app writes it for pull request `number`: sealed when the repository has the key. */
+  stored(number: number, state: SubmissionState, headSha: string, sealed = true, retryable = false) {
+    const plain = { state, headSha, ...(retryable ? { retryable: true } : {}) };
+    if (!this.statusKey || !sealed) return plain;
+    return sealStatus(this.statusKey, { repository: this.fullName, pullRequest: number }, plain, new Date());
   }
 
   /**
@@ -240,6 +288,24 @@ export class GitHubRepository {
     ]);
   }
 
+  /**
+   * What the app writes to open a submission pull request (release intake, API uploads): the
+   * repository's default branch, a branch from it, the sidecar committed there, the pull request.
+   */
+  serveSubmissionWrites(): this {
+    return this.allowAll([
+      "GET /repos/{owner}/{repo}",
+      "POST /repos/{owner}/{repo}/git/refs",
+      "PUT /repos/{owner}/{repo}/contents/{path}",
+      "POST /repos/{owner}/{repo}/pulls",
+    ]);
+  }
+
+  /** The repository's workflow runs (GET /actions/runs), any number of times. */
+  serveWorkflowRuns(): this {
+    return this.allowAll(["GET /repos/{owner}/{repo}/actions/runs"]);
+  }
+
   /** What the GitHub Releases artifact store writes: drafts, assets, publication, deletion. */
   serveReleaseWrites(): this {
     return this.allowAll([
@@ -259,7 +325,7 @@ export class GitHubRepository {
   reply(route: string): ReplyFunction {
     const answer = repositoryRoutes(this)[route];
     if (!answer) throw new Error(`${route} is not modelled by GitHubRepository`);
-    return (req) => (this.isThisRepository(req) ? answer(req) : NOT_FOUND);
+    return (req) => (this.isThisRepository(req) ? answer(req) : OTHER_REPOSITORY);
   }
 
   private isThisRepository(req: RecordedRequest): boolean {
@@ -276,8 +342,13 @@ export class GitHubRepository {
     return undefined;
   }
 
-  /** The file at a ref: the default branch (git remote or branchFiles) or a pull request's head. */
+  /** The file at a ref: the default branch (git remote or branchFiles), a branch, or a pull request's head. */
   contentAt(path: string, ref: string | null): Buffer | null {
+    const branch =
+      ref === null
+        ? undefined
+        : [...this.branches.entries()].find(([name, b]) => name === ref || b.sha === ref);
+    if (branch) return branch[1].files.get(path) ?? this.contentAt(path, null);
     if (ref === null || ref === "main" || ref === "refs/heads/main") {
       if (this.remote) return this.remote.show(path);
       const value = this.branchFiles.get(path);

@@ -5,8 +5,10 @@
  * GitHub's examples.
  */
 import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import {
   contentFile,
+  githubUser,
   issueComment,
   pullRequest,
   pullRequestFileEntry,
@@ -65,7 +67,112 @@ export function repositoryRoutes(repo: GitHubRepository): Record<string, ReplyFu
           (state === "all" || pr.state === state) &&
           (!head || head === `${pr.headRepo.split("/")[0]}:${pr.headRef}`),
       );
+      // Numbers stand for creation order; GitHub lists newest first unless asked otherwise.
+      pulls.sort((a, b) =>
+        req.query.get("direction") === "asc" ? a.number - b.number : b.number - a.number,
+      );
       return { body: pulls.map((pr) => simplePullRequest(repo.fullName, pr)) };
+    },
+    "POST /repos/{owner}/{repo}/pulls": (req) => {
+      const body = req.body as { title: string; head: string; base: string; body?: string };
+      const ref = body.head.includes(":") ? body.head.split(":")[1]! : body.head;
+      const branch = repo.branches.get(ref);
+      if (!branch)
+        return {
+          status: 422,
+          body: {
+            message: "Validation Failed",
+            errors: [{ resource: "PullRequest", field: "head", code: "invalid" }],
+          },
+        };
+      const open = [...repo.pulls.values()].find(
+        (pr) => pr.state === "open" && pr.headRef === ref && pr.headRepo === repo.fullName,
+      );
+      if (open)
+        return {
+          status: 422,
+          body: {
+            message: "Validation Failed",
+            errors: [
+              {
+                resource: "PullRequest",
+                code: "custom",
+                message: `A pull request already exists for ${repo.fullName.split("/")[0]}:${ref}.`,
+              },
+            ],
+          },
+        };
+      const number = Math.max(0, ...repo.pulls.keys()) + 1;
+      const pr = repo.openPullRequest(number, Object.fromEntries(branch.files), repo.botLogin, {
+        authorType: "Bot",
+        body: body.body ?? "",
+        headSha: branch.sha,
+        headRef: ref,
+        headRepo: repo.fullName,
+      });
+      return { status: 201, body: simplePullRequest(repo.fullName, pr) };
+    },
+    "GET /repos/{owner}/{repo}": () => ({
+      body: {
+        id: repo.repositoryId,
+        name: repo.fullName.split("/")[1],
+        full_name: repo.fullName,
+        owner: githubUser(repo.fullName.split("/")[0], repo.ownerId),
+        private: false,
+        default_branch: "main",
+      },
+    }),
+    "POST /repos/{owner}/{repo}/git/refs": (req) => {
+      const { ref, sha } = req.body as { ref: string; sha: string };
+      const name = ref.replace(/^refs\/heads\//, "");
+      if (repo.branches.has(name) || name === "main")
+        return { status: 422, body: { message: "Reference already exists" } };
+      repo.branches.set(name, { sha, files: new Map() });
+      return { status: 201, body: { ref, object: { sha, type: "commit" } } };
+    },
+    "PUT /repos/{owner}/{repo}/contents/{path}": (req) => {
+      const path = req.params.path!;
+      const body = req.body as { content: string; branch?: string; sha?: string };
+      const branch = repo.branches.get(body.branch ?? "");
+      if (!branch) return { status: 404, body: { message: "Branch not found" } };
+      const existing = repo.contentAt(path, body.branch ?? null);
+      if (existing && !body.sha)
+        return { status: 422, body: { message: 'Invalid request.\n\n"sha" wasn\'t supplied.' } };
+      const bytes = Buffer.from(body.content, "base64");
+      branch.files.set(path, bytes);
+      branch.sha = randomBytes(20).toString("hex");
+      // A commit to the head branch of an open pull request is a push to it.
+      for (const pr of repo.pulls.values())
+        if (pr.state === "open" && pr.headRef === body.branch && pr.headRepo === repo.fullName) {
+          pr.headSha = branch.sha;
+          pr.files = [...branch.files].map(([filename, content]) => ({ filename, status: "added", content }));
+        }
+      return {
+        status: existing ? 200 : 201,
+        body: { content: contentFile(path, bytes), commit: { sha: branch.sha } },
+      };
+    },
+    "GET /repos/{owner}/{repo}/actions/runs": () => {
+      const runs = [...repo.workflowRuns].sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1));
+      return {
+        body: {
+          total_count: runs.length,
+          workflow_runs: runs.map((r) => ({
+            id: r.id,
+            status: r.status,
+            conclusion: r.status === "completed" ? "success" : null,
+            created_at: r.createdAt,
+            updated_at: r.updatedAt,
+            run_started_at: r.createdAt,
+            event: "workflow_dispatch",
+            actor: {
+              ...githubUser((r.actor ?? r.triggeringActor).login, 7),
+              type: (r.actor ?? r.triggeringActor).type,
+            },
+            triggering_actor: { ...githubUser(r.triggeringActor.login, 8), type: r.triggeringActor.type },
+          })),
+        },
+      };
     },
     "GET /repos/{owner}/{repo}/pulls/{pull_number}": withPull((pr) => ({
       body: pullRequest(repo.fullName, pr),
@@ -164,6 +271,12 @@ export function repositoryRoutes(repo: GitHubRepository): Record<string, ReplyFu
     },
     "GET /repos/{owner}/{repo}/git/ref/{ref}": (req) => {
       const ref = req.params.ref!;
+      if (ref.startsWith("heads/")) {
+        const name = ref.slice("heads/".length);
+        const sha =
+          name === "main" ? (repo.remote?.head() ?? repo.defaultBranchSha) : repo.branches.get(name)?.sha;
+        return sha ? { body: { ref: `refs/${ref}`, object: { sha, type: "commit" } } } : NOT_FOUND;
+      }
       const tag = ref.replace(/^tags\//, "");
       if (!ref.startsWith("tags/") || !(repo.tags.has(tag) || repo.burnedTags.has(tag))) return NOT_FOUND;
       return { body: { ref: `refs/tags/${tag}` } };

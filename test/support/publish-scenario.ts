@@ -11,6 +11,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { deriveStatusKey } from "../../src/bot/status-seal.ts";
 import { makeSignatureDatabase } from "../validation/clamav.ts";
 import { type ActionRun, runAction } from "./action-runner.ts";
 import { type CatalogProject, catalogProject, modRelease } from "./catalog-project.ts";
@@ -52,6 +53,8 @@ export interface PublishScenario {
   world: GitHubRepository;
   tls: TlsServer;
   dir: string;
+  /** The portal app's private key, as the publish environment holds it. */
+  appPrivateKey: string;
   /** A sidecar (and its package, served over https) in a new pull request; nothing merged yet. */
   submission(number: number, modId: string, version: string): Submission;
   /** A workspace checked out from the remote's default branch, as actions/checkout does. */
@@ -82,6 +85,8 @@ export async function startPublishScenario(): Promise<PublishScenario> {
     .serveReads()
     .serveReleaseWrites()
     .serveAppTokens();
+  // The app's seal: the status comments the bot writes verify in the publish job, which holds the key.
+  world.statusKey = deriveStatusKey(appPrivateKey());
   const packages: Record<string, Buffer> = {};
   const tls = await startTlsServer(packages);
   const dir = mkdtempSync(join(tmpdir(), "svc-publish-run-"));
@@ -94,6 +99,7 @@ export async function startPublishScenario(): Promise<PublishScenario> {
     world,
     tls,
     dir,
+    appPrivateKey: appPrivateKey(),
     submission(number, modId, version) {
       const release = modRelease({ modId, version });
       const packagePath = `/${modId}/releases/${modId}-${version}.zip`;

@@ -13,6 +13,9 @@ import {
   type PullRequestFile,
   type PullRequestState,
 } from "./github-repository.ts";
+import { renderStoredStatus } from "../../src/bot/comments.ts";
+import type { SubmissionState } from "../../src/workflow/machine.ts";
+import { testStatusKey } from "./bot-harness.ts";
 import { issueComment, pullRequestFileEntry } from "./github-fixtures.ts";
 import type { GitHubServer, RecordedRequest, Reply } from "./github-server.ts";
 import { writeZip } from "./zip.ts";
@@ -31,6 +34,7 @@ export class PullRequestWorld extends GitHubRepository {
 
   constructor(github: GitHubServer) {
     super(github, PORTAL);
+    this.statusKey = testStatusKey();
     this.pr = this.openPullRequest(1, {}, "Codertocat", {
       headSha: "a".repeat(40),
       headRef: "submit-better-hud",
@@ -140,12 +144,18 @@ export class PullRequestWorld extends GitHubRepository {
     return payload;
   }
 
-  /** The stored state, as the bot's status comment holds it, and its label. */
-  withStatus(state: string, options: { retryable?: boolean } = {}): this {
-    const stored = { state, headSha: this.headSha, ...(options.retryable ? { retryable: true } : {}) };
+  /** The stored state, as the bot's status comment holds it (sealed, as the app writes it), and its label. */
+  withStatus(state: string, options: { retryable?: boolean; sealed?: boolean } = {}): this {
+    const stored = this.stored(
+      this.number,
+      state as SubmissionState,
+      this.headSha,
+      options.sealed ?? true,
+      options.retryable ?? false,
+    );
     this.comments.push({
       id: 5,
-      body: `<!-- svc:status ${JSON.stringify(stored)} -->`,
+      body: renderStoredStatus(stored),
       user: { login: BOT_LOGIN, type: "Bot" },
     });
     this.labels = [`state:${state}`];
@@ -174,6 +184,14 @@ export class PullRequestWorld extends GitHubRepository {
 
   /** portal.config.json on the default branch, read when a review or command needs a moderator check. */
   expectModeratorPolicy(): this {
+    return this.script("GET /repos/{owner}/{repo}/contents/{path}");
+  }
+
+  /**
+   * records/owners/{modId}.json on the default branch, read when a moderator's decision could count
+   * (no record: the mod is unclaimed, and nobody owns it yet).
+   */
+  expectOwnership(): this {
     return this.script("GET /repos/{owner}/{repo}/contents/{path}");
   }
 
