@@ -64,6 +64,10 @@ export const ERROR_CODES = {
   not_implemented: http(501, "a planned route that is not built yet"),
   github_unavailable: http(502, "GitHub did not answer or refused the app's request"),
   oidc_issuer_unavailable: http(502, "the OIDC issuer's discovery document or key set could not be read"),
+  pages_unavailable: http(
+    502,
+    "GitHub Pages (deployment.pagesUrl) did not serve the mod's versions.json in time or served something else, so the fast-download lane on Vercel cannot tell which versions are public",
+  ),
   email_delivery_unavailable: http(503, "no email delivery is configured, or it failed"),
   uploads_disabled: http(503, "uploads are off (SVC_LIVE_UPLOADS is not 1)"),
   scanner_unavailable: http(503, "no antivirus scanner is reachable"),

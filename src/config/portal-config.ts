@@ -43,6 +43,8 @@ export interface PortalConfig {
   };
   deployment: {
     apiBaseUrl: string | null;
+    /** Where GitHub Pages serves site/; the Vercel functions' API-key lane reads versions.json there. */
+    pagesUrl?: string | null;
     emailDelivery: "none" | "webhook";
     liveUploads: boolean;
     durableStorage: "none" | "postgresql";

@@ -256,13 +256,14 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     summary:
       "Serves a published, download-enabled mod ZIP through the API-key fast-download lane; the immutable artifact hash is preserved.",
     authScheme: "api_key",
-    errors: ["invalid_api_key", "not_found", "range_not_satisfiable"],
+    errors: ["invalid_api_key", "not_found", "range_not_satisfiable", "pages_unavailable"],
     request: {
       headers:
         "Authorization: Bearer svc_... (never a query string); optional Range, If-Range, If-None-Match",
     },
     response: {
-      status: "200 | 206 | 304 | 302 (artifact held by another store, e.g. GitHub Releases)",
+      status:
+        "200 | 206 | 304 | 302 (artifact held by another store, e.g. GitHub Releases; on Vercel always, to the package on GitHub Pages or its packageUrl)",
       headers:
         'ETag: \\"<catalog sha256>\\", X-Svc-Sha256, Content-Length, Accept-Ranges: bytes, Content-Range on 206',
       body: "the exact published ZIP bytes",
