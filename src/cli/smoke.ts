@@ -10,7 +10,7 @@ import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
 import { siteSigningFromEnv } from "./keys.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
 
-const HELP = `usage: svc smoke --base-url URL [--only MOD@VERSION,...] [--only-from receipts.json] [--out report.json] [--record] [--json] [--all]
+const HELP = `usage: svc smoke [--base-url URL] [--only MOD@VERSION,...] [--only-from receipts.json] [--out report.json] [--record] [--json] [--all]
 
 Public smoke (required after every publication): fetches every static route of the contract with
 and without its extension and validates each against its schema and the contract rules, downloads
@@ -21,6 +21,7 @@ reader over the catalog. Exit 0 only when everything passed, 1 otherwise.
                     framework, manager, runtime); every JSON route is still checked
   --only-from FILE  the same, for what a publish run's receipts file (publish-receipts.json)
                     published or changed: the post-publish smoke, whose cost follows the change
+  --base-url URL    the deployment to smoke (default: portal.config.json's baseUrl)
   --out FILE   write the svc.post-publish-smoke.v1 report there
   --record     store it as records/smoke/post-publish.json and rebuild the site (readiness counts a
                passing report only when its baseUrl is portal.config.json's baseUrl)
@@ -119,8 +120,10 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     io.stdout.write(HELP);
     return EXIT_OK;
   }
-  const baseUrl = values["base-url"];
-  if (!baseUrl || !/^https?:\/\/[^\s/]+/.test(baseUrl)) {
+  // Without --base-url: the project's own portal (portal.config.json's baseUrl), as the publish
+  // workflow smokes the catalog it just deployed.
+  const baseUrl = values["base-url"] ?? openProject(values, io).config.baseUrl;
+  if (!/^https?:\/\/[^\s/]+/.test(baseUrl)) {
     io.stderr.write(`svc smoke: --base-url must be an http(s) URL\n\n${HELP}`);
     return EXIT_USAGE;
   }

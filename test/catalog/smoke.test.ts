@@ -121,10 +121,10 @@ describe("public smoke", () => {
         { path: "submissions/other/1.0.0.json", receipt: { ok: false, modId: "other", version: "1.0.0" } },
       ]),
     );
-    const changed = await runCli(
-      ["smoke", "--base-url", origin, "--only-from", "receipts.json"],
-      project.root,
-    );
+    // Without --base-url the smoke is of the project's own portal (portal.config.json's baseUrl), as
+    // the publish workflow runs it.
+    expect(project.config.baseUrl).toBe(origin);
+    const changed = await runCli(["smoke", "--only-from", "receipts.json"], project.root);
     expect(changed.code).toBe(0);
     expect(changed.stdout).toMatch(/artifacts 1\/1 ok \(1 listed, not downloaded: unchanged by this run\)/);
     // The full smoke stays the command's default, and finds the broken old artifact.
