@@ -5,6 +5,7 @@ import type { RuntimeSettings } from "../config/settings.ts";
 import type { EndpointDefinition } from "../contracts/endpoints.ts";
 import type { Store } from "../store/store.ts";
 import type { SubmissionBackend } from "../submissions/backend.ts";
+import type { PagesVersions } from "./pages-versions.ts";
 
 /** What every handler receives: configuration, settings, folders and injected edges (clock, log). */
 export interface AppContext {
@@ -30,6 +31,11 @@ export interface AppContext {
   accounts?: AccountService;
   /** Uploads, moderation and publication; set up by `svc serve` and the Vercel adapter. */
   submissions?: SubmissionBackend;
+  /**
+   * Where the API-key lane learns which versions are public when the process has no site folder
+   * (Vercel): each mod's versions.json on GitHub Pages. Unset: the site folder (the local portal).
+   */
+  pagesVersions?: PagesVersions;
   /**
    * How to find the client's address. Default (local server): the socket peer, and
    * X-Forwarded-For only when that peer is in config.deployment.trustedProxies. The Vercel adapter

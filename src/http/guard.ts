@@ -10,7 +10,6 @@ import { SvcError } from "../errors.ts";
 import { decidePeer, type PeerDecision, resolveClientIp, trustedProxyList } from "./client-ip.ts";
 import { type AppContext, accountsOf, type RouteContext } from "./context.ts";
 import { CSRF_HEADER, clearSessionCookie, readSessionCookie } from "./cookies.ts";
-import { verifyUploadCredential } from "./trusted-publishing.ts";
 
 export interface Caller {
   account: Account;
@@ -138,6 +137,9 @@ export async function guardRequest(
   } else if (endpoint.authRequired && credential !== null) {
     // No cookie is involved, so no CSRF header either: a page cannot make a browser send this header.
     try {
+      // Loaded here: it reads ownership records through the publisher's modules, which no other
+      // request needs (a cold router function would load them for every route).
+      const { verifyUploadCredential } = await import("./trusted-publishing.ts");
       caller = await verifyUploadCredential(app, credential);
     } catch (error) {
       res.setHeader("www-authenticate", 'Bearer realm="svc", error="invalid_token"');

@@ -81,17 +81,16 @@ async function withinBodyDeadline(req: IncomingMessage, handled: Promise<void>):
 }
 
 /**
- * Serves a request that matches the endpoint table; false when it matches no endpoint path. With
- * onlyIds (a Vercel function file), an endpoint outside the list answers not_found.
+ * Serves a request that matches the endpoint table; false when it matches no endpoint path. The
+ * local server and the Vercel router function (src/http/vercel.ts) both route through it.
  */
 export function dispatchEndpoint(
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,
   app: AppContext,
-  onlyIds?: readonly string[],
 ): Promise<boolean> {
-  return dispatchMatched(req, res, url, matchEndpoint(req.method ?? "GET", url.pathname), app, onlyIds);
+  return dispatchMatched(req, res, url, matchEndpoint(req.method ?? "GET", url.pathname), app);
 }
 
 type EndpointMatch = ReturnType<typeof matchEndpoint>;
@@ -102,13 +101,9 @@ async function dispatchMatched(
   url: URL,
   match: EndpointMatch,
   app: AppContext,
-  onlyIds?: readonly string[],
 ): Promise<boolean> {
   const method = req.method ?? "GET";
   if (match && "endpoint" in match) {
-    if (onlyIds && !onlyIds.includes(match.endpoint.id)) {
-      throw new SvcError("not_found", `no resource at ${url.pathname}`);
-    }
     const handler = HANDLERS[match.endpoint.id];
     if (!handler || match.endpoint.status !== "implemented") {
       throw new SvcError("not_implemented", `${match.endpoint.id} is planned and not served yet`, {

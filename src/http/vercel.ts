@@ -5,16 +5,19 @@ import { loadPortalConfig } from "../contracts/portal-config.ts";
 import { parseSettings } from "../config/settings.ts";
 import { SvcError } from "../errors.ts";
 import { defaultRandomBytes } from "../accounts/secrets.ts";
-import { createFunctionSubmissions } from "../pipeline/submissions-runtime.ts";
 import { createAppContext } from "./app.ts";
 import { type AppContext, storeOf } from "./context.ts";
+import { PagesVersions } from "./pages-versions.ts";
 import { sendThrown } from "./respond.ts";
 import { dispatchEndpoint, parseRequestUrl } from "./server.ts";
 
 /**
- * The Vercel edge of the API: every file under api/ is `export default createVercelHandler([ids])`.
- * The AppContext is built from process.env once per function instance and reused; a missing
- * variable fails closed with an error that names it.
+ * The Vercel edge of the API: one function, api/router.ts, is `export default createVercelHandler()`
+ * and serves every endpoint of the table; vercel.json rewrites /api/v1/* to it and the request keeps
+ * its own path, which dispatches as on the local server. One function per route path counted
+ * 26 with the bot's; Vercel's Hobby plan deploys at most 12 per deployment. The AppContext is
+ * built from process.env once per function instance and reused; a missing variable fails closed
+ * with an error that names it.
  */
 export type VercelHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
@@ -46,6 +49,11 @@ export async function appContextFromEnv(env: Env, root = process.cwd()): Promise
   // Every instance holds its own pool and Vercel starts many: two connections each, through the
   // provider's pooled (transaction-mode) URL, keep the server's connection limit out of reach.
   const settings = parseSettings(env, { dataDir: "/tmp/svc-data", databasePoolMax: VERCEL_POOL_MAX });
+  // The GitHub-backed submissions (Octokit and the pipeline) are about two thirds of a cold
+  // start's module loading: only a portal with the GitHub App loads them, and they load while the
+  // database connects.
+  const submissionsModule = settings.github ? import("../pipeline/submissions-runtime.ts") : null;
+  submissionsModule?.catch(() => {});
   const app = await createAppContext({
     config,
     settings,
@@ -56,7 +64,7 @@ export async function appContextFromEnv(env: Env, root = process.cwd()): Promise
   });
   // Submissions on Vercel are GitHub-backed only: no package byte, no worker, no publisher in a
   // function; uploads name their package by URL and the pull request's workflows do the rest.
-  const submissions = createFunctionSubmissions({
+  const submissions = (await submissionsModule)?.createFunctionSubmissions({
     config,
     settings,
     recordsDir: join(root, "records"),
@@ -66,13 +74,14 @@ export async function appContextFromEnv(env: Env, root = process.cwd()): Promise
     log: app.log,
   });
   if (submissions) app.submissions = submissions;
+  // The function carries no site: which versions the API-key lane may serve is read from Pages.
+  app.pagesVersions = new PagesVersions({ pagesUrl: config.deployment.pagesUrl ?? null });
   return app;
 }
 
 let shared: Promise<AppContext> | null = null;
 
 export function createVercelHandler(
-  endpointIds: readonly string[],
   env: Env = process.env,
   makeContext: (env: Env) => Promise<AppContext> = appContextFromEnv,
 ): VercelHandler {
@@ -89,7 +98,7 @@ export function createVercelHandler(
     }
     try {
       const url = parseRequestUrl(req);
-      if (!(await dispatchEndpoint(req, res, url, app, endpointIds))) {
+      if (!(await dispatchEndpoint(req, res, url, app))) {
         throw new SvcError("not_found", `no resource at ${url.pathname}`);
       }
     } catch (error) {

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process";
-import { createHmac, generateKeyPairSync, randomBytes } from "node:crypto";
+import { createHash, createHmac, generateKeyPairSync, randomBytes } from "node:crypto";
 import {
   chmodSync,
   copyFileSync,
@@ -14,23 +14,34 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server as HttpServer,
+  type ServerResponse,
+} from "node:http";
 import { createRequire } from "node:module";
 import { createServer as createTcpServer, connect } from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join, relative } from "node:path";
+import { dirname, extname, join, relative } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runSmoke } from "../../src/catalog/smoke.ts";
 import { ENDPOINTS, type EndpointDefinition } from "../../src/contracts/endpoints.ts";
+import { EXTENSIONLESS_ROUTES } from "../../src/contracts/urls.ts";
+import { MISS_RECHECK_MS } from "../../src/http/pages-versions.ts";
 import { REPO_ROOT } from "../support/repo-root.ts";
+import { releaseRecord } from "../support/temp-project.ts";
 
 /**
- * `vercel build` on a copy of the repository, offline, then the built functions run on plain Node:
- * the ones a sign-in, the health check and a webhook delivery cross by @vercel/node's own launcher
- * (the dev-server `vercel dev` uses: it imports the .func handler and applies the Node helpers when
- * .vc-config.json asks for them, as the platform does), the other v1 functions in one plain Node
- * host (each imported from its own folder with its own traced node_modules). Requests are routed
- * by the build's config.json, so a dynamic route reaches its function with the original path plus
- * the query Vercel appends.
+ * `vercel build` on a copy of the repository, offline, then the built output runs on plain Node:
+ * the router function (every /api/v1 endpoint) in two instances of @vercel/node's own launcher (the
+ * dev-server `vercel dev` uses: it imports the .func handler and applies the Node helpers when
+ * .vc-config.json asks for them, as the platform does), the webhook function in a third, the
+ * GitHub App's other functions in one plain Node host. An edge in front of them routes each
+ * request by the build's config.json and serves its static output, so a dynamic route reaches its
+ * function with the original path plus the query Vercel appends, and `svc smoke` runs against it.
+ * A loopback server stands in for GitHub Pages, serving the same site the build made.
  */
 
 const require = createRequire(import.meta.url);
@@ -86,6 +97,7 @@ interface BuildRoute {
   status?: number;
   check?: boolean;
   handle?: string;
+  headers?: Record<string, string>;
 }
 
 interface BuiltFunction {
@@ -120,36 +132,66 @@ function hasPath(root: string, match: (rel: string) => boolean, dir = root): boo
   });
 }
 
+type EdgeTarget =
+  | { kind: "static"; file: string }
+  | { kind: "function"; name: string; query: string }
+  | { kind: "status"; status: number };
+
 /**
- * Vercel's routing as the build output describes it: the filesystem phase (a function answers its
- * own path, and `x/index` answers `x`), then the rewrites up to the error phase; a `check` rewrite
- * lands only on something that exists, and `status` without `dest` ends in that status.
+ * Vercel's routing as the build output describes it: the routes before the filesystem phase only
+ * add headers here; then the filesystem (a function answers its own path, and `x/index` answers
+ * `x`; a static file its path), then the rewrites up to the next phase; a `check` rewrite lands
+ * only on something that exists, and `status` without `dest` ends in that status.
  */
-function routeToFunction(
+function routeOnEdge(
   routes: BuildRoute[],
-  names: Set<string>,
+  functionNames: Set<string>,
+  staticRoot: string | null,
   pathname: string,
-): { name: string; query: string } | null {
-  const onFilesystem = (path: string) =>
-    [path.slice(1), `${path.slice(1)}/index`].find((candidate) => names.has(candidate)) ?? null;
+): EdgeTarget {
+  const onFilesystem = (path: string): EdgeTarget | null => {
+    const name = [path.slice(1), `${path.slice(1)}/index`].find((candidate) => functionNames.has(candidate));
+    if (name) return { kind: "function", name, query: "" };
+    if (!staticRoot) return null;
+    const file = join(staticRoot, decodeURIComponent(path));
+    for (const candidate of [file, join(file, "index.html")]) {
+      if (candidate.startsWith(staticRoot) && existsSync(candidate) && lstatSync(candidate).isFile())
+        return { kind: "static", file: candidate };
+    }
+    return null;
+  };
+  let afterFilesystem = false;
   for (const route of routes) {
     if (route.handle === "filesystem") {
-      const name = onFilesystem(pathname);
-      if (name) return { name, query: "" };
+      const hit = onFilesystem(pathname);
+      if (hit) return hit;
+      afterFilesystem = true;
       continue;
     }
     if (route.handle) break;
+    if (!afterFilesystem) continue;
     const match = route.src ? new RegExp(route.src).exec(pathname) : null;
     if (!match) continue;
-    if (!route.dest) return null;
+    if (!route.dest) return { kind: "status", status: route.status ?? 404 };
     const [destPath = "", destQuery = ""] = route.dest
       .replace(/\$(\d+)/g, (_m, index: string) => match[Number(index)] ?? "")
       .split("?");
-    const name = onFilesystem(destPath);
-    if (name) return { name, query: destQuery };
+    const hit = onFilesystem(destPath);
+    if (hit) return hit.kind === "function" ? { ...hit, query: destQuery } : hit;
     if (!route.check) pathname = destPath;
   }
-  return null;
+  return { kind: "status", status: 404 };
+}
+
+/** The headers the routes before the filesystem phase add to every answer (vercel.json "headers"). */
+function edgeHeaders(routes: BuildRoute[], pathname: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const route of routes) {
+    if (route.handle) break;
+    if (route.headers && route.src && new RegExp(route.src).test(pathname))
+      Object.assign(headers, route.headers);
+  }
+  return headers;
 }
 
 const SAMPLE_PARAMS: Record<string, string> = {
@@ -217,19 +259,6 @@ function startInstance(fn: BuiltFunction, vars: Record<string, string>): Promise
     );
   });
 }
-
-/**
- * The functions a sign-up to signed-in crosses, and health: each in its own launcher, because the
- * flow proves Vercel's Node helpers read every JSON body and that functions share only PostgreSQL.
- */
-const LAUNCHED = new Set([
-  "api/v1/accounts/index",
-  "api/v1/accounts/[accountId]/verify-email",
-  "api/v1/auth/magic-link/request",
-  "api/v1/auth/magic-link/confirm",
-  "api/v1/auth/session",
-  "api/v1/backend/health",
-]);
 
 /**
  * Several functions in one plain Node process, each on its own loopback port. Each handler is
@@ -331,6 +360,13 @@ function startHost(
 
 const PGBOUNCER = ["/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"].find((path) => existsSync(path)) ?? null;
 
+function listenHttp(server: HttpServer, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => resolve());
+  });
+}
+
 async function freePort(): Promise<number> {
   const server = createTcpServer();
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -418,15 +454,73 @@ interface Answer {
   headers: Headers;
 }
 
+/** Vercel's Hobby plan deploys at most this many functions per deployment (docs/api.md). */
+const HOBBY_MAX_FUNCTIONS = 12;
+
+/**
+ * GitHub Pages for the function: the site the build made (Pages and the deployment serve the same
+ * site/ of one commit), plus documents a test publishes there later; `failing` answers 503.
+ */
+class PagesStandIn {
+  readonly extra = new Map<string, string>();
+  failing = false;
+  root = "";
+  readonly server = createHttpServer((req, res) => {
+    const path = new URL(req.url ?? "/", "http://pages").pathname;
+    if (this.failing) {
+      res.writeHead(503, { "content-type": "text/html" }).end("<h1>503</h1>");
+      return;
+    }
+    const body = this.extra.get(path) ?? this.file(path);
+    if (body === null) {
+      res.writeHead(404, { "content-type": "text/html" }).end("<h1>404</h1>");
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/json", "cache-control": "max-age=600" }).end(body);
+  });
+
+  private file(path: string): Buffer | null {
+    const file = join(this.root, decodeURIComponent(path));
+    return file.startsWith(this.root) && existsSync(file) && lstatSync(file).isFile()
+      ? readFileSync(file)
+      : null;
+  }
+}
+
+/** The mod the built portal has published: its package, hosted by the portal under /downloads/. */
+const PUBLISHED = (() => {
+  const bytes = randomBytes(4096);
+  return {
+    path: "downloads/mods/better-hud/1.0.0/better-hud-1.0.0.zip",
+    bytes,
+    sha256: createHash("sha256").update(bytes).digest("hex"),
+  };
+})();
+
+const CONTENT_TYPES: Record<string, string> = {
+  ".json": "application/json; charset=utf-8",
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+};
+
 describe.skipIf(!VERCEL_CLI)("vercel build output", () => {
   let scratch: string;
   let functionsRoot: string;
+  let staticRoot: string;
   let functions: BuiltFunction[];
   let routes: BuildRoute[];
   let buildSeconds: number;
   let database: string | null = null;
   let pooler: { url: string; stop: () => void } | null = null;
   let instanceDatabaseUrl: string | null = null;
+  let edgeOrigin: string;
+  let edgePort: number;
+  let edge: HttpServer | null = null;
+  /** The function instance the edge sends a function's requests to. */
+  const edgeInstances = new Map<string, Instance>();
+  const pages = new PagesStandIn();
+  let pagesOrigin: string;
   const instances: Instance[] = [];
   const hosts: ChildProcess[] = [];
 
@@ -453,6 +547,32 @@ describe.skipIf(!VERCEL_CLI)("vercel build output", () => {
         verbatimSymlinks: true,
       });
     }
+    // The portal as an operator deploys it: {base_url} is the deployment (the edge below), and the
+    // lane reads Pages. The build (`svc build`) writes every document for that base URL.
+    await listenHttp(pages.server, 0);
+    pagesOrigin = `http://127.0.0.1:${(pages.server.address() as { port: number }).port}`;
+    edgePort = await freePort();
+    edgeOrigin = `http://127.0.0.1:${edgePort}`;
+    const config = JSON.parse(readFileSync(join(scratch, "portal.config.json"), "utf8")) as {
+      baseUrl: string;
+      deployment: Record<string, unknown>;
+    };
+    config.baseUrl = edgeOrigin;
+    config.deployment.pagesUrl = pagesOrigin;
+    writeFileSync(join(scratch, "portal.config.json"), JSON.stringify(config, null, 2));
+    // One published mod, its package hosted by the portal, so every per-mod route exists too.
+    const record = releaseRecord({
+      packageUrl: `${edgeOrigin}/${PUBLISHED.path}`,
+      sha256: PUBLISHED.sha256,
+      packageSizeBytes: PUBLISHED.bytes.length,
+    });
+    mkdirSync(join(scratch, "records", "mods", "better-hud"), { recursive: true });
+    writeFileSync(
+      join(scratch, "records", "mods", "better-hud", "1.0.0.json"),
+      `${JSON.stringify(record, null, 2)}\n`,
+    );
+    mkdirSync(dirname(join(scratch, "site", PUBLISHED.path)), { recursive: true });
+    writeFileSync(join(scratch, "site", PUBLISHED.path), PUBLISHED.bytes);
     // Without a login or a linked project, `vercel build` reads the project's settings from here
     // instead of pulling them. The install step is skipped: node_modules is already in place.
     mkdirSync(join(scratch, ".vercel"));
@@ -500,6 +620,9 @@ describe.skipIf(!VERCEL_CLI)("vercel build output", () => {
     // Out of the checkout: a module the tracer missed must not resolve from the copy's node_modules.
     functionsRoot = mkdtempSync(join(tmpdir(), "svc-vercel-functions-"));
     renameSync(join(scratch, ".vercel", "output", "functions"), join(functionsRoot, "functions"));
+    renameSync(join(scratch, ".vercel", "output", "static"), join(functionsRoot, "static"));
+    staticRoot = join(functionsRoot, "static");
+    pages.root = staticRoot;
     routes = (
       JSON.parse(readFileSync(join(scratch, ".vercel", "output", "config.json"), "utf8")) as {
         routes: BuildRoute[];
@@ -533,10 +656,20 @@ describe.skipIf(!VERCEL_CLI)("vercel build output", () => {
         instanceDatabaseUrl = direct.toString();
       }
     }
+    edge = createHttpServer((req, res) => {
+      void serveOnEdge(req, res).catch((error: Error) => {
+        res.writeHead(502).end(`edge: ${error.message}`);
+      });
+    });
+    await listenHttp(edge, edgePort);
   }, 600_000);
 
   afterAll(async () => {
     for (const child of [...instances.map((i) => i.child), ...hosts]) child.kill();
+    for (const server of [edge, pages.server]) {
+      server?.closeAllConnections();
+      server?.close();
+    }
     if (functionsRoot) rmSync(functionsRoot, { recursive: true, force: true });
     if (scratch) rmSync(scratch, { recursive: true, force: true });
     pooler?.stop();
@@ -547,6 +680,46 @@ describe.skipIf(!VERCEL_CLI)("vercel build output", () => {
       await admin.end();
     }
   });
+
+  /** Vercel's edge: static files, or the function instance, by the build's routes. */
+  async function serveOnEdge(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", edgeOrigin);
+    for (const [name, value] of Object.entries(edgeHeaders(routes, url.pathname))) res.setHeader(name, value);
+    const target = routeOnEdge(routes, new Set(functions.map((f) => f.name)), staticRoot, url.pathname);
+    if (target.kind === "status") {
+      res.writeHead(target.status, { "content-type": "text/plain" }).end("The page could not be found");
+      return;
+    }
+    if (target.kind === "static") {
+      const type = CONTENT_TYPES[extname(target.file)] ?? "application/octet-stream";
+      res.writeHead(200, { "content-type": type }).end(readFileSync(target.file));
+      return;
+    }
+    const instance = edgeInstances.get(target.name);
+    if (!instance) throw new Error(`no instance of ${target.name} is running`);
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const query = [url.search.slice(1), target.query].filter(Boolean).join("&");
+    const answer = await fetch(`${instance.origin}${url.pathname}${query ? `?${query}` : ""}`, {
+      method: req.method ?? "GET",
+      redirect: "manual",
+      headers: {
+        ...(Object.fromEntries(
+          Object.entries(req.headers).filter(([name]) => !["host", "connection"].includes(name)),
+        ) as Record<string, string>),
+        "x-forwarded-host": "svc-portal.vercel.app",
+        "x-forwarded-proto": "https",
+        "x-real-ip": "203.0.113.7",
+      },
+      ...(chunks.length ? { body: Buffer.concat(chunks) } : {}),
+    });
+    const headers: Record<string, string> = {};
+    answer.headers.forEach((value, name) => {
+      if (!["content-encoding", "content-length", "transfer-encoding", "connection"].includes(name))
+        headers[name] = value;
+    });
+    res.writeHead(answer.status, headers).end(Buffer.from(await answer.arrayBuffer()));
+  }
 
   function fn(name: string): BuiltFunction {
     const found = functions.find((f) => f.name === name);
@@ -569,10 +742,12 @@ describe.skipIf(!VERCEL_CLI)("vercel build output", () => {
     path: string,
     options: { body?: unknown; headers?: Record<string, string> } = {},
   ): Promise<Answer> {
-    const route = routeToFunction(routes, new Set(functions.map((f) => f.name)), path);
-    const url = `${instance.origin}${path}${route?.query ? `?${route.query}` : ""}`;
+    const route = routeOnEdge(routes, new Set(functions.map((f) => f.name)), null, path);
+    const query = route.kind === "function" ? route.query : "";
+    const url = `${instance.origin}${path}${query ? `?${query}` : ""}`;
     const response = await fetch(url, {
       method,
+      redirect: "manual",
       headers: {
         // What Vercel's edge sends a function: the public host and the client's address.
         "x-forwarded-host": "svc-portal.vercel.app",
@@ -596,20 +771,10 @@ describe.skipIf(!VERCEL_CLI)("vercel build output", () => {
     return { status: response.status, json, text, headers: response.headers };
   }
 
-  it("builds one Node function per route of the endpoint table, reached through the build's own routes", () => {
-    const names = new Set(functions.map((f) => f.name));
-    for (const endpoint of ENDPOINTS) {
-      const route = routeToFunction(routes, names, samplePath(endpoint));
-      // The function built from the route's file under api/ (test/http/vercel.test.ts pins those).
-      const source = endpoint.path.slice(1).replace(/\{(\w+)\}/g, "[$1]");
-      expect(route?.name, endpoint.id).toBe(
-        existsSync(join(REPO_ROOT, `${source}.ts`)) ? source : `${source}/index`,
-      );
-    }
-    const served = new Set(ENDPOINTS.map((e) => routeToFunction(routes, names, samplePath(e))?.name));
-    // The rest are the GitHub App's functions (webhooks and their queue), outside the endpoint table.
-    expect([...names].filter((name) => !served.has(name) && !name.startsWith("api/github/"))).toEqual([]);
-    expect(names).toContain("api/github/webhooks");
+  it("builds the router and the GitHub App's three functions, within the Hobby plan's 12", () => {
+    const names = functions.map((f) => f.name).sort();
+    expect(names).toEqual(["api/github/drain", "api/github/intake", "api/github/webhooks", "api/router"]);
+    expect(functions.length).toBeLessThanOrEqual(HOBBY_MAX_FUNCTIONS);
     for (const f of functions) {
       expect(f.config.launcherType, f.name).toBe("Nodejs");
       expect(f.config.runtime, f.name).toMatch(/^nodejs\d+\.x$/);
@@ -617,7 +782,25 @@ describe.skipIf(!VERCEL_CLI)("vercel build output", () => {
     }
   });
 
-  it("keeps PGlite out of every function and each function small", () => {
+  it("routes every endpoint of the table to the router through the build's own routes, and the static documents to files", () => {
+    const names = new Set(functions.map((f) => f.name));
+    for (const endpoint of ENDPOINTS) {
+      const target = routeOnEdge(routes, names, staticRoot, samplePath(endpoint));
+      expect(target, endpoint.id).toEqual({ kind: "function", name: "api/router", query: "" });
+    }
+    for (const [path, file] of [
+      ["/api/v1/catalog", "api/v1/catalog.json"],
+      ["/api/v1/catalog.json", "api/v1/catalog.json"],
+      ["/api/v1/publishing/backend-contract", "api/v1/publishing/backend-contract.json"],
+    ] as const) {
+      expect(routeOnEdge(routes, names, staticRoot, path), path).toEqual({
+        kind: "static",
+        file: join(staticRoot, file),
+      });
+    }
+  });
+
+  it("keeps PGlite and the site's documents out of every function, and each function small", () => {
     const sizes = functions.map((f) => ({ name: f.name, bytes: treeBytes(f.dir) }));
     console.log(
       `vercel build: ${buildSeconds.toFixed(1)} s; ${functions.length} functions, largest ${(
@@ -629,113 +812,153 @@ describe.skipIf(!VERCEL_CLI)("vercel build output", () => {
         hasPath(f.dir, (rel) => rel.includes("@electric-sql") || rel.endsWith("pglite.wasm")),
         `${f.name} ships PGlite`,
       ).toBe(false);
+      // The lane reads versions.json from Pages: no document of the site rides in a function.
+      expect(
+        hasPath(f.dir, (rel) => rel === "site" || rel.startsWith("site/")),
+        `${f.name} ships site/`,
+      ).toBe(false);
     }
     for (const { name, bytes } of sizes) expect(bytes, name).toBeLessThan(MAX_FUNCTION_BYTES);
   });
 
-  it("health fails closed without DATABASE_URL, naming it", async () => {
-    const health = await start("api/v1/backend/health", {});
-    const r = await call(health, "GET", "/api/v1/backend/health");
+  it("the router fails closed without DATABASE_URL, naming it", async () => {
+    const router = await start("api/router", {});
+    const r = await call(router, "GET", "/api/v1/backend/health");
     expect(r.status, r.text).toBe(500);
     expect(r.json.code).toBe("config_invalid");
     expect(String(r.json.message)).toMatch(/DATABASE_URL/);
   }, 60_000);
 
-  it("every v1 function loads and answers its route", async () => {
+  it("every function loads, and the router answers every route of the table", async () => {
     const vars = { ...databaseVars(), SVC_DEV_EMAIL: "return-token" };
-    const v1 = functions.filter((f) => f.name.startsWith("api/v1/"));
-    const launched = [...LAUNCHED].map((name) => fn(name));
-    // Two processes at a time: the host (every other v1 function) and one launcher after another.
+    // Two instances of the router in the launcher, sharing only PostgreSQL; the GitHub App's other
+    // functions in one plain host, to prove they load.
     const host = startHost(
       functionsRoot,
-      v1.filter((f) => !LAUNCHED.has(f.name)),
+      functions.filter((f) => f.name.startsWith("api/github/") && f.name !== "api/github/webhooks"),
       vars,
     );
     hosts.push(host.child);
-    const started = new Map<string, Instance>();
-    const [hosted] = await Promise.all([
+    const [hosted, first, second] = await Promise.all([
       host.ready,
-      (async () => {
-        for (const f of launched) started.set(f.name, await start(f.name, vars));
-      })(),
+      start("api/router", vars),
+      start("api/router", vars),
     ]);
-    for (const [name, instance] of hosted) started.set(name, instance);
-    expect([...started.keys()].sort()).toEqual(v1.map((f) => f.name).sort());
-    const names = new Set(functions.map((f) => f.name));
-    const instanceFor = (path: string) => {
-      const name = routeToFunction(routes, names, path)?.name;
-      const instance = name ? started.get(name) : undefined;
-      if (!instance) throw new Error(`no instance serves ${path}`);
-      return instance;
-    };
+    expect([...hosted.keys()].sort()).toEqual(["api/github/drain", "api/github/intake"]);
+    edgeInstances.set("api/router", first);
     for (const endpoint of ENDPOINTS) {
       const path = samplePath(endpoint);
-      const instance = instanceFor(path);
       if (!DATABASE_URL) {
-        const r = await call(instance, endpoint.method, path);
+        const r = await call(first, endpoint.method, path);
         expect(r.status, `${endpoint.id}: ${r.text}`).toBe(500);
         expect(String(r.json.message), endpoint.id).toMatch(/DATABASE_URL/);
         continue;
       }
+      const r = await call(first, endpoint.method, path);
+      expect(String(r.json.message ?? ""), `${endpoint.id}: ${r.text}`).not.toMatch(/^no resource at /);
       if (endpoint.id === "create_upload") {
         // The upload gate comes before anything else (SVC_LIVE_UPLOADS is not set here).
-        const r = await call(instance, endpoint.method, path);
         expect(r.json.code, r.text).toBe("uploads_disabled");
       } else if (endpoint.authRequired) {
-        const r = await call(instance, endpoint.method, path);
         expect(r.status, `${endpoint.id}: ${r.text}`).toBe(401);
         expect(["unauthenticated", "invalid_api_key"], endpoint.id).toContain(r.json.code);
       }
     }
     if (!DATABASE_URL) return;
 
-    const health = await call(instanceFor("/api/v1/backend/health"), "GET", "/api/v1/backend/health");
+    const health = await call(second, "GET", "/api/v1/backend/health");
     expect(health.status, health.text).toBe(200);
     expect(health.json).toMatchObject({ status: "ok", database: "postgres" });
 
-    // Sign-up to signed-in across five functions, each its own instance, sharing only PostgreSQL;
-    // every step reads a JSON body through Vercel's Node helpers.
+    // Sign-up to signed-in, each step on the other instance than the last; every step reads a JSON
+    // body through Vercel's Node helpers.
     const email = `vercel-${randomBytes(4).toString("hex")}@example.com`;
-    const created = await call(instanceFor("/api/v1/accounts"), "POST", "/api/v1/accounts", {
-      body: { email, displayName: "Vercel" },
-    });
+    const created = await call(first, "POST", "/api/v1/accounts", { body: { email, displayName: "Vercel" } });
     expect(created.status, created.text).toBe(202);
     const accountId = String(created.json.accountId);
     const verifyPath = `/api/v1/accounts/${accountId}/verify-email`;
-    const badToken = await call(instanceFor(verifyPath), "POST", verifyPath, {
-      body: { token: "A".repeat(43) },
-    });
+    const badToken = await call(second, "POST", verifyPath, { body: { token: "A".repeat(43) } });
     expect(badToken.json.code, badToken.text).toBe("token_invalid");
-    const verified = await call(instanceFor(verifyPath), "POST", verifyPath, {
-      body: { token: created.json.devToken },
-    });
+    const verified = await call(second, "POST", verifyPath, { body: { token: created.json.devToken } });
     expect(verified.status, verified.text).toBe(200);
-    const link = await call(
-      instanceFor("/api/v1/auth/magic-link/request"),
-      "POST",
-      "/api/v1/auth/magic-link/request",
-      {
-        body: { email },
-      },
-    );
+    const link = await call(first, "POST", "/api/v1/auth/magic-link/request", { body: { email } });
     expect(link.status, link.text).toBe(202);
-    const confirmed = await call(
-      instanceFor("/api/v1/auth/magic-link/confirm"),
-      "POST",
-      "/api/v1/auth/magic-link/confirm",
-      { body: { token: link.json.devToken } },
-    );
+    const confirmed = await call(second, "POST", "/api/v1/auth/magic-link/confirm", {
+      body: { token: link.json.devToken },
+    });
     expect(confirmed.status, confirmed.text).toBe(200);
     const cookie = confirmed.headers
       .getSetCookie()
       .map((c) => c.split(";")[0])
       .join("; ");
-    const session = await call(instanceFor("/api/v1/auth/session"), "GET", "/api/v1/auth/session", {
-      headers: { cookie },
-    });
+    const session = await call(first, "GET", "/api/v1/auth/session", { headers: { cookie } });
     expect(session.status, session.text).toBe(200);
-    expect((session.json.session as { accountId: string }).accountId).toBe(accountId);
+    const { accountId: signedIn, csrfToken } = session.json.session as {
+      accountId: string;
+      csrfToken: string;
+    };
+    expect(signedIn).toBe(accountId);
+
+    // The API-key lane reads each mod's versions.json from Pages, not from the deployment.
+    const key = await call(second, "POST", "/api/v1/auth/api-keys", {
+      body: { name: "manager" },
+      headers: { cookie, "x-svc-csrf": csrfToken },
+    });
+    expect(key.status, key.text).toBe(201);
+    const bearer = { authorization: `Bearer ${String(key.json.secret)}` };
+    const lane = (version: string, modId = "better-hud") =>
+      `/api/v1/downloads/mods/${modId}/${version}/${modId}-${version}.zip`;
+    const served = await call(first, "GET", lane("1.0.0"), { headers: bearer });
+    expect(served.status, served.text).toBe(302);
+    // The package this portal hosts, at the same path on Pages.
+    expect(served.headers.get("location")).toBe(`${pagesOrigin}/${PUBLISHED.path}`);
+    expect(served.headers.get("x-svc-sha256")).toBe(PUBLISHED.sha256);
+    expect((await call(first, "GET", lane("1.3.0"), { headers: bearer })).status).toBe(404);
+    // Published on Pages after the deployment: downloadable once the kept document may be re-read.
+    const versionsPath = "/api/v1/mods/better-hud/versions.json";
+    const document = JSON.parse(readFileSync(join(staticRoot, versionsPath), "utf8")) as {
+      versions: Array<Record<string, unknown>>;
+    };
+    const newer = {
+      ...document.versions[0],
+      version: "1.3.0",
+      fileName: "better-hud-1.3.0.zip",
+      packageUrl: "https://github.com/ada/better-hud/releases/download/v1.3.0/better-hud-1.3.0.zip",
+      sha256: "c".repeat(64),
+    };
+    pages.extra.set(versionsPath, JSON.stringify({ ...document, versions: [newer, ...document.versions] }));
+    await new Promise((resolve) => setTimeout(resolve, MISS_RECHECK_MS + 200));
+    const fresh = await call(first, "GET", lane("1.3.0"), { headers: bearer });
+    expect(fresh.status, fresh.text).toBe(302);
+    expect(fresh.headers.get("location")).toBe(newer.packageUrl);
+    // Pages down, for a mod this instance never read: a stable code, not a guess.
+    pages.failing = true;
+    try {
+      const down = await call(second, "GET", lane("1.0.0", "other-mod"), { headers: bearer });
+      expect(down.status, down.text).toBe(502);
+      expect(down.json.code).toBe("pages_unavailable");
+    } finally {
+      pages.failing = false;
+    }
   }, 240_000);
+
+  it("svc smoke at the deployment's base URL fetches every static route and its extensionless alias", async () => {
+    const report = await runSmoke({ baseUrl: edgeOrigin });
+    const paths = new Set(report.routes.map((r) => r.path));
+    for (const route of report.routes)
+      expect(route.ok, `${route.path}: ${route.errors?.join("; ")}`).toBe(true);
+    for (const route of EXTENSIONLESS_ROUTES) {
+      const fetched = [...paths].filter((path) => route.pattern.test(path));
+      expect(fetched, route.pattern.source).toHaveLength(1);
+    }
+    expect(report.passed, JSON.stringify(report.ruleFailures)).toBe(true);
+    // The published package too, through the deployment's /downloads/, by size and sha256.
+    expect(report.artifacts.map((a) => [a.url, a.ok])).toEqual([[`${edgeOrigin}/${PUBLISHED.path}`, true]]);
+    // The alias answers from the deployment, the .json beside it from the same file.
+    const alias = await fetch(`${edgeOrigin}/api/v1/catalog`);
+    expect(alias.status).toBe(200);
+    expect(alias.headers.get("x-frame-options")).toBe("DENY");
+  }, 120_000);
 
   it("the webhook function refuses a delivery with a bad signature", async () => {
     const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });

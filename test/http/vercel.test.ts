@@ -1,7 +1,18 @@
+import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:http";
-import { join, relative } from "node:path";
+import { tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ENDPOINTS } from "../../src/contracts/endpoints.ts";
@@ -22,57 +33,147 @@ function walk(dir: string): string[] {
   });
 }
 
-/** api/v1/accounts/[accountId]/roles.ts -> /api/v1/accounts/{accountId}/roles (Vercel file-system routing). */
-function routeOf(file: string): string {
-  const rel = relative(REPO_ROOT, file)
-    .replace(/\.ts$/, "")
-    .replace(/\/index$/, "");
-  return `/${rel.replace(/\[(\w+)\]/g, "{$1}")}`;
+/** Vercel's Hobby plan deploys at most this many functions per deployment (docs/api.md). */
+const HOBBY_MAX_FUNCTIONS = 12;
+
+interface VercelJson {
+  outputDirectory: string;
+  ignoreCommand: string;
+  git: { deploymentEnabled: Record<string, boolean> };
+  rewrites: Array<{ source: string; destination: string }>;
+  functions: Record<string, { includeFiles: string; excludeFiles: string; maxDuration: number }>;
 }
 
+const vercel = JSON.parse(readFileSync(join(REPO_ROOT, "vercel.json"), "utf8")) as VercelJson;
+
+/** Every function file under api/, as Vercel's file-system routing names it (api/router.ts -> api/router). */
 const functionFiles = walk(API_DIR)
-  .filter((file) => file.startsWith(join(API_DIR, "v1")))
-  .map((file) => {
-    const text = readFileSync(file, "utf8");
-    const m = /createVercelHandler\(\[([^\]]*)\]\)/.exec(text);
-    const ids = m ? [...m[1]!.matchAll(/"([a-z_]+)"/g)].map((x) => x[1]!) : [];
-    return {
-      file: relative(REPO_ROOT, file),
-      route: routeOf(file),
-      ids,
-      lines: text.trim().split("\n").length,
-    };
-  });
+  .filter((file) => file.endsWith(".ts"))
+  .map((file) => relative(REPO_ROOT, file))
+  .sort();
+const functionNames = new Set(functionFiles.map((file) => file.replace(/\.ts$/, "")));
+
+/** The glob subset vercel.json uses (minimatch): `**` any path, `*` any run within one segment. */
+function globMatches(glob: string, path: string): boolean {
+  const source = glob
+    .split("**")
+    .map((part) =>
+      part
+        .split("*")
+        .map((text) => text.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+        .join("[^/]*"),
+    )
+    .join(".*");
+  return new RegExp(`^${source}$`).test(path);
+}
+
+/** A vercel.json rewrite as a matcher: `:name(re)` parameters and plain groups, as path-to-regexp reads them. */
+function rewriteMatch(rule: { source: string; destination: string }, path: string): string | null {
+  const names: string[] = [];
+  const pattern = new RegExp(
+    `^${rule.source.replace(/:(\w+)\(([^)]+)\)/g, (_m, name: string, re: string) => {
+      names.push(name);
+      return `(${re})`;
+    })}$`,
+  );
+  const m = pattern.exec(path);
+  if (!m) return null;
+  return names.reduce((dest, name, i) => dest.replace(`:${name}`, m[i + 1]!), rule.destination);
+}
+
+/**
+ * Vercel's order: the file system first (site/ as the static output, then the functions), then the
+ * rewrites in order, each landing only on something that exists (`check`).
+ */
+function routeOnVercel(path: string, staticFiles: (path: string) => boolean): string | null {
+  const exists = (target: string) =>
+    functionNames.has(target.slice(1))
+      ? `function ${target.slice(1)}`
+      : staticFiles(target)
+        ? `static ${target}`
+        : null;
+  const direct = exists(path);
+  if (direct) return direct;
+  for (const rule of vercel.rewrites) {
+    const dest = rewriteMatch(rule, path);
+    const landed = dest ? exists(dest) : null;
+    if (landed) return landed;
+  }
+  return null;
+}
+
+const SAMPLE_PARAMS: Record<string, string> = {
+  accountId: "acc_0000000000000000",
+  apiKeyId: "key_0000000000000000",
+  submissionId: "sub_0000000000000000",
+  modId: "better-hud",
+  version: "1.2.0",
+  fileName: "better-hud-1.2.0.zip",
+};
+
+const samplePath = (path: string) => path.replace(/\{(\w+)\}/g, (_m, name: string) => SAMPLE_PARAMS[name]!);
 
 describe("Vercel functions", () => {
-  it("has exactly one function file per endpoint, at the endpoint's path, and one handler per implemented endpoint", () => {
+  it("are the router and the GitHub App's three: within the Hobby plan's 12, each an adapter", () => {
+    expect(functionFiles).toEqual([
+      "api/github/drain.ts",
+      "api/github/intake.ts",
+      "api/github/webhooks.ts",
+      "api/router.ts",
+    ]);
+    expect(functionFiles.length).toBeLessThanOrEqual(HOBBY_MAX_FUNCTIONS);
+    for (const file of functionFiles) {
+      const lines = readFileSync(join(REPO_ROOT, file), "utf8").trim().split("\n").length;
+      expect(lines, `${file} is an adapter, not logic`).toBeLessThanOrEqual(10);
+    }
+    expect(readFileSync(join(REPO_ROOT, "api/router.ts"), "utf8")).toMatch(
+      /export default createVercelHandler\(\);/,
+    );
+  });
+
+  it("routes every endpoint of the table to the router, and has a handler for each implemented one", () => {
+    const site = join(REPO_ROOT, vercel.outputDirectory);
+    const staticFile = (path: string) => existsSync(join(site, path)) && statSync(join(site, path)).isFile();
     for (const endpoint of ENDPOINTS) {
-      const serving = functionFiles.filter((f) => f.ids.includes(endpoint.id));
-      expect(
-        serving.map((f) => f.file),
-        endpoint.id,
-      ).toHaveLength(1);
-      expect(serving[0]!.route, endpoint.id).toBe(endpoint.path);
+      expect(routeOnVercel(samplePath(endpoint.path), staticFile), endpoint.id).toBe("function api/router");
       expect(typeof HANDLERS[endpoint.id] === "function", endpoint.id).toBe(
         endpoint.status === "implemented",
       );
     }
-    for (const f of functionFiles) {
-      expect(f.ids.length, f.file).toBeGreaterThan(0);
-      for (const id of f.ids)
-        expect(
-          ENDPOINTS.some((e) => e.id === id && e.path === f.route),
-          `${f.file}: ${id}`,
-        ).toBe(true);
-      // Every endpoint on this path is served by this file (methods on one path share a function).
+    // The static documents stay static: the router's rewrite comes after theirs.
+    expect(routeOnVercel("/api/v1/catalog", staticFile)).toBe("static /api/v1/catalog.json");
+    expect(routeOnVercel("/api/v1/catalog.json", staticFile)).toBe("static /api/v1/catalog.json");
+    expect(vercel.rewrites.at(-1)).toEqual({ source: "/api/v1/(.*)", destination: "/api/router" });
+  });
+
+  it("gives each function one configuration, the site's documents to none and the ownership records to the router alone", () => {
+    for (const file of functionFiles) {
       expect(
-        ENDPOINTS.filter((e) => e.path === f.route)
-          .map((e) => e.id)
-          .sort(),
-        f.file,
-      ).toEqual([...f.ids].sort());
-      expect(f.lines, `${f.file} is an adapter, not logic`).toBeLessThanOrEqual(10);
+        Object.keys(vercel.functions).filter((glob) => globMatches(glob, file)),
+        file,
+      ).toHaveLength(1);
     }
+    for (const [glob, config] of Object.entries(vercel.functions)) {
+      // The lane reads versions.json from Pages; a copy per deployment was 51 MB at 10,000 mods.
+      expect(config.includeFiles, glob).not.toMatch(/site\//);
+      expect(config.includeFiles.includes("records/owners/"), glob).toBe(glob === "api/router.ts");
+      expect(config.excludeFiles, glob).toMatch(/node_modules\/@electric-sql/);
+    }
+  });
+
+  it("builds no preview of the pipeline's svc/ branches", () => {
+    const disabled = Object.entries(vercel.git.deploymentEnabled)
+      .filter(([, enabled]) => !enabled)
+      .map(([glob]) => glob);
+    const deploys = (branch: string) => !disabled.some((glob) => globMatches(glob, branch));
+    for (const branch of [
+      "svc/upload/sub_0123456789abcdef",
+      "svc/release/better-hud/1.2.0",
+      "svc/release/123456/better-hud/1.2.0",
+    ]) {
+      expect(deploys(branch), branch).toBe(false);
+    }
+    for (const branch of ["main", "feature/svc-docs", "svc"]) expect(deploys(branch), branch).toBe(true);
   });
 
   it("keeps test files and anything but function entries out of api/", () => {
@@ -87,10 +188,6 @@ describe("Vercel functions", () => {
   });
 
   it("vercel.json serves site/ and rewrites every extensionless static route", () => {
-    const vercel = JSON.parse(readFileSync(join(REPO_ROOT, "vercel.json"), "utf8")) as {
-      outputDirectory: string;
-      rewrites: Array<{ source: string; destination: string }>;
-    };
     expect(vercel.outputDirectory).toBe("site");
     const samples: Array<[string, string]> = [
       ["/api/v1/catalog", "/api/v1/catalog.json"],
@@ -113,22 +210,75 @@ describe("Vercel functions", () => {
     for (const [path, target] of samples) {
       const local = EXTENSIONLESS_ROUTES.find((r) => r.pattern.test(path));
       expect(local?.target(local.pattern.exec(path)!), path).toBe(target);
-      const rewritten = vercel.rewrites
-        .map((rule) => {
-          const names: string[] = [];
-          const pattern = new RegExp(
-            `^${rule.source.replace(/:(\w+)\(([^)]+)\)/g, (_m, name: string, re: string) => {
-              names.push(name);
-              return `(${re})`;
-            })}$`,
-          );
-          const m = pattern.exec(path);
-          if (!m) return null;
-          return names.reduce((dest, name, i) => dest.replace(`:${name}`, m[i + 1]!), rule.destination);
-        })
-        .filter(Boolean);
-      expect(rewritten, path).toEqual([target]);
+      // The first rule that matches is the document's; the router's catch-all follows it.
+      const rewritten = vercel.rewrites.map((rule) => rewriteMatch(rule, path)).filter(Boolean);
+      expect(rewritten[0], path).toBe(target);
     }
+  });
+});
+
+describe("vercel.json ignoreCommand", () => {
+  /**
+   * Vercel runs it before a build of a pushed commit, with VERCEL_GIT_PREVIOUS_SHA the commit of the
+   * branch's last successful deployment, in a shallow clone: 0 skips the build, 1 builds, and any
+   * other code fails the deployment (after which the previous SHA never moves again).
+   */
+  let repo: string;
+  const git = (...args: string[]) =>
+    execFileSync("git", args, {
+      cwd: repo,
+      encoding: "utf8",
+      env: {
+        ...process.env,
+        GIT_AUTHOR_NAME: "t",
+        GIT_AUTHOR_EMAIL: "t@example.com",
+        GIT_COMMITTER_NAME: "t",
+        GIT_COMMITTER_EMAIL: "t@example.com",
+      },
+    }).trim();
+  const commit = (files: Record<string, string>) => {
+    for (const [path, text] of Object.entries(files)) {
+      mkdirSync(dirname(join(repo, path)), { recursive: true });
+      writeFileSync(join(repo, path), text);
+    }
+    git("add", "-A");
+    git("commit", "-q", "-m", Object.keys(files).join(" "));
+    return git("rev-parse", "HEAD");
+  };
+  const decide = (previous: string | undefined): number =>
+    spawnSync("sh", ["-c", vercel.ignoreCommand], {
+      cwd: repo,
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        ...(previous === undefined ? {} : { VERCEL_GIT_PREVIOUS_SHA: previous }),
+      },
+    }).status ?? -1;
+
+  beforeAll(() => {
+    repo = mkdtempSync(join(tmpdir(), "svc-ignore-command-"));
+    git("init", "-q");
+  });
+  afterAll(() => rmSync(repo, { recursive: true, force: true }));
+
+  it("skips a commit that changes nothing the deployment is built from, and builds every other", () => {
+    const deployed = commit({ "src/a.ts": "1", "site/index.html": "1", "records/mods/m/1.0.0.json": "1" });
+    commit({ "submissions/better-hud/1.2.0.json": "{}", "docs/x.md": "x", ".github/workflows/w.yml": "w" });
+    expect(decide(deployed), "a merged submission sidecar and docs").toBe(0);
+    commit({ "site/api/v1/catalog.json": "{}", "records/mods/m/1.2.0.json": "{}" });
+    expect(decide(deployed), "a catalog commit: the deployment serves site/").toBe(1);
+    const catalog = git("rev-parse", "HEAD");
+    commit({ "portal.config.json": "{}" });
+    expect(decide(catalog), "configuration").toBe(1);
+    const config = git("rev-parse", "HEAD");
+    commit({ "test/x.test.ts": "t", "src/b.ts": "b" });
+    expect(decide(config), "code beside tests").toBe(1);
+  });
+
+  it("builds when it cannot tell: no previous deployment, or one the shallow clone does not hold", () => {
+    commit({ "docs/y.md": "y" });
+    expect(decide(undefined)).toBe(1);
+    expect(decide("")).toBe(1);
+    expect(decide("0123456789abcdef0123456789abcdef01234567")).toBe(1);
   });
 });
 
@@ -149,7 +299,7 @@ describe("Vercel adapter", () => {
   }
 
   it("fails closed with a message that names a missing DATABASE_URL", async () => {
-    const s = await serve(createVercelHandler(["backend_health"], {}));
+    const s = await serve(createVercelHandler({}));
     try {
       const r = await s.call("GET", "/api/v1/backend/health");
       expect(r.status).toBe(500);
@@ -186,7 +336,6 @@ describe("Vercel adapter", () => {
           let made: AppContext | null = null;
           const s = await serve(
             createVercelHandler(
-              ["create_account", "list_accounts"],
               {
                 DATABASE_URL: url.toString(),
                 SVC_DEV_EMAIL: "auto-verify",
@@ -228,7 +377,7 @@ describe("Vercel adapter", () => {
     for (const value of ["0", "101", "two", "1.5"]) {
       resetVercelContext();
       const s = await serve(
-        createVercelHandler(["backend_health"], {
+        createVercelHandler({
           DATABASE_URL: "postgres://127.0.0.1:1/x",
           SVC_PG_POOL_MAX: value,
         }),
@@ -243,16 +392,27 @@ describe("Vercel adapter", () => {
     }
   });
 
-  it("dispatches through the same handlers and refuses paths the function file does not serve", async () => {
-    const s = await serve(createVercelHandler(["create_account", "list_accounts"], {}, async () => h.app));
+  it("dispatches every endpoint of the table through the same handlers, and nothing else", async () => {
+    const s = await serve(createVercelHandler({}, async () => h.app));
     try {
+      for (const endpoint of ENDPOINTS) {
+        const r = await s.call(endpoint.method, samplePath(endpoint.path));
+        // Whatever the handler answers (401, 400, 200...), it is the endpoint's, not the router's miss.
+        expect(String(r.json?.message ?? ""), endpoint.id).not.toMatch(/^no resource at /);
+        expect(r.json?.code, endpoint.id).not.toBe("method_not_allowed");
+      }
       const created = await s.call("POST", "/api/v1/accounts", {
         body: { email: "v@example.com", displayName: "V" },
       });
       expect(created.status).toBe(202);
       expect((await s.call("GET", "/api/v1/accounts")).json.code).toBe("unauthenticated");
-      expect((await s.call("GET", "/api/v1/backend/health")).status).toBe(404);
-      expect((await s.call("GET", "/api/v1/catalog.json")).status).toBe(404);
+      expect((await s.call("DELETE", "/api/v1/accounts")).json.code).toBe("method_not_allowed");
+      // The static documents are the deployment's files, never the function's.
+      for (const path of ["/api/v1/catalog.json", "/api/v1/no-such-route", "/api/router"]) {
+        const r = await s.call("GET", path);
+        expect(r.status, path).toBe(404);
+        expect(r.json.code, path).toBe("not_found");
+      }
     } finally {
       await s.close();
     }

@@ -1,3 +1,4 @@
+import type { ServerResponse } from "node:http";
 import { join } from "node:path";
 import type { VersionRecord } from "../../contracts/catalog.ts";
 import { SITE_PATHS } from "../../contracts/urls.ts";
@@ -65,32 +66,42 @@ function prepare(app: AppContext, modId: string, record: VersionRecord, fileName
   return entry;
 }
 
+function redirect(res: ServerResponse, location: string, answer: PreparedArtifact): void {
+  res.writeHead(302, { location, etag: answer.etag, ...answer.common, "content-length": 0 });
+  res.end();
+}
+
+function notFound(modId: string, version: string, fileName: string): SvcError {
+  return new SvcError("not_found", `no download-enabled artifact ${modId}/${version}/${fileName}`);
+}
+
 /**
  * api_key_mod_download: a published, download-enabled artifact with its catalog sha256 as ETag,
  * Content-Length and Range/206; a redirect for artifacts held elsewhere (GitHub Releases store);
  * 404 for anything the mod's versions document does not list as download-enabled (hidden
  * included), by the same rule as the static /downloads/ path (src/http/published-artifacts.ts).
+ * Without a site folder (Vercel) the document is read from GitHub Pages (src/http/pages-versions.ts)
+ * and every answer is a redirect.
  */
 export const apiKeyModDownload: Handler = async (req, res, route, app) => {
   await guardRequest(req, res, route, app);
   const { modId = "", version = "", fileName = "" } = route.params;
+  if (app.pagesVersions) {
+    const record = await app.pagesVersions.lookup(modId, version, fileName);
+    if (!record) throw notFound(modId, version, fileName);
+    const answer = prepare(app, modId, record, fileName);
+    redirect(res, app.pagesVersions.locationOf(record, app.config.baseUrl), answer);
+    return;
+  }
   const artifacts = publishedArtifactsFor(app.siteDir);
   const record = artifacts.lookup(modId, version, fileName);
-  if (!record) {
-    throw new SvcError("not_found", `no download-enabled artifact ${modId}/${version}/${fileName}`);
-  }
+  if (!record) throw notFound(modId, version, fileName);
   const answer = prepare(app, modId, record, fileName);
   const file = answer.path ? artifacts.descriptor(modId, answer.path) : null;
   if (!file) {
-    // Held by another store (GitHub Releases), or a platform whose functions do not carry the
-    // site's artifacts: send the client to the immutable public URL, whose bytes the hash covers.
-    res.writeHead(302, {
-      location: record.packageUrl,
-      etag: answer.etag,
-      ...answer.common,
-      "content-length": 0,
-    });
-    res.end();
+    // Held by another store (GitHub Releases): send the client to the immutable public URL, whose
+    // bytes the hash covers.
+    redirect(res, record.packageUrl, answer);
     return;
   }
   if (file.size !== record.packageSizeBytes) {
