@@ -74,6 +74,7 @@ export interface BotDeployment {
 
 /** GitHub caps a webhook payload at 25 MB. */
 const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
+const SIGNATURE = /^sha256=[0-9a-f]{64}$/;
 const DELIVERY_ID = /^[A-Za-z0-9-]{1,100}$/;
 const EVENT_NAME = /^[a-z_]{1,64}$/;
 /** Done deliveries are kept this long so a redelivery is still recognised (GitHub offers three days). */
@@ -172,6 +173,12 @@ export function createBotDeployment(options: BotDeploymentOptions): BotDeploymen
           "webhook_headers_invalid",
           "X-GitHub-Delivery, X-GitHub-Event and X-Hub-Signature-256 are required",
         );
+      // Refused before a byte of the body is read: a signature that cannot be an HMAC-SHA256, or a
+      // declared length over GitHub's cap. Only a plausible delivery costs reading up to 25 MB.
+      if (!SIGNATURE.test(signature))
+        return fail(res, 400, "signature_invalid", "x-hub-signature-256 is not sha256=<64 hex digits>");
+      if (Number(req.headers["content-length"] ?? 0) > MAX_WEBHOOK_BYTES)
+        return fail(res, 413, "payload_too_large", "a webhook payload is at most 25 MB");
       const body = await readBody(req, MAX_WEBHOOK_BYTES);
       if (!body) return fail(res, 413, "payload_too_large", "a webhook payload is at most 25 MB");
       // Over the bytes as received: a body re-serialised by anyone on the way no longer verifies.
