@@ -10,9 +10,15 @@
  * process, the load generator in its own).
  *
  * Goals (issue 14): static download >= 0.9x nginx; API-key lane download >= 0.9x nginx; API-key
- * request (Range 4 KiB), 50 concurrent clients: p99 <= 10 ms and >= 5,000 req/s. Each is printed
- * MET or MISSED; the exit code is 1 when one is missed. The bench installs nothing: without nginx
- * it says how to install it and exits 1.
+ * request (Range 4 KiB), 50 concurrent clients: p99 <= 10 ms and >= 5,000 req/s; (issue 27) a
+ * 50 KB JSON document, 50 concurrent clients: >= 0.9x nginx's requests/s. Every comparison with
+ * nginx runs in turn with it (downloads: the order rotates every round; loads: nginx, then the
+ * portal, A B A B ...) and its ratio is taken round by round, printed as median (min-max). Each goal
+ * is printed MET or MISSED; the exit code is 1 when one is missed. The bench installs nothing:
+ * without nginx it says how to install it and exits 1.
+ *
+ *   --runs N      rounds of downloads (default 5) and pairs of loads (default 3)
+ *   --seconds N   length of each load (default 5)
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
@@ -33,20 +39,26 @@ import { createServer as createHttpServer } from "node:http";
 import { createServer as createNetServer, connect } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { parseArgs } from "node:util";
 import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { parseSettings } from "../../src/config/settings.ts";
 import { createAppContext } from "../../src/http/app.ts";
 import { createPortalServer, listen } from "../../src/http/server.ts";
 import { createStore } from "../../src/store/index.ts";
+import { describeStats, printTable, type Stats, summarize, verdict, verdictSummary } from "../lib/harness.ts";
 
 const MIB = 1024 * 1024;
 const SIZE = Number(process.env.SVC_BENCH_MIB ?? 100) * MIB;
-const ROUNDS = 5;
+const { values: options } = parseArgs({ options: { runs: { type: "string" }, seconds: { type: "string" } } });
+const ROUNDS = Number(options.runs ?? 5);
+const LOAD_PAIRS = Number(options.runs ?? 3);
 const PARALLEL = 4;
 const CLIENTS = 50;
 const WARMUP_MS = 1000;
-const DURATION_MS = 5000;
-const GOALS = { downloadRatio: 0.9, p99Ms: 10, requestsPerSecond: 5000 };
+const DURATION_MS = Number(options.seconds ?? 5) * 1000;
+const GOALS = { downloadRatio: 0.9, p99Ms: 10, requestsPerSecond: 5000, jsonRatio: 0.9 };
+/** The JSON document of the small-document row: about 50 KB, like a mod's versions.json with many releases. */
+const JSON_BYTES = 50 * 1024;
 const ONLY_REQUESTS = process.env.SVC_BENCH_ONLY === "requests";
 
 function log(line = "") {
@@ -256,6 +268,7 @@ function load(
   path: string,
   headers: Record<string, string>,
   portal: boolean,
+  expectStatus = 206,
 ): Promise<LoadResult> {
   const options = {
     host: "127.0.0.1",
@@ -265,7 +278,7 @@ function load(
     clients: CLIENTS,
     warmupMs: WARMUP_MS,
     durationMs: DURATION_MS,
-    expectStatus: 206,
+    expectStatus,
   };
   // Asynchronous on purpose: the portal answers from this very process while the child runs.
   return new Promise((resolve, reject) => {
@@ -297,12 +310,30 @@ function load(
   });
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
+/** A versions document for `modId` with as many releases as fit in about `bytes`, pretty-printed as the site writes it. */
+function versionsDocumentOf(modId: string, baseUrl: string, bytes: number): string {
+  const versions: Array<Record<string, unknown>> = [];
+  const render = () => {
+    const latestVersion = versions[0]?.version ?? "1.0.0";
+    return `${JSON.stringify({ schema: "svc.mod-versions.v1", modId, latestVersion, versions }, null, 2)}\n`;
+  };
+  for (let n = 0; Buffer.byteLength(render()) < bytes; n++) {
+    const version = `1.0.${n}`;
+    const fileName = `${modId}-${version}.zip`;
+    for (const older of versions) older.status = "superseded";
+    versions.unshift({
+      version,
+      fileName,
+      packageUrl: `${baseUrl}/downloads/mods/${modId}/${version}/${fileName}`,
+      packageSizeBytes: 100_000 + n,
+      sha256: createHash("sha256").update(`${modId}@${version}`).digest("hex"),
+      downloadEnabled: true,
+      status: "published",
+      releaseNotes: `Release ${version}: fixes and improvements.`,
+    });
+  }
+  return render();
 }
-
-const verdict = (met: boolean) => (met ? "MET" : "MISSED");
 
 async function main(): Promise<number> {
   const nginx = findNginx();
@@ -354,6 +385,13 @@ async function main(): Promise<number> {
       }),
     );
 
+    // The small-document row: a mod's versions.json of about 50 KB (many releases), served as it is.
+    const jsonPath = "api/v1/mods/bench-json/versions.json";
+    const jsonText = versionsDocumentOf("bench-json", config.baseUrl, JSON_BYTES);
+    const jsonBytes = Buffer.byteLength(jsonText);
+    mkdirSync(join(siteDir, "api/v1/mods/bench-json"), { recursive: true });
+    writeFileSync(join(siteDir, jsonPath), jsonText, { mode: 0o644 });
+
     const settings = parseSettings(
       {
         SVC_DEV_EMAIL: "auto-verify",
@@ -404,7 +442,8 @@ async function main(): Promise<number> {
         )} (2 cores: above ~0.5 the figures are noisy), node ${process.version}, ${nginxVersion.trim() || "nginx"}`,
     );
 
-    // Page cache and JIT warm for everyone first; then the order rotates every round so drift hits all alike.
+    // Page cache and JIT warm for everyone first; then the order rotates every round so drift hits
+    // all alike, and each lane's ratio to nginx is taken within its round.
     const rates: Record<string, number[]> = {};
     if (!ONLY_REQUESTS) for (const target of targets) await curl(urls[target].url, urls[target].headers);
     for (const parallel of ONLY_REQUESTS ? [] : [1, PARALLEL]) {
@@ -417,70 +456,111 @@ async function main(): Promise<number> {
         }
       }
     }
-    const rate = (target: Target, parallel: number) => median(rates[`${target}x${parallel}`]!);
+    const rate = (target: Target, parallel: number) => summarize(rates[`${target}x${parallel}`]!);
+    /** target / nginx, round by round. */
+    const ratio = (target: Target, parallel: number) =>
+      summarize(rates[`${target}x${parallel}`]!.map((r, i) => r / rates[`nginxx${parallel}`]![i]!));
 
+    // Loads in pairs: nginx, then the portal (A B A B ...), for the 4 KiB range on the API-key lane
+    // and for the 50 KB JSON document on the static routes; bare node:http answers the range after
+    // each pair, as Node's own floor.
     const range = { range: "bytes=0-4095" };
-    const nginxLoad = await load(web.port, `/${rel}`, range, false);
-    const laneLoad = await load(portalPort, `/api/v1/${rel}`, { ...auth, ...range }, true);
-    const bareLoad = await load(bare.port, `/${rel}`, range, true);
+    const rangePairs: Array<{ nginx: LoadResult; lane: LoadResult; bare: LoadResult }> = [];
+    const jsonPairs: Array<{ nginx: LoadResult; portal: LoadResult }> = [];
+    for (let pair = 0; pair < LOAD_PAIRS; pair++) {
+      const nginxRange = await load(web.port, `/${rel}`, range, false);
+      const lane = await load(portalPort, `/api/v1/${rel}`, { ...auth, ...range }, true);
+      const bareRange = await load(bare.port, `/${rel}`, range, true);
+      rangePairs.push({ nginx: nginxRange, lane, bare: bareRange });
+      const nginxJson = await load(web.port, `/${jsonPath}`, {}, false, 200);
+      const portalJson = await load(portalPort, `/${jsonPath}`, {}, true, 200);
+      jsonPairs.push({ nginx: nginxJson, portal: portalJson });
+    }
 
-    const rows: Array<{ what: string; value: number; baseline: number; ratio: number; met: boolean }> = [];
-    const nodeStreams: Array<{ parallel: number; value: number; ratio: number }> = [];
-    const copyCeilings: Array<{ parallel: number; value: number; ratio: number }> = [];
-    const nodeLoops: Array<{ parallel: number; value: number; ratio: number }> = [];
+    const x = (n: number) => `${n.toFixed(2)}x`;
+    const mibps = (n: number) => n.toFixed(0);
+    const rows: Array<{ what: string; value: Stats; baseline: Stats; ratio: Stats; met: boolean }> = [];
     log("");
     log(
-      `download of ${SIZE / MIB} MiB with curl on loopback, median of ${ROUNDS} rounds (MiB/s; x${PARALLEL}: aggregate)`,
+      `download of ${SIZE / MIB} MiB with curl on loopback, ${ROUNDS} rounds, the order rotating (MiB/s, median (min-max); x${PARALLEL}: aggregate; ratio round by round)`,
     );
-    log(
-      `  ${"lane".padEnd(28)}${"portal".padStart(9)}${"nginx".padStart(9)}${"ratio".padStart(8)}   goal >= ${GOALS.downloadRatio}x`,
-    );
+    const cells: string[][] = [];
     for (const parallel of ONLY_REQUESTS ? [] : [1, PARALLEL]) {
+      const baseline = rate("nginx", parallel);
       for (const [target, label] of [
         ["static", "static /downloads/"],
         ["lane", "API-key lane"],
       ] as const) {
-        const value = rate(target, parallel);
-        const baseline = rate("nginx", parallel);
-        const ratio = value / baseline;
-        const met = ratio >= GOALS.downloadRatio;
-        rows.push({ what: `${target}x${parallel}`, value, baseline, ratio, met });
-        log(
-          `  ${`${label} x${parallel}`.padEnd(28)}${value.toFixed(0).padStart(9)}${baseline.toFixed(0).padStart(9)}${`${ratio.toFixed(2)}x`.padStart(8)}   ${verdict(met)}`,
-        );
+        const r = ratio(target, parallel);
+        const met = r.median >= GOALS.downloadRatio;
+        rows.push({ what: `${target}x${parallel}`, value: rate(target, parallel), baseline, ratio: r, met });
+        cells.push([
+          `${label} x${parallel}`,
+          describeStats(rate(target, parallel), mibps),
+          describeStats(baseline, mibps),
+          describeStats(r, x),
+          verdict(met, `>= ${GOALS.downloadRatio}x nginx, median`, `${label} x${parallel} download`),
+        ]);
       }
       // Not goals: how fast Node itself streams a file here, the usual way and the least a Node
-      // server can do (the ceiling of any Node server on this machine).
-      const baseline = rate("nginx", parallel);
-      const value = rate("bare", parallel);
-      nodeStreams.push({ parallel, value, ratio: value / baseline });
-      log(
-        `  ${`(node:http, piped stream x${parallel})`.padEnd(28)}${value.toFixed(0).padStart(9)}${baseline.toFixed(0).padStart(9)}${`${(value / baseline).toFixed(2)}x`.padStart(8)}   Node, the usual way`,
-      );
-      const loop = rate("loop", parallel);
-      nodeLoops.push({ parallel, value: loop, ratio: loop / baseline });
-      log(
-        `  ${`(node:http, pread loop x${parallel})`.padEnd(28)}${loop.toFixed(0).padStart(9)}${baseline.toFixed(0).padStart(9)}${`${(loop / baseline).toFixed(2)}x`.padStart(8)}   Node's own ceiling`,
-      );
-      // Not a goal either: nginx itself without sendfile, the ceiling of copying through user space.
-      const copy = rate("copy", parallel);
-      copyCeilings.push({ parallel, value: copy, ratio: copy / baseline });
-      log(
-        `  ${`(nginx, sendfile off x${parallel})`.padEnd(28)}${copy.toFixed(0).padStart(9)}${baseline.toFixed(0).padStart(9)}${`${(copy / baseline).toFixed(2)}x`.padStart(8)}   read+write ceiling`,
-      );
+      // server can do (the ceiling of any Node server on this machine); and nginx itself without
+      // sendfile, the ceiling of copying through user space.
+      for (const [target, label, note] of [
+        ["bare", "(node:http, piped stream)", "Node, the usual way"],
+        ["loop", "(node:http, pread loop)", "Node's own ceiling"],
+        ["copy", "(nginx, sendfile off)", "read+write ceiling"],
+      ] as const) {
+        cells.push([
+          `${label} x${parallel}`,
+          describeStats(rate(target, parallel), mibps),
+          describeStats(baseline, mibps),
+          describeStats(ratio(target, parallel), x),
+          note,
+        ]);
+      }
     }
-    const latencyMet = laneLoad.p99ms <= GOALS.p99Ms && laneLoad.requestsPerSecond >= GOALS.requestsPerSecond;
+    if (cells.length > 0) printTable(["lane", "portal", "nginx", "ratio", "verdict"], cells);
+
+    const p99 = (results: LoadResult[]) => summarize(results.map((r) => r.p99ms));
+    const rps = (results: LoadResult[]) => summarize(results.map((r) => r.requestsPerSecond));
+    const lanes = rangePairs.map((p) => p.lane);
+    const latencyMet = p99(lanes).median <= GOALS.p99Ms && rps(lanes).median >= GOALS.requestsPerSecond;
+    const describe = (results: LoadResult[]) => {
+      const cpu = results.map((r) => r.portalCpuUsPerRequest).filter((c): c is number => c !== undefined);
+      return (
+        `p50 ${describeStats(summarize(results.map((r) => r.p50ms)), (n) => n.toFixed(2))} ms  ` +
+        `p99 ${describeStats(p99(results), (n) => n.toFixed(2))} ms  ` +
+        `${describeStats(rps(results), (n) => n.toFixed(0))} req/s` +
+        (cpu.length > 0 ? `  ${describeStats(summarize(cpu), (n) => n.toFixed(0))} µs CPU/request` : "")
+      );
+    };
     log("");
     log(
-      `API-key request (Range 4 KiB), ${CLIENTS} concurrent keep-alive clients, ${DURATION_MS / 1000} s (database: ${store.kind})`,
+      `API-key request (Range 4 KiB), ${CLIENTS} concurrent keep-alive clients, ${DURATION_MS / 1000} s each, ${LOAD_PAIRS} pair(s) nginx then portal (database: ${store.kind})`,
     );
-    const describe = (r: LoadResult) =>
-      `p50 ${r.p50ms.toFixed(2)} ms  p99 ${r.p99ms.toFixed(2)} ms  max ${r.maxMs.toFixed(1)} ms  ${Math.round(r.requestsPerSecond)} req/s` +
-      (r.portalCpuUsPerRequest === undefined ? "" : `  ${r.portalCpuUsPerRequest.toFixed(0)} µs CPU/request`);
-    log(`  API-key lane           ${describe(laneLoad)}`);
-    log(`  nginx, same range      ${describe(nginxLoad)}`);
-    log(`  bare node:http         ${describe(bareLoad)}`);
-    log(`  goal p99 <= ${GOALS.p99Ms} ms and >= ${GOALS.requestsPerSecond} req/s: ${verdict(latencyMet)}`);
+    log(`  API-key lane           ${describe(lanes)}`);
+    log(`  nginx, same range      ${describe(rangePairs.map((p) => p.nginx))}`);
+    log(`  bare node:http         ${describe(rangePairs.map((p) => p.bare))}`);
+    log(
+      `  lane / nginx, pair by pair: p99 ${describeStats(summarize(rangePairs.map((p) => p.lane.p99ms / p.nginx.p99ms)), x)}, req/s ${describeStats(summarize(rangePairs.map((p) => p.lane.requestsPerSecond / p.nginx.requestsPerSecond)), x)}`,
+    );
+    log(
+      `  ${verdict(latencyMet, `p99 <= ${GOALS.p99Ms} ms and >= ${GOALS.requestsPerSecond} req/s, medians`, "API-key request")}`,
+    );
+    const jsonRatio = summarize(jsonPairs.map((p) => p.portal.requestsPerSecond / p.nginx.requestsPerSecond));
+    const jsonMet = jsonRatio.median >= GOALS.jsonRatio;
+    log("");
+    log(
+      `${(jsonBytes / 1024).toFixed(1)} KB JSON document (/${jsonPath}, no Range, identity), ${CLIENTS} concurrent keep-alive clients, ${DURATION_MS / 1000} s each, ${LOAD_PAIRS} pair(s) nginx then portal`,
+    );
+    log(`  portal static route    ${describe(jsonPairs.map((p) => p.portal))}`);
+    log(`  nginx, same file       ${describe(jsonPairs.map((p) => p.nginx))}`);
+    log(
+      `  portal / nginx req/s, pair by pair ${describeStats(jsonRatio, x)}; p99 ${describeStats(summarize(jsonPairs.map((p) => p.portal.p99ms / p.nginx.p99ms)), x)}`,
+    );
+    log(
+      `  ${verdict(jsonMet, `>= ${GOALS.jsonRatio}x nginx's req/s, median of pairs`, "50 KB JSON document")}`,
+    );
     const result = {
       database: store.kind,
       artifactMiB: SIZE / MIB,
@@ -489,39 +569,20 @@ async function main(): Promise<number> {
         rows.map((r) => [
           r.what,
           {
-            portalMiBps: Math.round(r.value),
-            nginxMiBps: Math.round(r.baseline),
-            ratio: Number(r.ratio.toFixed(2)),
+            portalMiBps: Math.round(r.value.median),
+            nginxMiBps: Math.round(r.baseline.median),
+            ratio: Number(r.ratio.median.toFixed(2)),
+            ratioMin: Number(r.ratio.min.toFixed(2)),
+            ratioMax: Number(r.ratio.max.toFixed(2)),
           },
         ]),
       ),
-      bareNodeStream: Object.fromEntries(
-        nodeStreams.map((r) => [
-          `x${r.parallel}`,
-          { MiBps: Math.round(r.value), ratio: Number(r.ratio.toFixed(2)) },
-        ]),
-      ),
-      bareNodeLoop: Object.fromEntries(
-        nodeLoops.map((r) => [
-          `x${r.parallel}`,
-          { MiBps: Math.round(r.value), ratio: Number(r.ratio.toFixed(2)) },
-        ]),
-      ),
-      nginxSendfileOff: Object.fromEntries(
-        copyCeilings.map((r) => [
-          `x${r.parallel}`,
-          { MiBps: Math.round(r.value), ratio: Number(r.ratio.toFixed(2)) },
-        ]),
-      ),
-      apiKeyRequest: {
-        clients: CLIENTS,
-        lane: laneLoad,
-        nginx: nginxLoad,
-        bareNode: bareLoad,
-      },
-      met: rows.every((r) => r.met) && latencyMet && !ONLY_REQUESTS,
+      apiKeyRequest: { clients: CLIENTS, pairs: rangePairs },
+      jsonDocument: { bytes: jsonBytes, clients: CLIENTS, pairs: jsonPairs },
+      met: rows.every((r) => r.met) && latencyMet && jsonMet && !ONLY_REQUESTS,
     };
     log(JSON.stringify(result));
+    log(verdictSummary());
     return result.met ? 0 : 1;
   } finally {
     for (const stop of stops.reverse()) await stop();
