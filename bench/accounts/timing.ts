@@ -10,13 +10,9 @@ import { AccountService } from "../../src/accounts/account-service.ts";
 import type { EmailDelivery } from "../../src/accounts/email.ts";
 import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { createPgliteStore, migrate } from "../../src/store/index.ts";
+import { median } from "../lib/harness.ts";
 
 const PAIRS = Number(process.env.SVC_BENCH_PAIRS ?? 300);
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const started = process.hrtime.bigint();
