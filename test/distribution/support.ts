@@ -4,7 +4,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { Metadata } from "@tufjs/models";
-import { publishRelease } from "../../src/catalog/publisher.ts";
+import { hideRelease, publishRelease, type ReleaseSubmission } from "../../src/catalog/publisher.ts";
+import type { Entrypoint } from "../../src/contracts/records.ts";
 import { ManagerClient } from "../../src/distribution/manager-client.ts";
 import {
   buildRoot,
@@ -17,6 +18,7 @@ import {
 import { signSite } from "../../src/distribution/tuf-repository.ts";
 import { writeRoot } from "../../src/distribution/tuf-root.ts";
 import { catalogProject, type ModFixture, modRelease, publisherOptions } from "../support/catalog-project.ts";
+import { writeZip } from "../support/zip.ts";
 
 export interface MirrorRequest {
   path: string;
@@ -113,6 +115,16 @@ export async function signedPortal() {
       await publishRelease(publisherOptions(project), { packageBytes, sidecar, source: { kind: "import" } });
       return signSite(project.siteDir, keys.online, sign.now);
     },
+    /** Publishes a release built by guideRelease (or any package + sidecar) and re-signs. */
+    async publishPackage(release: { packageBytes: Buffer; sidecar: ReleaseSubmission }) {
+      await publishRelease(publisherOptions(project), { ...release, source: { kind: "import" } });
+      return signSite(project.siteDir, keys.online);
+    },
+    /** A moderator's takedown: the version leaves versions.json and the catalog; the site is re-signed. */
+    async hide(modId: string, version: string) {
+      await hideRelease(publisherOptions(project), modId, version);
+      return signSite(project.siteDir, keys.online);
+    },
     client(name = "client", overrides: Partial<ConstructorParameters<typeof ManagerClient>[0]> = {}) {
       return new ManagerClient({
         mirrorUrl: mirror.origin,
@@ -150,4 +162,40 @@ export function treeHashes(dir: string): Map<string, string> {
   };
   walk(dir);
   return out;
+}
+
+export interface GuideReleaseFixture {
+  modId?: string;
+  name?: string;
+  version: string;
+  /** Package path -> content, as the package guide (docs/modders.md) lays a package out. */
+  files: Record<string, string>;
+  entrypoints?: Entrypoint[];
+  modConfig?: unknown;
+}
+
+/**
+ * A package as docs/modders.md describes one: svc-mod.json at the root, files at game-root paths
+ * (`Binaries/Win64/Mods/X.dll`, `Content/Paks/X.pak`), optionally a modConfig settings file.
+ */
+export function guideRelease(fixture: GuideReleaseFixture) {
+  const base = modRelease({ modId: fixture.modId, name: fixture.name, version: fixture.version });
+  const entrypoints = fixture.entrypoints ?? [{ path: Object.keys(fixture.files)[0]!, kind: "asset" }];
+  const extra = fixture.modConfig === undefined ? {} : { modConfig: fixture.modConfig };
+  const manifest = { ...base.manifest, entrypoints, ...extra };
+  const packageBytes = writeZip([
+    { name: "svc-mod.json", data: `${JSON.stringify(manifest, null, 2)}\n` },
+    ...Object.entries(fixture.files).map(([name, data]) => ({ name, data })),
+  ]);
+  const sidecar = {
+    ...base.sidecar,
+    entrypoints,
+    ...extra,
+    package: {
+      fileName: base.sidecar.package.fileName,
+      sha256: createHash("sha256").update(packageBytes).digest("hex"),
+      sizeBytes: packageBytes.length,
+    },
+  } as ReleaseSubmission;
+  return { packageBytes, sidecar, manifest };
 }
