@@ -97,6 +97,14 @@ export const ERROR_CODES = {
   ),
   install_damaged: manager("installed files differ from the install manifest", 500),
   install_missing: manager("nothing is installed in this folder", 404),
+  install_conflict: manager(
+    "a package would place a file where another mod's, the game's or the runtime loader's file is, or over an installation of the other layout",
+    409,
+  ),
+  version_withdrawn: manager(
+    "the portal no longer offers this version (a moderator hid it): an installed copy is reported, an install of it refused, and the newest visible version offered",
+    410,
+  ),
   tuf_key_invalid: manager("a TUF key file is malformed or inconsistent", 500),
   tuf_key_mismatch: manager("the keys do not match the roles of the current root", 500),
   tuf_keys_in_repository: manager("refusing to write private keys inside a git repository", 500),
