@@ -1,15 +1,30 @@
-import { lstatSync, mkdirSync, renameSync, rmSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import * as semver from "../contracts/semver.ts";
-import { writeFileAtomic, writeFileSynced } from "../lib/atomic-write.ts";
+import { writeFileAtomic } from "../lib/atomic-write.ts";
+import { sha256Hex } from "../lib/hash.ts";
 import { DistributionError } from "./errors.ts";
 import {
+  assertPlaceable,
+  assertSameLayout,
+  type PlacedMod,
+  STAGING_DIR,
+  stageFiles,
+  swapGameFiles,
+  swapModFolders,
+} from "./install-layout.ts";
+import {
   INSTALL_MANIFEST,
+  type InstallLayout,
+  type InstalledMod,
+  type InstallManifest,
+  placedPath,
   readManifest,
   type VerifyReport,
   verifyInstall,
   writeManifest,
 } from "./install-manifest.ts";
+import { keepPlayerSettings, readModSettings } from "./mod-settings.ts";
 import {
   type InstalledFile,
   matchPublishedFiles,
@@ -28,7 +43,33 @@ import {
 
 export type ManagerClientOptions = SignedMirrorOptions;
 
-const STAGING_DIR = ".svc-staging";
+export interface InstallOptions {
+  /** A version built for another game build is never picked. */
+  gameBuild?: string;
+  /**
+   * `game`: `dir` is the game folder and each package is laid over it as the package guide says
+   * (the signed runtime layout names the mods folder and the runtime loader's own files);
+   * `mod-folder` (default): each package into `<dir>/<modId>/`.
+   */
+  layout?: "game" | "mod-folder";
+}
+
+export interface InstalledRelease {
+  modId: string;
+  version: string;
+  files: number;
+  /** Settings whose value the player had chosen and the new version still allows. */
+  keptSettings: string[];
+  /** The installed version this one replaces, when the portal had withdrawn it. */
+  replacesWithdrawn?: string;
+}
+
+export interface RepairReport extends VerifyReport {
+  /** What repair wrote, by package path; a withdrawn version is not fetched again, so not repaired. */
+  rewritten: Array<{ modId: string; path: string }>;
+}
+
+const newestFirst = (a: CatalogVersion, b: CatalogVersion) => semver.rcompare(a.version, b.version);
 
 /** Resolves, installs, verifies and repairs mods from a signed mirror. */
 export class ManagerClient {
@@ -66,20 +107,45 @@ export class ManagerClient {
   }
 
   /**
-   * The mods folder of a game installation, from the signed runtime layout (`layout.modsPath`, e.g.
-   * Binaries/Win64/Mods): the folder the runtime loader reads mods from.
+   * The game layout from the signed runtime profile: `layout.modsPath` (e.g. Binaries/Win64/Mods),
+   * where the runtime loader reads mods and where a package's root files go, and `layout.files`,
+   * the loader's own files, which no mod may replace.
    */
-  async modsFolder(gameDir: string): Promise<string> {
+  async gameLayout(): Promise<{ layout: InstallLayout; reserved: string[] }> {
     const runtime = JSON.parse(
       (await this.mirror.fetchDocument("api/v1/runtime/latest.json")).toString("utf8"),
-    ) as {
-      layout?: { modsPath?: unknown };
-    };
+    ) as { layout?: { modsPath?: unknown; files?: unknown } };
     const modsPath = runtime.layout?.modsPath;
-    if (typeof modsPath !== "string" || modsPath === "") {
-      throw new DistributionError("target_unknown", "the signed runtime layout names no modsPath");
+    if (typeof modsPath !== "string" || modsPath === "" || modsPath.endsWith("/")) {
+      throw new DistributionError(
+        "target_unknown",
+        `the signed runtime layout names no modsPath a folder can be (${JSON.stringify(modsPath)})`,
+      );
     }
-    return safeJoin(resolve(gameDir), modsPath);
+    // Checked as a plain relative path, whatever folder it will later be joined to.
+    safeJoin(resolve("/game"), modsPath);
+    const files = runtime.layout?.files;
+    const reserved = Array.isArray(files) ? files.filter((f): f is string => typeof f === "string") : [];
+    return { layout: { kind: "game", modsPath }, reserved };
+  }
+
+  /**
+   * Every installed version the signed catalog no longer offers: not listed in its mod's signed
+   * versions.json (a moderator hid it), not downloadable, or listed with other bytes. Each comes
+   * with the newest version still offered for the same game build, or null.
+   */
+  async withdrawnVersions(manifest: InstallManifest): Promise<VerifyReport["withdrawn"]> {
+    const withdrawn: VerifyReport["withdrawn"] = [];
+    for (const [modId, mod] of Object.entries(manifest.mods).sort(([a], [b]) => (a < b ? -1 : 1))) {
+      if (await this.isOffered(modId, mod)) continue;
+      const listed = await this.mirror.signedModVersions(modId);
+      withdrawn.push({
+        modId,
+        version: mod.version,
+        newestVisible: newestVisible(listed, mod.targetGameBuild),
+      });
+    }
+    return withdrawn;
   }
 
   /**
@@ -108,16 +174,20 @@ export class ManagerClient {
         continue;
       }
       // catalog.json lists only each mod's newest version; every version is in its signed versions.json.
-      const candidates = (await this.mirror.signedModVersions(modId))
+      const listed = await this.mirror.signedModVersions(modId);
+      const candidates = listed
         .filter((v) => v.downloadEnabled && semver.satisfies(v.version, range))
         .filter((v) => (gameBuild ? v.targetGameBuild === gameBuild : true))
-        .sort((a, b) => semver.rcompare(a.version, b.version));
+        .sort(newestFirst);
       const pick = candidates[0];
       if (!pick) {
+        const offer = newestVisible(listed, gameBuild);
         throw new DistributionError(
           "dependency_unresolved",
-          `no published ${modId} satisfies ${range}${gameBuild ? ` for game build ${gameBuild}` : ""}`,
-          { modId, range, gameBuild },
+          `no published ${modId} satisfies ${range}${gameBuild ? ` for game build ${gameBuild}` : ""}${
+            offer ? `; the newest visible version is ${offer} (svc install ${modId}@${offer})` : ""
+          }`,
+          { modId, range, gameBuild, newestVisible: offer },
         );
       }
       chosen.set(modId, { modId, version: pick });
@@ -129,22 +199,38 @@ export class ManagerClient {
   }
 
   /**
-   * Installs each resolved release into `<dir>/<modId>/`. Every package is downloaded, verified and
-   * extracted into a staging folder first; only then are mod folders swapped in and the manifest
-   * rewritten, so a refusal at any step leaves the installation as it was.
+   * Installs each resolved release into `dir` under the layout asked for. Every package is
+   * downloaded, verified, checked against its signed per-file list and the layout's rules, and
+   * written to a staging folder first; only then are files swapped in and the manifest rewritten,
+   * so a refusal at any step leaves the installation as it was. A settings file the player changed
+   * keeps every value the new version still allows.
    */
   async install(
     dir: string,
     requests: Array<{ modId: string; range: string }>,
-    gameBuild?: string,
-  ): Promise<Array<{ modId: string; version: string; files: number }>> {
+    options: InstallOptions = {},
+  ): Promise<InstalledRelease[]> {
     const root = resolve(dir);
-    const releases = await this.resolve(requests, gameBuild);
-    const prepared: Array<{
-      release: ResolvedRelease;
-      path: string;
-      files: Array<InstalledFile & { data: Buffer }>;
-    }> = [];
+    const game = options.layout === "game" ? await this.gameLayout() : null;
+    const manifest: InstallManifest = readManifest(root) ?? {
+      schema: "svc.install-manifest.v1",
+      mirrorUrl: this.mirror.mirrorUrl,
+      ...(game ? { layout: game.layout } : {}),
+      mods: {},
+    };
+    // The manifest's layout wins over a runtime profile that later moved its mods folder: every file
+    // already placed stays where the manifest says it is.
+    const layout: InstallLayout = manifest.layout ?? game?.layout ?? { kind: "mod-folder" };
+    assertSameLayout(root, manifest, game?.layout ?? { kind: "mod-folder" });
+    let releases: ResolvedRelease[];
+    try {
+      releases = await this.resolve(requests, options.gameBuild);
+    } catch (error) {
+      throw await this.withdrawnRefusal(manifest, error);
+    }
+    const prepared: Array<
+      PlacedMod & CarriedSettings & { release: ResolvedRelease; path: string; replacesWithdrawn?: string }
+    > = [];
     for (const release of releases) {
       // The mod id names a folder: even a signed catalog does not get to pick `..` or a separator.
       if (!/^[a-z0-9][a-z0-9-]{0,63}$/.test(release.modId)) {
@@ -154,38 +240,40 @@ export class ManagerClient {
         );
       }
       const bytes = await this.mirror.downloadPackage(release);
-      const modRoot = join(root, release.modId);
-      const files = readPackageFiles(bytes, modRoot);
+      const files = readPackageFiles(bytes, join(root, release.modId));
       const published = await this.mirror.publishedFiles(release.modId, release.version.version);
       if (published) matchPublishedFiles(release.modId, release.version.version, files, published);
       const { path } = await this.mirror.packageTarget(release);
-      prepared.push({ release, path, files });
+      const previous = manifest.mods[release.modId];
+      const replaced =
+        previous &&
+        previous.version !== release.version.version &&
+        !(await this.isOffered(release.modId, previous))
+          ? { replacesWithdrawn: previous.version }
+          : {};
+      prepared.push({
+        release,
+        path,
+        modId: release.modId,
+        ...carrySettings(root, manifest, release, files),
+        ...replaced,
+      });
     }
-    const manifest = readManifest(root) ?? {
-      schema: "svc.install-manifest.v1",
-      mirrorUrl: this.mirror.mirrorUrl,
-      mods: {},
-    };
+    assertPlaceable(root, manifest, layout, prepared, game?.reserved ?? []);
     const staging = join(root, STAGING_DIR);
     rmSync(staging, { recursive: true, force: true });
     try {
-      for (const { release, files } of prepared) {
-        const modStage = join(staging, "new", release.modId);
-        for (const file of files) writeFileSynced(safeJoin(modStage, file.path), file.data);
-      }
-      mkdirSync(join(staging, "old"), { recursive: true });
-      for (const { release, path, files } of prepared) {
-        const target = join(root, release.modId);
-        // Whatever stands there, a symbolic link included, is moved aside as itself (rename never
-        // follows a link), then removed with the staging folder: replaced, never followed.
-        if (lstatSync(target, { throwIfNoEntry: false }))
-          renameSync(target, join(staging, "old", release.modId));
-        renameSync(join(staging, "new", release.modId), target);
+      stageFiles(staging, prepared);
+      if (layout.kind === "game") swapGameFiles(root, staging, manifest, layout, prepared);
+      else swapModFolders(root, staging, prepared);
+      for (const { release, path, files, configFile } of prepared) {
         manifest.mods[release.modId] = {
           version: release.version.version,
           packageSha256: release.version.sha256,
           packageSizeBytes: release.version.packageSizeBytes,
           packageTarget: path,
+          targetGameBuild: release.version.targetGameBuild,
+          ...(configFile ? { configFile } : {}),
           files: files.map(({ path: p, size, sha256 }) => ({ path: p, size, sha256 })),
         };
       }
@@ -193,69 +281,169 @@ export class ManagerClient {
     } finally {
       rmSync(staging, { recursive: true, force: true });
     }
-    return prepared.map(({ release, files }) => ({
+    return prepared.map(({ release, files, keptSettings, replacesWithdrawn }) => ({
       modId: release.modId,
       version: release.version.version,
       files: files.length,
+      keptSettings,
+      ...(replacesWithdrawn ? { replacesWithdrawn } : {}),
     }));
+  }
+
+  /** Whether the signed catalog still offers exactly the installed version's bytes. */
+  private async isOffered(modId: string, mod: InstalledMod): Promise<boolean> {
+    const entry = (await this.mirror.signedModVersions(modId)).find((v) => v.version === mod.version);
+    return entry?.downloadEnabled === true && entry.sha256 === mod.packageSha256;
+  }
+
+  /**
+   * A request that no offered version satisfies, where the folder holds a version that would: that
+   * version was withdrawn, which the player should hear as such, with the newest visible offered.
+   */
+  private async withdrawnRefusal(manifest: InstallManifest, error: unknown): Promise<unknown> {
+    if (!(error instanceof DistributionError) || error.code !== "dependency_unresolved") return error;
+    const { modId, range, newestVisible } = (error.details ?? {}) as {
+      modId?: string;
+      range?: string;
+      newestVisible?: string | null;
+    };
+    const installed = modId ? manifest.mods[modId] : undefined;
+    if (!modId || !installed || !range || !semver.satisfies(installed.version, range)) return error;
+    if (await this.isOffered(modId, installed)) return error;
+    return new DistributionError(
+      "version_withdrawn",
+      `${modId}@${installed.version}, installed here, was withdrawn by the portal; ${
+        newestVisible
+          ? `the newest visible version is ${newestVisible} (svc install ${modId}@${newestVisible})`
+          : `no version of ${modId} is offered any more`
+      }`,
+      { modId, version: installed.version, newestVisible: newestVisible ?? null },
+    );
   }
 
   /**
    * What each installed mod's files must be: the signed per-file hashes of its version, or, for a
-   * version published without them, what install measured from the verified package.
+   * version published without them (or no longer offered), what install measured from the verified
+   * package. Also each mod's settings file as its signed modConfig names it.
    */
-  async expectedFiles(dir: string): Promise<Record<string, InstalledFile[]>> {
-    const root = resolve(dir);
-    const manifest = readManifest(root);
-    if (!manifest) throw new DistributionError("install_missing", `no ${INSTALL_MANIFEST} in ${root}`);
+  private async expectations(manifest: InstallManifest) {
     const expected: Record<string, InstalledFile[]> = {};
+    const configFiles: Record<string, string> = {};
     for (const [modId, mod] of Object.entries(manifest.mods)) {
-      const published = await this.mirror.publishedFiles(modId, mod.version);
-      expected[modId] = published
-        ? published.map((f) => ({ path: f.path, size: f.sizeBytes, sha256: f.sha256 }))
+      const version = await this.mirror.publishedVersion(modId, mod.version);
+      const signed = version && version.sha256 === mod.packageSha256 ? version : null;
+      expected[modId] = signed?.files
+        ? signed.files.map((f) => ({ path: f.path, size: f.sizeBytes, sha256: f.sha256 }))
         : mod.files;
+      const settings = readModSettings(signed?.modConfig);
+      if (settings) configFiles[modId] = settings.file;
     }
-    return expected;
+    return { expected, configFiles };
   }
 
-  /** verifyInstall against the signed per-file hashes (refreshed through TUF first). */
+  async expectedFiles(dir: string): Promise<Record<string, InstalledFile[]>> {
+    return (await this.expectations(this.manifestOf(dir))).expected;
+  }
+
+  private manifestOf(dir: string): InstallManifest {
+    const manifest = readManifest(resolve(dir));
+    if (!manifest)
+      throw new DistributionError("install_missing", `no ${INSTALL_MANIFEST} in ${resolve(dir)}`);
+    return manifest;
+  }
+
+  /**
+   * verifyInstall against the signed per-file hashes (refreshed through TUF first), and every
+   * installed version the portal has since withdrawn: what a manager runs after each refresh.
+   */
   async verify(dir: string): Promise<VerifyReport> {
-    return verifyInstall(dir, await this.expectedFiles(dir));
+    return (await this.check(dir)).report;
   }
 
-  /** Re-downloads (verified) the package of each damaged mod and rewrites only the bad files. */
-  async repair(dir: string): Promise<VerifyReport> {
+  private async check(dir: string) {
     const root = resolve(dir);
-    const expectedByMod = await this.expectedFiles(root);
-    const report = verifyInstall(root, expectedByMod);
-    const manifest = readManifest(root)!;
-    for (const damage of report.damaged) {
-      const installed = manifest.mods[damage.modId]!;
-      // versions.json lists every version; the catalog only each mod's newest.
-      const version = await this.mirror.publishedVersion(damage.modId, installed.version);
-      if (!version || version.sha256 !== installed.packageSha256) {
-        throw new DistributionError(
-          "dependency_unresolved",
-          `${damage.modId}@${installed.version} is no longer in the signed catalog with the same bytes`,
-        );
-      }
-      const bytes = await this.mirror.downloadPackage({ modId: damage.modId, version });
-      const modRoot = join(root, damage.modId);
-      const files = new Map(readPackageFiles(bytes, modRoot).map((f) => [f.path, f]));
-      for (const bad of damage.files) {
-        const file = files.get(bad.path);
-        const expected = expectedByMod[damage.modId]?.find((f) => f.path === bad.path);
-        if (!file || !expected || file.size !== expected.size || file.sha256 !== expected.sha256) {
+    const manifest = this.manifestOf(root);
+    const { expected, configFiles } = await this.expectations(manifest);
+    const files = verifyInstall(root, expected, configFiles);
+    const withdrawn = await this.withdrawnVersions(manifest);
+    const report: VerifyReport = { ...files, ok: files.ok && withdrawn.length === 0, withdrawn };
+    return { root, manifest, expected, report };
+  }
+
+  /**
+   * Re-downloads (verified) the package of each damaged mod and rewrites only the bad files. A
+   * settings file the player changed is theirs and stays, unless `resetConfig` asks for the
+   * version's defaults. A withdrawn version is reported, never fetched again.
+   */
+  async repair(dir: string, options: { resetConfig?: boolean } = {}): Promise<RepairReport> {
+    const { root, manifest, expected, report } = await this.check(dir);
+    const work = new Map(report.damaged.map((d) => [d.modId, d.files.map((f) => f.path)]));
+    if (options.resetConfig) {
+      for (const { modId, path } of report.changedByYou) work.set(modId, [...(work.get(modId) ?? []), path]);
+    }
+    const withdrawn = new Set(report.withdrawn.map((w) => w.modId));
+    const rewritten: RepairReport["rewritten"] = [];
+    for (const [modId, paths] of work) {
+      if (withdrawn.has(modId)) continue;
+      const installed = manifest.mods[modId]!;
+      const version = (await this.mirror.publishedVersion(modId, installed.version))!;
+      const bytes = await this.mirror.downloadPackage({ modId, version });
+      const files = new Map(readPackageFiles(bytes, join(root, modId)).map((f) => [f.path, f]));
+      for (const path of paths) {
+        const file = files.get(path);
+        const want = expected[modId]?.find((f) => f.path === path);
+        if (!file || !want || file.size !== want.size || file.sha256 !== want.sha256) {
           throw new DistributionError(
             "file_hash_mismatch",
-            `${bad.path} in the verified package differs from its signed per-file hash`,
+            `${path} in the verified package differs from its signed per-file hash`,
           );
         }
-        writeFileAtomic(safeInstallPath(root, `${damage.modId}/${bad.path}`), file.data);
+        const full = safeInstallPath(root, placedPath(manifest.layout, modId, path));
+        mkdirSync(dirname(full), { recursive: true });
+        writeFileAtomic(full, file.data);
+        rewritten.push({ modId, path });
       }
     }
-    return report;
+    return { ...report, rewritten };
   }
+}
+
+interface CarriedSettings {
+  files: Array<InstalledFile & { data: Buffer }>;
+  keptSettings: string[];
+  configFile?: string;
+}
+
+/**
+ * The package's files with its settings file (the signed `modConfig.file`) merged with the
+ * player's, when the folder holds an earlier install of the mod whose settings file the player
+ * changed (it differs from what that version shipped).
+ */
+function carrySettings(
+  root: string,
+  manifest: InstallManifest,
+  release: ResolvedRelease,
+  files: Array<InstalledFile & { data: Buffer }>,
+): CarriedSettings {
+  const settings = readModSettings(release.version.modConfig);
+  const configFile = settings && files.some((f) => f.path === settings.file) ? settings.file : undefined;
+  const previous = manifest.mods[release.modId];
+  const unchanged = { files, keptSettings: [], ...(configFile ? { configFile } : {}) };
+  if (!settings || !configFile || !previous) return unchanged;
+  const full = safeInstallPath(root, placedPath(manifest.layout, release.modId, configFile));
+  if (!existsSync(full)) return unchanged;
+  const mine = readFileSync(full);
+  const shipped = previous.files.find((f) => f.path === configFile);
+  if (shipped && shipped.size === mine.length && shipped.sha256 === sha256Hex(mine)) return unchanged;
+  const config = files.find((f) => f.path === configFile)!;
+  const { data, kept } = keepPlayerSettings(settings, config.data, mine);
+  return { files: files.map((f) => (f === config ? { ...f, data } : f)), keptSettings: kept, configFile };
+}
+
+/** The newest version still offered, for one game build when one is known. */
+function newestVisible(listed: CatalogVersion[], gameBuild: string | undefined): string | null {
+  const offered = listed.filter((v) => v.downloadEnabled && (!gameBuild || v.targetGameBuild === gameBuild));
+  return offered.sort(newestFirst)[0]?.version ?? null;
 }
 
 /** Parses `modId` or `modId@range`. */

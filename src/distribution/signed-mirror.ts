@@ -51,6 +51,7 @@ export type CatalogVersion = Pick<
   | "sha256"
   | "downloadEnabled"
   | "dependencies"
+  | "modConfig"
 >;
 export interface VerifiedCatalog {
   baseUrl: string;

@@ -102,15 +102,18 @@ describe("svc keys / install / verify / repair", () => {
     expect(repair.stdout).toContain("1 file(s) rewritten");
     expect((await runCli(["verify", "--dir", game], outside)).code).toBe(0);
 
-    // --game: the mods folder comes from the signed runtime layout (Binaries/Win64/Mods).
+    // --game: the package is laid over the game folder; its root files go to the signed runtime
+    // layout's mods folder (Binaries/Win64/Mods), in the mod's own folder.
     const gameRoot = join(outside, "Spacewar");
     const viaGame = await runCli(["install", "better-hud", "--game", gameRoot, ...flags], outside);
     expect(viaGame.code, viaGame.stderr).toBe(0);
-    const modsDir = join(gameRoot, "Binaries", "Win64", "Mods");
-    expect(existsSync(join(modsDir, "better-hud", "Content", "Paks", "BetterHud.pak"))).toBe(true);
-    expect((await runCli(["verify", "--dir", modsDir], outside)).code).toBe(0);
+    expect(existsSync(join(gameRoot, "Content", "Paks", "BetterHud.pak"))).toBe(true);
+    expect(existsSync(join(gameRoot, "Binaries", "Win64", "Mods", "better-hud", "svc-mod.json"))).toBe(true);
+    expect((await runCli(["verify", "--game", gameRoot], outside)).code).toBe(0);
 
-    const fetched = await runCli(["fetch", "better-hud", "--out", join(outside, "zips"), ...flags], outside);
+    const fetched = await runCli(["fetch", "better-hud", "--out", join(outside, "zips"), ...flags], outside, {
+      XDG_CACHE_HOME: join(outside, "xdg-cache"),
+    });
     expect(fetched.code, fetched.stderr).toBe(0);
     expect(readFileSync(join(outside, "zips", "better-hud-1.0.0.zip"))).toEqual(packageBytes);
   });
