@@ -10,7 +10,7 @@ import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
 import { siteSigningFromEnv } from "./keys.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
 
-const HELP = `usage: svc smoke [--base-url URL] [--only MOD@VERSION,...] [--only-from receipts.json] [--out report.json] [--record] [--json] [--all]
+const HELP = `usage: svc smoke [--base-url URL] [--retry-for SECS] [--only MOD@VERSION,...] [--only-from receipts.json] [--out report.json] [--record] [--json] [--all]
 
 Public smoke (required after every publication): fetches every static route of the contract with
 and without its extension and validates each against its schema and the contract rules, downloads
@@ -22,12 +22,16 @@ reader over the catalog. Exit 0 only when everything passed, 1 otherwise.
   --only-from FILE  the same, for what a publish run's receipts file (publish-receipts.json)
                     published or changed: the post-publish smoke, whose cost follows the change
   --base-url URL    the deployment to smoke (default: portal.config.json's baseUrl)
+  --retry-for SECS  repeat a failing smoke every 15 s for up to SECS seconds (a deployment still
+                    rolling out); the last report stands
   --out FILE   write the svc.post-publish-smoke.v1 report there
   --record     store it as records/smoke/post-publish.json and rebuild the site (readiness counts a
                passing report only when its baseUrl is portal.config.json's baseUrl)
   --json       print the report as JSON instead of tables
   --all        list every route and artifact, not only failures (the default for small portals)
 `;
+
+const RETRY_INTERVAL_MS = 15_000;
 
 function render(report: SmokeReport, all: boolean): string {
   const lines: string[] = [];
@@ -115,6 +119,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     all: { type: "boolean" },
     only: { type: "string" },
     "only-from": { type: "string" },
+    "retry-for": { type: "string" },
   });
   if (values.help) {
     io.stdout.write(HELP);
@@ -128,7 +133,20 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     return EXIT_USAGE;
   }
   const only = onlyArtifacts(values.only, values["only-from"], io);
-  const report = await runSmoke({ baseUrl, ...(only ? { onlyArtifacts: only } : {}) });
+  const retryFor = Number(values["retry-for"] ?? 0);
+  if (!Number.isInteger(retryFor) || retryFor < 0 || retryFor > 3600) {
+    io.stderr.write(`svc smoke: --retry-for must be whole seconds from 0 to 3600\n\n${HELP}`);
+    return EXIT_USAGE;
+  }
+  // A deployment that is still rolling out (the catalog commit pushed, the host not serving it yet)
+  // fails at first: the smoke is repeated until it passes or the window ends, and the last report stands.
+  const deadline = Date.now() + retryFor * 1000;
+  let report = await runSmoke({ baseUrl, ...(only ? { onlyArtifacts: only } : {}) });
+  while (!report.passed && Date.now() + RETRY_INTERVAL_MS < deadline) {
+    io.stderr.write(`svc smoke: not passed yet; trying again in ${RETRY_INTERVAL_MS / 1000} s\n`);
+    await new Promise((resolve) => setTimeout(resolve, RETRY_INTERVAL_MS));
+    report = await runSmoke({ baseUrl, ...(only ? { onlyArtifacts: only } : {}) });
+  }
   const text = serializeDocument(report);
   if (values.out) writeFileSync(resolve(io.cwd, values.out), text);
   if (values.record) {

@@ -127,6 +127,7 @@ describe("public smoke", () => {
     const changed = await runCli(["smoke", "--only-from", "receipts.json"], project.root);
     expect(changed.code).toBe(0);
     expect(changed.stdout).toMatch(/artifacts 1\/1 ok \(1 listed, not downloaded: unchanged by this run\)/);
+    expect((await runCli(["smoke", "--retry-for", "-1"], project.root)).code).toBe(2);
     // The full smoke stays the command's default, and finds the broken old artifact.
     const full = await runCli(["smoke", "--base-url", origin], project.root);
     expect(full.code).toBe(1);
