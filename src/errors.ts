@@ -45,6 +45,10 @@ export const ERROR_CODES = {
     403,
     "the matching trusted publisher was registered by someone who is not a portal account that owns or collaborates on the mod",
   ),
+  account_suspended: http(
+    403,
+    "a moderator suspended this account's uploads (details.reason says why); an admin can lift it",
+  ),
   not_found: http(404, "no such resource"),
   method_not_allowed: http(405, "the route does not take this method"),
   request_timeout: http(408, "the request body arrived too slowly"),

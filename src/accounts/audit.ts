@@ -23,6 +23,8 @@ export const AUDIT_ACTIONS = {
   requestRefusalsSuppressed: "request.refusals_suppressed",
   trustedPublishingExchanged: "trusted_publishing.exchanged",
   trustedPublishingUploaded: "trusted_publishing.uploaded",
+  accountUploadsSuspended: "account.uploads_suspended",
+  accountUploadsReinstated: "account.uploads_reinstated",
 } as const;
 
 export interface AuditEvent {

@@ -6,6 +6,7 @@
 import type { SqlExecutor } from "../store/store.ts";
 import { AUDIT_ACTIONS, appendAuditEvent } from "./audit.ts";
 import { constantTimeEqual, hashSecret, newId, newSecretToken, type RandomBytes } from "./secrets.ts";
+import { assertUploadsAllowed } from "./upload-suspensions.ts";
 
 /** Recognisable to secret scanners, and never the shape of an API key (svc_ + 38 base62). */
 export const UPLOAD_CREDENTIAL_PREFIX = "svc_tp_";
@@ -53,13 +54,15 @@ export function isWellFormedUploadCredential(value: string): boolean {
 
 /**
  * Stores a new credential and its audit event in the caller's transaction. Returns null when the
- * token was exchanged before (its jti is taken): a replayed token gets nothing.
+ * token was exchanged before (its jti is taken): a replayed token gets nothing. An owner whose
+ * uploads are suspended gets no credential (account_suspended), and the token stays unspent.
  */
 export async function issueUploadCredential(
   tx: SqlExecutor,
   input: { modId: string; ownerAccountId: string; run: TrustedPublisherRun; lifetimeSeconds: number },
   deps: { now: Date; random: RandomBytes },
 ): Promise<{ credential: string; id: string; expiresAt: string } | null> {
+  await assertUploadsAllowed(tx, input.ownerAccountId);
   const credential = `${UPLOAD_CREDENTIAL_PREFIX}${newSecretToken(deps.random)}`;
   const id = newId("tpc", deps.random);
   const expiresAt = new Date(deps.now.getTime() + input.lifetimeSeconds * 1000).toISOString();

@@ -326,7 +326,7 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     roles: ["modder", "moderator", "admin"],
     status: "implemented",
     summary:
-      "Returns an object matching svc.upload-submission.v1: validation state, validation logs, review state, artifact hash, publication links.",
+      "Returns an object matching svc.upload-submission.v1: validation state, validation logs, review state, artifact hash, publication links; the release as it will be published, its files with signatures and the diff against the mod's last published version; for moderators and admins also the uploader (name, account age, history, suspension), earlier submissions of the same version and reviewers' names.",
     authScheme: "session",
     errors: ["not_found"],
   },
@@ -350,11 +350,12 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
     authRequired: true,
     roles: ["moderator", "admin"],
     status: "implemented",
-    summary: "Lists pending, failed, approved, hidden and superseded submissions.",
+    summary:
+      "Lists submissions by state: by default pending, failed, approved, hidden and superseded; any state on request, rejected included.",
     authScheme: "session",
     request: {
       query:
-        "state (comma-separated states; default pending_review,validation_failed,approved,hidden,superseded), limit (1-100, default 50), cursor (from nextCursor)",
+        "state (comma-separated states of svc.upload-submission.v1, or all; default pending_review,validation_failed,approved,hidden,superseded), limit (1-100, default 50), cursor (from nextCursor)",
     },
     response: {
       status: "200",
@@ -575,6 +576,69 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
       headers: "x-svc-csrf",
     },
     response: { status: "200", body: "{ ownership: svc.mod-ownership.v1 }" },
+  },
+  // Review and account actions for moderators (issue 25).
+  {
+    id: "moderation_package",
+    method: "GET",
+    path: "/api/v1/moderation/releases/{submissionId}/package",
+    authRequired: true,
+    roles: ["moderator", "admin"],
+    status: "implemented",
+    summary:
+      "Downloads a submission's staged package for review, always as an attachment and never from site/. Audit-logged (submission.package_downloaded) before the first byte.",
+    authScheme: "session",
+    errors: ["not_found"],
+    response: {
+      status: "200",
+      headers:
+        "Content-Type: application/zip, Content-Disposition: attachment; filename=..., Content-Length, X-Svc-Sha256 (the upload's recorded sha256), Cache-Control: private, no-store",
+      body: "the staged ZIP bytes (404 not_found once published or cancelled, or for a package named by URL; a rejected package stays staged)",
+    },
+  },
+  {
+    id: "suspend_account_uploads",
+    method: "POST",
+    path: "/api/v1/accounts/{accountId}/upload-suspension",
+    authRequired: true,
+    roles: ["moderator", "admin"],
+    status: "implemented",
+    summary:
+      "Suspends an account's uploads with a reason: create_upload and the trusted-publishing exchange then refuse it with account_suspended until an admin lifts the suspension. Only an admin suspends a moderator's or admin's uploads. Audit-logged.",
+    contentType: "application/json",
+    requiredFields: ["reason"],
+    rateLimit: { scope: "account", bucket: "authenticatedMutation" },
+    csrf: true,
+    authScheme: "session",
+    errors: ["not_found", "conflict", "rate_limit_exceeded"],
+    request: {
+      body: "{ reason: string (1-1000, one line), submissionId?: the submission the suspension is made from }",
+      headers: "x-svc-csrf",
+    },
+    response: {
+      status: "201",
+      body: "{ suspension: { id, accountId, reason, suspendedBy, suspendedAt, submissionId, liftedBy: null, liftedAt: null, liftReason: null } } (409 conflict while one is in force)",
+    },
+  },
+  {
+    id: "lift_account_upload_suspension",
+    method: "DELETE",
+    path: "/api/v1/accounts/{accountId}/upload-suspension",
+    authRequired: true,
+    roles: ["admin"],
+    status: "implemented",
+    summary: "An admin lifts the suspension in force on an account's uploads, with a reason. Audit-logged.",
+    contentType: "application/json",
+    requiredFields: ["reason"],
+    rateLimit: { scope: "account", bucket: "authenticatedMutation" },
+    csrf: true,
+    authScheme: "session",
+    errors: ["not_found", "conflict", "rate_limit_exceeded"],
+    request: { body: "{ reason: string (1-1000, one line) }", headers: "x-svc-csrf" },
+    response: {
+      status: "200",
+      body: "{ suspension } with liftedBy, liftedAt and liftReason set (409 conflict when none is in force)",
+    },
   },
 ];
 

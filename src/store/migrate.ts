@@ -5,6 +5,8 @@ import { GITHUB_SUBMISSIONS_MIGRATION } from "./migrations/003-github-submission
 import { DELIVERY_QUEUE_MIGRATION } from "./migrations/004-delivery-queue.ts";
 import { MAGIC_LINK_TOKENS_MIGRATION } from "./migrations/005-magic-link-tokens.ts";
 import { UPLOAD_CREDENTIALS_MIGRATION } from "./migrations/006-upload-credentials.ts";
+import { SUBMISSION_PACKAGE_FILES_MIGRATION } from "./migrations/007-submission-package-files.ts";
+import { ACCOUNT_SUSPENSIONS_MIGRATION } from "./migrations/008-account-suspensions.ts";
 
 export type { Migration } from "./store.ts";
 
@@ -16,6 +18,8 @@ export const MIGRATIONS: readonly Migration[] = [
   DELIVERY_QUEUE_MIGRATION,
   MAGIC_LINK_TOKENS_MIGRATION,
   UPLOAD_CREDENTIALS_MIGRATION,
+  SUBMISSION_PACKAGE_FILES_MIGRATION,
+  ACCOUNT_SUSPENSIONS_MIGRATION,
 ];
 
 /** Any constant works; it only has to be the same for every instance of the portal. */

@@ -42,6 +42,12 @@ export interface SubmissionBackend {
     decision: Decision,
     notes: string,
   ): Promise<SubmissionView>;
+  /**
+   * moderation_package: the staged package of a submission for a moderator or admin to download,
+   * audited before a byte is sent; not_found once it left staging (published, cancelled)
+   * or where it was never staged here (a package named by URL).
+   */
+  stagedPackage(caller: SubmissionCaller, submissionId: string): Promise<StagedPackageFile>;
   /** publish_catalog: every approved submission, oldest first, each with its outcome. */
   publishApproved(caller: SubmissionCaller): Promise<PublishSummary>;
   /**
@@ -73,6 +79,15 @@ export interface UploadTarget {
   storageRoot: string;
   /** The caller's submission this upload continues as a new revision, or null for a new submission. */
   resubmits: SubmissionRow | null;
+}
+
+/** A staged package on this machine's disk, as the review download streams it. */
+export interface StagedPackageFile {
+  /** Absolute path below the storage root's uploads/staging/{submissionId}/. */
+  path: string;
+  fileName: string;
+  sizeBytes: number;
+  sha256: string;
 }
 
 /** An accepted upload; staged.path is null for a package named by URL (validated on its pull request). */

@@ -21,6 +21,7 @@ import {
   type PublishSummary,
   type QueuePage,
   type QueueQuery,
+  type StagedPackageFile,
   type SubmissionBackend,
   type SubmissionCaller,
   type UploadInput,
@@ -51,12 +52,14 @@ import {
   newSubmissionId,
   queueInfo,
   resubmitSubmission,
+  SUBMISSION_AUDIT,
   type SubmissionDeps,
   type SubmissionRow,
   type SubmissionView,
   submissionView,
 } from "./service.ts";
-import { removeStaged } from "./staging.ts";
+import { releaseDetails, staffDetails } from "./review.ts";
+import { removeStaged, stagedFile } from "./staging.ts";
 
 export interface LocalBackendOptions extends SubmissionDeps {
   /** Private storage root: staged packages live under uploads/staging/ below it, never under site/. */
@@ -123,7 +126,7 @@ export class LocalSubmissionBackend implements SubmissionBackend {
   ): Promise<SubmissionView> {
     const row = await this.recordUpload(target, { ownerAccountId: caller.account.id, ...upload });
     if (upload.staged.path !== null) this.options.kickWorker();
-    return this.view(row);
+    return this.view(row, caller);
   }
 
   discardUpload(target: UploadTarget): void {
@@ -134,7 +137,7 @@ export class LocalSubmissionBackend implements SubmissionBackend {
     const row = await loadSubmission(this.deps.store, submissionId);
     if (!row || (row.owner_account_id !== caller.account.id && !isStaff(caller)))
       throw new SvcError("not_found", `no submission ${submissionId}`);
-    return this.view(await this.current(row));
+    return this.view(await this.current(row), caller);
   }
 
   async cancel(caller: SubmissionCaller, submissionId: string): Promise<SubmissionView> {
@@ -149,7 +152,7 @@ export class LocalSubmissionBackend implements SubmissionBackend {
       { visibleTo },
     );
     removeStaged(this.options.storageRoot, row.id);
-    return this.view(row);
+    return this.view(row, caller);
   }
 
   async listUploads(caller: SubmissionCaller, query: UploadListQuery): Promise<UploadListPage> {
@@ -254,7 +257,7 @@ export class LocalSubmissionBackend implements SubmissionBackend {
       { accountId: caller.account.id, kind: "moderator" },
       { notes },
     );
-    return this.view(row);
+    return this.view(row, caller);
   }
 
   async publishApproved(caller: SubmissionCaller): Promise<PublishSummary> {
@@ -294,12 +297,65 @@ export class LocalSubmissionBackend implements SubmissionBackend {
     return changeModOwnership({ ...this.deps, publisher }, caller, modId, request);
   }
 
-  protected view(row: SubmissionRow): Promise<SubmissionView> {
+  /**
+   * The svc.upload-submission.v1 view. With the caller it is the one submission's own page: the
+   * release, its files and diff, and for staff the uploader and earlier submissions; lists leave
+   * those out (each would read the mod's records).
+   */
+  protected async view(row: SubmissionRow, caller?: SubmissionCaller): Promise<SubmissionView> {
     const records = this.ownershipReader();
     const ownership = records
       ? submissionOwnership(readOwnership(records, row.mod_id), row.owner_account_id)
       : undefined;
-    return submissionView(this.deps.store, row, this.deps.config, this.deps.now(), ownership);
+    const now = this.deps.now();
+    const details = caller
+      ? {
+          release: releaseDetails(row, this.deps.config, records),
+          ...(isStaff(caller) ? { staff: await staffDetails(this.deps.store, row, now) } : {}),
+        }
+      : {};
+    return submissionView(this.deps.store, row, this.deps.config, now, ownership, details);
+  }
+
+  async stagedPackage(caller: SubmissionCaller, submissionId: string): Promise<StagedPackageFile> {
+    if (!isStaff(caller)) throw new SvcError("forbidden", "the staged package is for moderators and admins");
+    const row = await loadSubmission(this.deps.store, submissionId);
+    if (!row) throw new SvcError("not_found", `no submission ${submissionId}`);
+    const file = row.staging_path ? stagedFile(this.options.storageRoot, row.id, row.staging_path) : null;
+    if (!file)
+      throw new SvcError(
+        "not_found",
+        row.metadata.package?.url
+          ? `submission ${submissionId}'s package is not staged here: it is named by URL (${row.metadata.package.url})`
+          : `submission ${submissionId} has no staged package (published and cancelled packages are removed from staging)`,
+        { details: { state: row.state } },
+      );
+    await this.deps.store.transaction((tx) =>
+      appendAuditEvent(
+        tx,
+        {
+          actorAccountId: caller.account.id,
+          action: SUBMISSION_AUDIT.packageDownloaded,
+          targetType: "submission",
+          targetId: row.id,
+          metadata: {
+            modId: row.mod_id,
+            version: row.version,
+            revision: row.revision,
+            state: row.state,
+            packageSha256: row.package_sha256,
+            sizeBytes: Number(row.package_size_bytes),
+          },
+        },
+        { now: this.deps.now(), random: this.deps.random },
+      ),
+    );
+    return {
+      path: file.path,
+      fileName: row.package_file_name,
+      sizeBytes: file.sizeBytes,
+      sha256: row.package_sha256,
+    };
   }
 
   /**

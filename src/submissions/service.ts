@@ -6,9 +6,10 @@ import { CHECKS } from "../validation/checks/index.ts";
 import { portalUrls } from "../contracts/urls.ts";
 import { SvcError } from "../errors.ts";
 import type { SqlExecutor, Store } from "../store/store.ts";
-import type { Sidecar } from "../validation/types.ts";
+import type { PackageInventory, Sidecar } from "../validation/types.ts";
 import { type Action, type Actor, type SubmissionState, transition } from "../workflow/machine.ts";
 import type { SubmissionOwnership } from "./ownership.ts";
+import type { ReleaseDetails, StaffDetails } from "./review.ts";
 
 export type Decision = "approve" | "reject" | "request_changes" | "hide" | "unhide";
 
@@ -37,6 +38,8 @@ export interface SubmissionRow {
   metadata: Sidecar;
   staging_path: string | null;
   validation_checks: CheckEntry[];
+  /** What the last finished validation run read from the package (migration 007); null before. */
+  package_files: PackageInventory | null;
   detail_page: {
     requirements: Array<{ id: string; satisfied: boolean; message?: string }>;
     satisfied: boolean;
@@ -78,6 +81,7 @@ export const SUBMISSION_AUDIT = {
   decided: "moderation.decided",
   published: "catalog.published",
   superseded: "submission.superseded",
+  packageDownloaded: "submission.package_downloaded",
 } as const;
 
 const iso = (value: Date | string | null): string | null =>
@@ -448,7 +452,9 @@ const REVIEW_STATE: Record<
 
 /**
  * The svc.upload-submission.v1 view of a submission. `ownership` is how its uploader stands to the
- * mod, given where the backend can read the mod's ownership record (omitted where it cannot).
+ * mod, given where the backend can read the mod's ownership record (omitted where it cannot);
+ * `details` what a reviewer reads (review.ts): the release and its diff for whoever may see the
+ * submission, the uploader, earlier submissions and reviewers' names for staff only.
  */
 export async function submissionView(
   db: SqlExecutor,
@@ -456,7 +462,9 @@ export async function submissionView(
   config: PortalConfig,
   now: Date,
   ownership?: SubmissionOwnership,
+  details: { release?: ReleaseDetails; staff?: StaffDetails } = {},
 ) {
+  const staff = details.staff;
   const decisions = await db.query<DecisionRow>(
     `SELECT decision, reviewer_account_id, notes, from_state, to_state, decided_at FROM submission_decisions
        WHERE submission_id = $1 ORDER BY decided_at, id`,
@@ -487,6 +495,7 @@ export async function submissionView(
       decisions: decisions.rows.map((d) => ({
         decision: d.decision,
         reviewerAccountId: d.reviewer_account_id,
+        ...(staff ? { reviewerDisplayName: staff.reviewerNames.get(d.reviewer_account_id) ?? null } : {}),
         notes: d.notes,
         fromState: d.from_state,
         toState: d.to_state,
@@ -509,6 +518,8 @@ export async function submissionView(
       publishedAt: string;
     },
     ...(ownership ? { ownership } : {}),
+    ...(details.release ?? {}),
+    ...(staff ? { uploader: staff.uploader, earlierSubmissions: staff.earlierSubmissions } : {}),
     createdAt: iso(row.created_at)!,
     updatedAt: iso(row.updated_at)!,
   };
@@ -528,6 +539,7 @@ export const QUEUE_STATES: readonly SubmissionState[] = [
   "published",
   "rejected",
   "cancelled",
+  "draft",
 ];
 
 /** The moderation queue: by state (default pending, failed, approved, hidden, superseded), oldest first, keyset-paged. */
@@ -598,7 +610,8 @@ export async function resubmitSubmission(
     const updated = await tx.query<SubmissionRow>(
       `UPDATE submissions SET state = $2, revision = revision + 1, package_size_bytes = $3, package_content_type = $4,
          package_sha256 = $5, metadata_sha256 = $6, metadata = $7::jsonb, staging_path = $8, validation_checks = $9::jsonb,
-         detail_page = NULL, pending_since = NULL, updated_at = $10::timestamptz, package_file_name = $11
+         detail_page = NULL, pending_since = NULL, updated_at = $10::timestamptz, package_file_name = $11,
+         package_files = NULL
        WHERE id = $1 RETURNING *`,
       [
         row.id,

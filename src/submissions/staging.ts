@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
-import { createWriteStream, mkdirSync, renameSync, rmdirSync, rmSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { createWriteStream, lstatSync, mkdirSync, renameSync, rmdirSync, rmSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { SvcError } from "../errors.ts";
 
@@ -110,6 +110,27 @@ export async function stagePackage(
     } catch {
       // not empty: an earlier revision lives here
     }
+  }
+}
+
+/**
+ * A submission's staged package as a file that exists, or null. The row's path is trusted only
+ * within the submission's own staging folder: anything that resolves elsewhere (or is a link or a
+ * folder) is not served.
+ */
+export function stagedFile(
+  root: string,
+  submissionId: string,
+  relativePath: string,
+): { path: string; sizeBytes: number } | null {
+  const folder = resolve(root, "uploads", "staging", submissionId);
+  const path = resolve(root, relativePath);
+  if (dirname(path) !== folder) return null;
+  try {
+    const stat = lstatSync(path);
+    return stat.isFile() ? { path, sizeBytes: stat.size } : null;
+  } catch {
+    return null;
   }
 }
 

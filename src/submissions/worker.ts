@@ -4,7 +4,7 @@ import { readValidationDocuments } from "../catalog/validator.ts";
 import type { CatalogDocument } from "../contracts/catalog.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
 import { detailPageRequirements } from "../validation/checks/detail_page.ts";
-import { runValidation } from "../validation/runner.ts";
+import { validatePackage } from "../validation/runner.ts";
 import type { Sidecar, ValidationReport } from "../validation/types.ts";
 import { transition } from "../workflow/machine.ts";
 import { type CheckEntry, loadSubmission, SUBMISSION_AUDIT, type SubmissionDeps } from "./service.ts";
@@ -112,7 +112,7 @@ export async function runNextValidationJob(deps: WorkerDeps): Promise<JobOutcome
   if (!job) return null;
   const row = (await loadSubmission(deps.store, job.submission_id))!;
   const documents = readValidationDocuments(deps.siteDir);
-  const report = await runValidation({
+  const { report, inventory } = await validatePackage({
     package: { path: join(deps.storageRoot, row.staging_path ?? "") },
     sidecar: row.metadata,
     ...documents,
@@ -186,9 +186,17 @@ export async function runNextValidationJob(deps: WorkerDeps): Promise<JobOutcome
     }));
     await tx.query(
       `UPDATE submissions SET state = $2, validation_checks = $3::jsonb, detail_page = $4::jsonb, updated_at = $5::timestamptz,
-         pending_since = CASE WHEN $2 = 'pending_review' THEN $5::timestamptz ELSE pending_since END
+         pending_since = CASE WHEN $2 = 'pending_review' THEN $5::timestamptz ELSE pending_since END,
+         package_files = $6::jsonb
        WHERE id = $1`,
-      [row.id, step.to, JSON.stringify(checks), JSON.stringify(detail), now.toISOString()],
+      [
+        row.id,
+        step.to,
+        JSON.stringify(checks),
+        JSON.stringify(detail),
+        now.toISOString(),
+        inventory === null ? null : JSON.stringify(inventory),
+      ],
     );
     await tx.query(`DELETE FROM validation_jobs WHERE submission_id = $1`, [row.id]);
     await appendAuditEvent(

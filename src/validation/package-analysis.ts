@@ -6,7 +6,13 @@ import { isLimitsVerdict } from "./antivirus/limits-probe.ts";
 import { MANIFEST_JSON_LIMITS } from "./documents.ts";
 import { chunksOf, openPackage } from "./package-source.ts";
 import { ScanQueue, startPackageScan } from "./scan-queue.ts";
-import type { InspectedEntry, PackageAnalysis, PackageFile, ValidationInput } from "./types.ts";
+import type {
+  InspectedEntry,
+  InventoryFile,
+  PackageAnalysis,
+  PackageFile,
+  ValidationInput,
+} from "./types.ts";
 import { analyzeCollisions, analyzeName } from "./zip/names.ts";
 import {
   type ByteSource,
@@ -138,6 +144,7 @@ async function analyzeSource(
   const inflateFindings: ZipFinding[] = [];
   const files = new Map<string, Buffer>();
   const installFiles: PackageFile[] = [];
+  const inventory: InventoryFile[] = [];
 
   // That scan stands for the entries only when the scanner sees the same entries we do (a sound
   // layout) and would report, not skip, what lies beyond its limits. Otherwise every entry is also
@@ -170,16 +177,14 @@ async function analyzeSource(
       const data = result.data;
       // Hashed from the buffer just inflated for the CRC and the scanner: the per-file hashes a
       // manager verifies an installation with cost no second read of the package.
-      installFiles.push({
-        path: entry.name,
-        sizeBytes: data.length,
-        sha256: sha256Hex(data),
-      });
+      const file = { path: entry.name, sizeBytes: data.length, sha256: sha256Hex(data) };
+      installFiles.push(file);
       item.kind = sniffFileType(
         data.length <= 4096
           ? data
           : tailAware(data.subarray(0, 4096), data.subarray(data.length - 4096), data.length),
       );
+      inventory.push({ ...file, signature: item.kind });
       // First one wins, as for the manifest above; duplicates fail zip_path_safety anyway.
       if (keep.has(entry.name) && !files.has(entry.name)) files.set(entry.name, Buffer.from(data));
       if (queue && !entriesInsidePackage) await queue.add(entry.index, JSON.stringify(entry.name), data);
@@ -221,6 +226,7 @@ async function analyzeSource(
     inflateFindings,
     files,
     installFiles,
+    inventory,
     scan,
   };
 }

@@ -62,7 +62,7 @@ export async function validatePackage(input: ValidationInput): Promise<Validatio
       startedAt,
       finishedAt: clock().toISOString(),
     };
-    return { report, files: null };
+    return { report, files: null, inventory: null };
   }
 
   stepDone("check the policy and the sidecar");
@@ -121,5 +121,6 @@ export async function validatePackage(input: ValidationInput): Promise<Validatio
     startedAt,
     finishedAt: clock().toISOString(),
   };
-  return { report, files: pkg.contentInspected ? (pkg.installFiles ?? null) : null };
+  const inventory = pkg.structure ? { complete: pkg.contentInspected, files: pkg.inventory ?? [] } : null;
+  return { report, files: pkg.contentInspected ? (pkg.installFiles ?? null) : null, inventory };
 }

@@ -146,11 +146,28 @@ export interface PackageFile {
   sha256: string;
 }
 
+/** A file as the runner read it, with the content signature it detected (what a moderator reviews). */
+export interface InventoryFile extends PackageFile {
+  signature: FileKind;
+}
+
+/**
+ * Every file entry that inflated, in archive order, with its detected signature; complete when
+ * every entry inflated and verified. Kept with a submission's checks for the review page, also
+ * for a package that failed (a partial list then).
+ */
+export interface PackageInventory {
+  complete: boolean;
+  files: InventoryFile[];
+}
+
 /** A report plus the package's files, for callers that publish (the publisher stores the list). */
 export interface ValidationOutcome {
   report: ValidationReport;
   /** Every file entry, in archive order; null unless every entry inflated and verified. */
   files: PackageFile[] | null;
+  /** What the entries held, signatures included; null when the package could not be read as a ZIP. */
+  inventory: PackageInventory | null;
 }
 
 /** Everything the runner learned from the package bytes; the checks only read it. */
@@ -173,6 +190,8 @@ export interface PackageAnalysis {
    * Optional: analyses made outside the runner (svc pack, svc new) have no use for it.
    */
   installFiles?: PackageFile[];
+  /** installFiles with each one's detected signature (optional for the same reason). */
+  inventory?: InventoryFile[];
   /** The package's own signature (zip, 7z, pe, ...); null when unreadable. */
   packageKind: FileKind | null;
   /** What the antivirus did: ran (with verdicts), or why it did not. */

@@ -27,7 +27,8 @@ const CONTRACT_IDS = [
 /**
  * Routes beyond the contract's table: list_uploads, a modder's own submissions; the mod ownership
  * routes (read the record, collaborators, trusted publishers, source repository, transfer);
- * trusted_publishing_exchange, a registered workflow's OIDC token for a one-mod upload credential.
+ * trusted_publishing_exchange, a registered workflow's OIDC token for a one-mod upload credential;
+ * the review's staged-package download and the suspension of an account's uploads.
  */
 const EXTENSION_IDS = [
   "list_uploads",
@@ -39,6 +40,9 @@ const EXTENSION_IDS = [
   "remove_trusted_publisher",
   "set_source_repository",
   "transfer_mod",
+  "moderation_package",
+  "suspend_account_uploads",
+  "lift_account_upload_suspension",
 ];
 
 describe("endpoint table", () => {

@@ -22,6 +22,7 @@ const apiKeys = () => import("./api-keys.ts");
 const auth = () => import("./auth.ts");
 const moderation = () => import("./moderation.ts");
 const ownership = () => import("./ownership.ts");
+const suspensions = () => import("./suspensions.ts");
 const uploads = () => import("./uploads.ts");
 
 /**
@@ -60,4 +61,7 @@ export const HANDLERS: Readonly<Record<string, Handler>> = {
   remove_trusted_publisher: onFirstUse(async () => (await ownership()).removeTrustedPublisher),
   set_source_repository: onFirstUse(async () => (await ownership()).setSourceRepository),
   transfer_mod: onFirstUse(async () => (await ownership()).transferMod),
+  moderation_package: onFirstUse(async () => (await moderation()).moderationPackage),
+  suspend_account_uploads: onFirstUse(async () => (await suspensions()).suspendAccountUploads),
+  lift_account_upload_suspension: onFirstUse(async () => (await suspensions()).liftAccountUploadSuspension),
 };

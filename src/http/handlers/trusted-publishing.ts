@@ -10,6 +10,7 @@ const EXCHANGE_REFUSALS = new Set([
   "oidc_token_invalid",
   "trusted_publisher_unknown",
   "trusted_publisher_unlinked",
+  "account_suspended",
 ]);
 
 /** trusted_publishing_exchange: { modId, token } -> 201 with a one-mod upload credential. */

@@ -4,6 +4,7 @@ import {
   completeUploadCredential,
   releaseUploadCredential,
 } from "../../accounts/upload-credentials.ts";
+import { assertUploadsAllowed } from "../../accounts/upload-suspensions.ts";
 import { SvcError } from "../../errors.ts";
 import {
   decodeCursor,
@@ -15,7 +16,7 @@ import type { SubmissionView } from "../../submissions/service.ts";
 import type { Sidecar } from "../../validation/types.ts";
 import { readQuery } from "../body.ts";
 import { type AppContext, accountsOf, type Handler, storeOf } from "../context.ts";
-import { type Caller, guardRequest, requireCaller } from "../guard.ts";
+import { type Caller, clientIpOf, guardRequest, requireCaller } from "../guard.ts";
 import { sendJson } from "../respond.ts";
 import { submissionReadsOf, submissionsOf } from "../submission-backend.ts";
 import {
@@ -78,7 +79,38 @@ async function recordUpload(
   return view;
 }
 
-/** create_upload: the live-upload gate, then auth/role/CSRF/rate limit, then the body. */
+/**
+ * A suspended account uploads nothing, whether it signs in or comes with an upload credential (the
+ * credential's caller is its owner). Refused before the body is read, and audited as a refusal:
+ * an upload attempt during a suspension is what the moderator who suspended wants to know about.
+ */
+async function refuseSuspended(
+  req: IncomingMessage,
+  res: ServerResponse,
+  app: AppContext,
+  endpointId: string,
+  caller: Caller,
+): Promise<void> {
+  try {
+    await assertUploadsAllowed(storeOf(app), caller.account.id);
+  } catch (error) {
+    if (!(error instanceof SvcError)) throw error;
+    await accountsOf(app)
+      .recordRefusal({
+        code: error.code,
+        status: error.status,
+        method: req.method ?? "POST",
+        endpointId,
+        ip: clientIpOf(req, app),
+        actorAccountId: caller.account.id,
+        metadata: caller.uploadCredential ? { credentialId: caller.uploadCredential.id } : {},
+      })
+      .catch((failure: Error) => app.log(`refusal audit failed for ${endpointId}: ${failure.message}`));
+    refuseUnread(res, error);
+  }
+}
+
+/** create_upload: the live-upload gate, then auth/role/CSRF/rate limit, the suspension, then the body. */
 export const createUpload: Handler = async (req, res, route, app) => {
   if (!app.settings.liveUploads) {
     refuseUnread(
@@ -89,6 +121,7 @@ export const createUpload: Handler = async (req, res, route, app) => {
     );
   }
   const caller = requireCaller(await guardRequest(req, res, route, app));
+  await refuseSuspended(req, res, app, route.endpoint.id, caller);
   const backend = submissionsOf(app);
   const contentType = String(req.headers["content-type"] ?? "");
   if (/^application\/json\s*(;|$)/i.test(contentType)) {
