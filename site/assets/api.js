@@ -89,6 +89,8 @@ const PLAIN = {
     "This portal does not take uploads right now (its operator has not turned them on). Nothing was stored.",
   scanner_unavailable: () =>
     "The antivirus scanner is not reachable, so the portal cannot accept packages now. Try again later.",
+  account_suspended: (e) =>
+    `A moderator suspended this account's uploads${typeof e.details?.reason === "string" ? `: ${e.details.reason}` : ""}. Nothing was stored; an admin can lift the suspension.`,
 };
 
 /** The server's own list of what was wrong (invalid_payload names each field). */

@@ -108,6 +108,7 @@ export function renderAdminAuditPage(ctx: PageContext): string {
 <option value="upload.created"></option><option value="upload.resubmitted"></option><option value="upload.cancelled"></option>
 <option value="validation.started"></option><option value="validation.completed"></option>
 <option value="moderation.decided"></option><option value="catalog.published"></option><option value="catalog.publish_failed"></option>
+<option value="submission.package_downloaded"></option><option value="account.uploads_suspended"></option><option value="account.uploads_reinstated"></option>
 </datalist>
 <div><label for="f-actor">Actor account id</label><input id="f-actor" name="actorAccountId" type="text" maxlength="200" autocomplete="off" spellcheck="false"></div>
 <div><label for="f-target-type">Target type</label><select id="f-target-type" name="targetType">

@@ -70,6 +70,7 @@ export const ASSET_FILES = [
   "catalog.js",
   "account.js",
   "moderation.js",
+  "review.js",
   "package.js",
   "releases.js",
   "admin.js",
