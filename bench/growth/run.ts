@@ -29,7 +29,7 @@ import { parseOnlineKeys } from "../../src/distribution/tuf-keys.ts";
 import { modRelease, stubValidator } from "../../test/support/catalog-project.ts";
 import { type BenchScanner, startBenchScanner } from "../lib/bench-scanner.ts";
 import { cliBundleIsFresh, ensureCliBundle, SVC, staleBundleNote } from "../lib/cli-bundle.ts";
-import { startCountingServer } from "../lib/counting-server.ts";
+import { type SentResponse, startCountingServer } from "../lib/counting-server.ts";
 import { benchModId, type GeneratedPortal, generatePortal } from "../lib/generate-portal.ts";
 import {
   describeStats,
@@ -172,6 +172,15 @@ function writeRelease(dir: string, release: ReturnType<typeof modRelease>) {
   return { zip, metadata, size: release.packageBytes.length };
 }
 
+/** The three largest responses, for where the bytes of an install went. */
+function largest(responses: SentResponse[]): string {
+  return [...responses]
+    .sort((a, b) => b.bytes - a.bytes)
+    .slice(0, 3)
+    .map((r) => `${r.path} ${kb(r.bytes)}${r.gzip ? " gzip" : ""}`)
+    .join(", ");
+}
+
 /** name -> size and mtime of every signed metadata file, to tell what a publication re-signed. */
 function tufListing(siteDir: string): Map<string, { size: number; mtimeMs: number }> {
   const dir = join(siteDir, "tuf");
@@ -305,6 +314,7 @@ async function measure(n: number, scanner: BenchScanner, results: SizeResults): 
         `${kb(firstBytes)} in ${first.length} requests (package ${kb(packageBytes)})`,
         firstBytes <= 50 * KB,
       );
+      console.log(`      largest: ${largest(first)}`);
 
       // The warm publish step: one publication warms the code (and is the one the refresh below
       // follows), then `RUNS` more are timed.
@@ -336,6 +346,7 @@ async function measure(n: number, scanner: BenchScanner, results: SizeResults): 
       const refresh = mirror.take();
       const refreshBytes = refresh.reduce((sum, r) => sum + r.bytes, 0);
       results.record("refresh", `${kb(refreshBytes)} in ${refresh.length} requests`, refreshBytes <= 10 * KB);
+      console.log(`      largest: ${largest(refresh)}`);
       const warm = await repeat(
         RUNS,
         (i) => publishStep(Math.min(2 + i, n - 1)),
