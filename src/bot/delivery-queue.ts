@@ -26,6 +26,8 @@ export interface NewDelivery {
   event: string;
   payload: unknown;
   serialKey: string;
+  /** sha256 of the webhook body as received; absent for work the bot derives itself. */
+  payloadSha256?: string;
 }
 
 export interface Delivery extends NewDelivery {
@@ -91,10 +93,19 @@ export async function enqueueDelivery(
   now: Date,
 ): Promise<"queued" | "duplicate" | "requeued"> {
   return store.transaction(async (tx) => {
+    // A conflict on the id (a redelivery) or on the body's hash (the same signed body under another id).
     const inserted = await tx.query(
-      `INSERT INTO github_deliveries (id, app, event, payload, serial_key, state, not_before, received_at)
-       VALUES ($1, $2, $3, $4, $5, 'queued', $6, $6) ON CONFLICT (id) DO NOTHING RETURNING id`,
-      [delivery.id, delivery.app, delivery.event, JSON.stringify(delivery.payload), delivery.serialKey, now],
+      `INSERT INTO github_deliveries (id, app, event, payload, serial_key, state, not_before, received_at, payload_sha256)
+       VALUES ($1, $2, $3, $4, $5, 'queued', $6, $6, $7) ON CONFLICT DO NOTHING RETURNING id`,
+      [
+        delivery.id,
+        delivery.app,
+        delivery.event,
+        JSON.stringify(delivery.payload),
+        delivery.serialKey,
+        now,
+        delivery.payloadSha256 ?? null,
+      ],
     );
     if (inserted.rows.length > 0) return "queued";
     const requeued = await tx.query(

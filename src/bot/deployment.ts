@@ -196,7 +196,12 @@ export function createBotDeployment(options: BotDeploymentOptions): BotDeploymen
       try {
         const serialKey = endpoint.serialKey(event, payload);
         if (!serialKey) return answer(res, 200, { delivery: id, status: "ignored" });
-        status = await enqueueDelivery(await store(), { id, app, event, payload, serialKey }, clock());
+        const payloadSha256 = createHash("sha256").update(body).digest("hex");
+        status = await enqueueDelivery(
+          await store(),
+          { id, app, event, payload, serialKey, payloadSha256 },
+          clock(),
+        );
       } catch (error) {
         // Not acknowledged: GitHub marks the delivery failed, and it can be redelivered.
         options.log?.(`delivery ${id} not recorded: ${describeError(error)}`);

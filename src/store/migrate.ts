@@ -7,6 +7,7 @@ import { MAGIC_LINK_TOKENS_MIGRATION } from "./migrations/005-magic-link-tokens.
 import { UPLOAD_CREDENTIALS_MIGRATION } from "./migrations/006-upload-credentials.ts";
 import { SUBMISSION_PACKAGE_FILES_MIGRATION } from "./migrations/007-submission-package-files.ts";
 import { ACCOUNT_SUSPENSIONS_MIGRATION } from "./migrations/008-account-suspensions.ts";
+import { DELIVERY_PAYLOAD_HASH_MIGRATION } from "./migrations/009-delivery-payload-hash.ts";
 
 export type { Migration } from "./store.ts";
 
@@ -20,6 +21,7 @@ export const MIGRATIONS: readonly Migration[] = [
   UPLOAD_CREDENTIALS_MIGRATION,
   SUBMISSION_PACKAGE_FILES_MIGRATION,
   ACCOUNT_SUSPENSIONS_MIGRATION,
+  DELIVERY_PAYLOAD_HASH_MIGRATION,
 ];
 
 /** Any constant works; it only has to be the same for every instance of the portal. */

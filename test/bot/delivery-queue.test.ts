@@ -66,6 +66,20 @@ describe.each(ADAPTERS)("delivery queue on %s", (adapter) => {
     expect((await listDeliveries(store, "done"))[0]).toMatchObject({ id: "d1", attempts: 1, result: "ok" });
   });
 
+  it("records the same signed body once, even under another delivery id (a captured delivery replayed)", async () => {
+    const now = new Date();
+    const body = { ...delivery("d7", "pr:7"), payloadSha256: "b".repeat(64) };
+    expect(await enqueueDelivery(store, body, now)).toBe("queued");
+    // The delivery id is a header the signature does not cover: a new id is not a new delivery.
+    expect(await enqueueDelivery(other, { ...body, id: "d8" }, now)).toBe("duplicate");
+    expect((await listDeliveries(store, "queued")).map((d) => d.id)).toEqual(["d7"]);
+    // Another body is another delivery; the same body for the other app is that app's own.
+    expect(await enqueueDelivery(store, { ...body, id: "d9", payloadSha256: "c".repeat(64) }, now)).toBe(
+      "queued",
+    );
+    expect(await enqueueDelivery(store, { ...body, id: "d10", app: "intake" as const }, now)).toBe("queued");
+  });
+
   it("runs one delivery per key at a time across two concurrent drains, oldest first; other keys in parallel", async () => {
     const base = Date.now();
     for (const [i, id] of ["a1", "b1", "a2", "a3", "b2"].entries()) {
