@@ -156,7 +156,25 @@ export function pullRequestFileEntry(
 }
 
 export function issueComment(comment: CommentState): Record<string, unknown> {
-  return { id: comment.id, body: comment.body, user: { ...comment.user, id: 1 } };
+  return {
+    id: comment.id,
+    body: comment.body,
+    user: { ...comment.user, id: 1 },
+    ...(comment.createdAt ? { created_at: comment.createdAt } : {}),
+    ...(comment.updatedAt ? { updated_at: comment.updatedAt } : {}),
+  };
+}
+
+/** A comment as the repository-wide listing returns it: with the issue it belongs to. */
+export function repositoryIssueComment(
+  comment: CommentState,
+  on: { repo: string; number: number },
+): Record<string, unknown> {
+  return {
+    ...issueComment(comment),
+    issue_url: `https://api.github.com/repos/${on.repo}/issues/${on.number}`,
+    html_url: `https://github.com/${on.repo}/pull/${on.number}#issuecomment-${comment.id}`,
+  };
 }
 
 /** A file as GET /repos/{owner}/{repo}/contents/{path} returns it. */

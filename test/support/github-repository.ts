@@ -35,6 +35,9 @@ export interface CommentState {
   id: number;
   body: string;
   user: { login: string; type: "User" | "Bot" };
+  /** ISO times; a comment without them is older than any `since` a listing asks for. */
+  createdAt?: string;
+  updatedAt?: string;
 }
 
 export interface ReviewState {
@@ -203,8 +206,11 @@ export class GitHubRepository {
     pr.comments = pr.comments.filter(
       (c) => !(c.user.login === login && c.body.startsWith("<!-- svc:status")),
     );
+    const at = new Date().toISOString();
     pr.comments.unshift({
       id: this.newId(),
+      createdAt: at,
+      updatedAt: at,
       user: { login, type: login.endsWith("[bot]") ? "Bot" : "User" },
       body: `${renderStoredStatus(this.stored(pr.number, state, options.headSha ?? pr.headSha, options.sealed ?? login === BOT_LOGIN))}\n### svc submission`,
     });
@@ -261,6 +267,7 @@ export class GitHubRepository {
       "GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews",
       "GET /repos/{owner}/{repo}/issues",
       "GET /repos/{owner}/{repo}/issues/{issue_number}/comments",
+      "GET /repos/{owner}/{repo}/issues/comments",
       "GET /repos/{owner}/{repo}/contents/{path}",
       "GET /repos/{owner}/{repo}/releases",
       "GET /repos/{owner}/{repo}/releases/tags/{tag}",

@@ -14,6 +14,7 @@ import {
   pullRequestFileEntry,
   releaseAssetOf,
   releaseOf,
+  repositoryIssueComment,
   simplePullRequest,
 } from "./github-fixtures.ts";
 import type {
@@ -185,13 +186,14 @@ export function repositoryRoutes(repo: GitHubRepository): Record<string, ReplyFu
     })),
     "GET /repos/{owner}/{repo}/issues": (req) => {
       const labels = (req.query.get("labels") ?? "").split(",").filter(Boolean);
+      const state = req.query.get("state") ?? "open";
       const open = [...repo.pulls.values()]
-        .filter((pr) => pr.state === "open" && labels.every((l) => pr.labels.includes(l)))
+        .filter((pr) => (state === "all" || pr.state === state) && labels.every((l) => pr.labels.includes(l)))
         .sort((a, b) => a.number - b.number);
       return {
         body: open.map((pr) => ({
           number: pr.number,
-          state: "open",
+          state: pr.state,
           pull_request: { url: `https://api.github.com/repos/${repo.fullName}/pulls/${pr.number}` },
           labels: pr.labels.map((name) => ({ name })),
         })),
@@ -200,8 +202,29 @@ export function repositoryRoutes(repo: GitHubRepository): Record<string, ReplyFu
     "GET /repos/{owner}/{repo}/issues/{issue_number}/comments": withPull((pr) => ({
       body: pr.comments.map(issueComment),
     })),
+    "GET /repos/{owner}/{repo}/issues/comments": (req) => {
+      // GitHub filters by the time a comment was last updated; the order is by creation (or update).
+      const since = req.query.get("since");
+      const key = req.query.get("sort") === "updated" ? "updatedAt" : "createdAt";
+      const all = [...repo.pulls.values()].flatMap((pr) => pr.comments.map((comment) => ({ pr, comment })));
+      const listed = all
+        .filter(({ comment }) => !since || (comment.updatedAt ?? "") >= since)
+        .sort((a, b) => ((a.comment[key] ?? "") < (b.comment[key] ?? "") ? -1 : 1));
+      if (req.query.get("direction") === "desc") listed.reverse();
+      const perPage = Number(req.query.get("per_page") ?? 30);
+      return {
+        body: listed
+          .slice(0, perPage)
+          .map(({ pr, comment }) =>
+            repositoryIssueComment(comment, { repo: repo.fullName, number: pr.number }),
+          ),
+      };
+    },
     "POST /repos/{owner}/{repo}/issues/{issue_number}/comments": withPull((pr, req) => {
+      const at = new Date().toISOString();
       const comment: CommentState = {
+        createdAt: at,
+        updatedAt: at,
         id: repo.newId(),
         body: (req.body as { body: string }).body,
         user: { login: repo.botLogin, type: "Bot" },
@@ -213,6 +236,7 @@ export function repositoryRoutes(repo: GitHubRepository): Record<string, ReplyFu
       const comment = repo.comment(Number(req.params.comment_id));
       if (!comment) return NOT_FOUND;
       comment.body = (req.body as { body: string }).body;
+      comment.updatedAt = new Date().toISOString();
       return { body: issueComment(comment) };
     },
     "DELETE /repos/{owner}/{repo}/issues/comments/{comment_id}": (req) => {
@@ -230,7 +254,11 @@ export function repositoryRoutes(repo: GitHubRepository): Record<string, ReplyFu
       return { body: pr.labels.map((name) => ({ name })) };
     }),
     "POST /repos/{owner}/{repo}/check-runs": (req) => {
-      const run = { id: repo.checkRuns.length + 1, ...(req.body as Record<string, unknown>) };
+      const run = {
+        id: repo.checkRuns.length + 1,
+        ...(req.body as Record<string, unknown>),
+        appId: repo.appId,
+      };
       repo.checkRuns.push(run);
       return { status: 201, body: { id: run.id } };
     },

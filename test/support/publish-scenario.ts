@@ -52,6 +52,8 @@ export interface PublishScenario {
   /** The portal repository on the fake GitHub: every read, the release store's writes, app tokens. */
   world: GitHubRepository;
   tls: TlsServer;
+  /** What the https server serves, by path: a test can replace or remove a package (a dead URL). */
+  packages: Record<string, Buffer>;
   dir: string;
   /** The portal app's private key, as the publish environment holds it. */
   appPrivateKey: string;
@@ -98,6 +100,7 @@ export async function startPublishScenario(): Promise<PublishScenario> {
     github,
     world,
     tls,
+    packages,
     dir,
     appPrivateKey: appPrivateKey(),
     submission(number, modId, version) {

@@ -9,6 +9,8 @@ export interface TlsServer {
   url: string;
   /** The self-signed certificate, for NODE_EXTRA_CA_CERTS of the child process. */
   caFile: string;
+  /** The path of every request, in order (a download counter). */
+  requests: string[];
   stop(): Promise<void>;
 }
 
@@ -44,8 +46,11 @@ export async function startTlsServer(files: Record<string, Buffer>): Promise<Tls
     ],
     { stdio: "ignore" },
   );
+  const requests: string[] = [];
   const server: Server = createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
-    const body = files[new URL(req.url ?? "/", "https://127.0.0.1").pathname];
+    const path = new URL(req.url ?? "/", "https://127.0.0.1").pathname;
+    requests.push(path);
+    const body = files[path];
     if (!body) return void res.writeHead(404).end();
     res
       .writeHead(200, { "content-type": "application/zip", "content-length": String(body.length) })
@@ -55,6 +60,7 @@ export async function startTlsServer(files: Record<string, Buffer>): Promise<Tls
   return {
     url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
     caFile: cert,
+    requests,
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
