@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cpSync, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
+import { checkSignedCatalog } from "../../src/distribution/signature-check.ts";
 import { REPO_ROOT } from "./repo-root.ts";
 
 /** The preload that SIGKILLs a child at a chosen file operation (see its header for the variables). */
@@ -17,6 +18,8 @@ export interface Fault {
   stopAfter?: string;
   log?: string;
   now?: string;
+  /** Count operations only once this file exists (see the preload's SVC_FAULT_ARM_FILE). */
+  armFile?: string;
 }
 
 export function faultEnv(fault: Fault): Record<string, string> {
@@ -28,6 +31,7 @@ export function faultEnv(fault: Fault): Record<string, string> {
     ...(fault.stopAfter ? { SVC_FAULT_STOP_AFTER: fault.stopAfter } : {}),
     ...(fault.log ? { SVC_FAULT_LOG: fault.log } : {}),
     ...(fault.now ? { SVC_FAULT_NOW: fault.now } : {}),
+    ...(fault.armFile ? { SVC_FAULT_ARM_FILE: fault.armFile } : {}),
   };
 }
 
@@ -150,6 +154,18 @@ export function treeHashes(root: string): Record<string, string> {
   return out;
 }
 
+/**
+ * treeHashes without the signed metadata (its timestamps follow each signing's clock) and the
+ * contract documents no publication touches (rendered from the checkout's schemas and endpoint
+ * table, which other work in the same checkout may change between two processes of one run).
+ */
+export function contentHashes(root: string): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(treeHashes(root)).filter(([path]) => !UNTOUCHED.some((prefix) => path.startsWith(prefix))),
+  );
+}
+const UNTOUCHED = ["site/tuf/", "site/api/v1/schemas/", "site/api/v1/publishing/"];
+
 export function copyTree(from: string, to: string): void {
   cpSync(from, to, { recursive: true });
 }
@@ -175,4 +191,160 @@ export async function pool<T>(
     }),
   );
   if (errors.length > 0) throw errors[0];
+}
+
+interface RecordLike {
+  modId: string;
+  version: string;
+  fileName: string;
+  sha256: string;
+  packageSizeBytes: number;
+  status: "published" | "superseded" | "hidden";
+}
+
+const readJson = <T>(path: string): T => JSON.parse(readFileSync(path, "utf8")) as T;
+
+/** Every release record under root/records/mods (any status). */
+export function readRecords(root: string): RecordLike[] {
+  const dir = join(root, "records", "mods");
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .sort()
+    .flatMap((modId) =>
+      readdirSync(join(dir, modId))
+        .filter((name) => name.endsWith(".json"))
+        .sort()
+        .map((name) => readJson<RecordLike>(join(dir, modId, name))),
+    );
+}
+
+/** Folders with nothing in them under site/downloads: what an undone artifact link must not leave. */
+export function emptyFolders(root: string): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    const names = readdirSync(dir);
+    if (names.length === 0) out.push(relative(root, dir));
+    for (const name of names) {
+      const full = join(dir, name);
+      if (statSync(full).isDirectory()) walk(full);
+    }
+  };
+  const downloads = join(root, "site", "downloads");
+  if (existsSync(downloads)) walk(downloads);
+  return out.sort();
+}
+
+/** The site read as a mirror over HTTP would serve it, from the files themselves (no server). */
+export function siteFetch(siteDir: string, baseUrl: string): typeof fetch {
+  const base = baseUrl.replace(/\/+$/, "");
+  return (async (input: string | URL | Request) => {
+    const url = input instanceof Request ? input.url : String(input);
+    const path = url.startsWith(`${base}/`)
+      ? decodeURIComponent(url.slice(base.length + 1).split("?")[0]!)
+      : "";
+    const full = join(siteDir, path);
+    if (!path || path.split("/").includes("..") || !existsSync(full) || statSync(full).isDirectory())
+      return new Response("not found", { status: 404 });
+    return new Response(readFileSync(full), { status: 200 });
+  }) as typeof fetch;
+}
+
+/**
+ * An independent look at a published tree (it reads the files, not through the code under test):
+ * every record's artifact is a file with its sha256 and size; the catalog, the mods index and each
+ * mod's detail and versions documents list exactly the visible versions, the newest as latest; no
+ * empty folder under site/downloads; and, on a signed site, a manager's verification passes.
+ * Returns one line per problem.
+ */
+export async function treeProblems(root: string): Promise<string[]> {
+  const problems: string[] = [];
+  const site = join(root, "site");
+  const records = readRecords(root);
+  for (const r of records) {
+    const artifact = join(site, "downloads", "mods", r.modId, r.version, r.fileName);
+    if (!existsSync(artifact) || !statSync(artifact).isFile()) {
+      problems.push(`${r.modId}@${r.version}: artifact missing`);
+      continue;
+    }
+    const bytes = readFileSync(artifact);
+    if (bytes.length !== r.packageSizeBytes || createHash("sha256").update(bytes).digest("hex") !== r.sha256)
+      problems.push(`${r.modId}@${r.version}: artifact is not its recorded bytes`);
+  }
+  const visible = new Map<string, string[]>();
+  for (const r of records.filter((r) => r.status !== "hidden"))
+    visible.set(r.modId, [...(visible.get(r.modId) ?? []), r.version]);
+  const byNewest = (versions: string[]) =>
+    [...versions].sort((a, b) => b.localeCompare(a, "en", { numeric: true }));
+  const api = join(site, "api", "v1");
+  const catalog = readJson<{
+    mods: Array<{ id: string; latestVersion: string; versions: Array<{ version: string }> }>;
+  }>(join(api, "catalog.json"));
+  const index = readJson<{ mods: Array<{ id: string; latestVersion: string }> }>(
+    join(api, "mods", "index.json"),
+  );
+  const mods = [...visible.keys()].sort();
+  const listed = (entries: Array<{ id: string }>) => entries.map((m) => m.id).sort();
+  if (JSON.stringify(listed(catalog.mods)) !== JSON.stringify(mods))
+    problems.push(`catalog lists ${listed(catalog.mods)}, the records make ${mods} visible`);
+  if (JSON.stringify(listed(index.mods)) !== JSON.stringify(mods))
+    problems.push(`mods/index.json lists ${listed(index.mods)}, the records make ${mods} visible`);
+  for (const [modId, versions] of visible) {
+    const expected = byNewest(versions);
+    const entry = catalog.mods.find((m) => m.id === modId);
+    if (entry && (entry.latestVersion !== expected[0] || entry.versions[0]?.version !== expected[0]))
+      problems.push(`catalog: ${modId} latest ${entry.latestVersion}, the records say ${expected[0]}`);
+    for (const name of ["index.json", "versions.json"]) {
+      const file = join(api, "mods", modId, name);
+      if (!existsSync(file)) {
+        problems.push(`${modId}/${name} missing`);
+        continue;
+      }
+      const doc = readJson<{ latestVersion: string; versions: Array<{ version: string }> }>(file);
+      const got = byNewest(doc.versions.map((v) => v.version));
+      if (JSON.stringify(got) !== JSON.stringify(expected) || doc.latestVersion !== expected[0])
+        problems.push(
+          `${modId}/${name} lists ${got} (latest ${doc.latestVersion}), the records say ${expected}`,
+        );
+    }
+  }
+  for (const modId of new Set(records.map((r) => r.modId))) {
+    if (!visible.has(modId) && existsSync(join(api, "mods", modId, "versions.json")))
+      problems.push(`${modId} has no visible version but still has documents`);
+  }
+  for (const folder of emptyFolders(root)) problems.push(`empty folder ${folder}`);
+  if (existsSync(join(site, "tuf", "root.json"))) {
+    const { baseUrl } = readJson<{ baseUrl: string }>(join(root, "portal.config.json"));
+    const signature = await checkSignedCatalog(baseUrl, siteFetch(site, baseUrl));
+    if (signature.state !== "verified") problems.push(`signed metadata: ${JSON.stringify(signature)}`);
+  }
+  return problems;
+}
+
+/** The phase of a publication an operation (a line of SVC_FAULT_LOG) belongs to. */
+function phaseOf(op: string): string {
+  if (/\/txn-\S+ -> .*\/commit-/.test(op)) return "commit point";
+  if (op.includes("/commit-")) return "roll-forward";
+  if (op.includes("/site/tuf/")) return "signing";
+  if (op.includes("signing-owed")) return "signing note";
+  if (op.includes("/txn-") || op.includes("/downloads/")) return "prepare";
+  if (op.includes("publish.lock")) return "lock";
+  return "other";
+}
+
+/**
+ * Kill points that stand for a whole operation log (1-based): the first and last operation of each
+ * phase (lock, prepare, signing note, commit point, roll-forward, signing, release), and the one
+ * just after the commit point. Operations inside a phase repeat one kind of step on other files.
+ * `from`: only points at or after it. SVC_CRASH_POINTS=all takes every operation instead.
+ */
+export function phasePoints(operations: readonly string[], from = 1): number[] {
+  if (process.env.SVC_CRASH_POINTS === "all") return operations.map((_, i) => i + 1).filter((n) => n >= from);
+  const points = new Set<number>();
+  operations.forEach((op, i) => {
+    const phase = phaseOf(op);
+    if (i === 0 || phaseOf(operations[i - 1]!) !== phase) points.add(i + 1);
+    if (i === operations.length - 1 || phaseOf(operations[i + 1]!) !== phase) points.add(i + 1);
+    if (phase === "commit point") points.add(i + 2);
+  });
+  return [...points].filter((n) => n >= from && n <= operations.length).sort((a, b) => a - b);
 }

@@ -14,12 +14,15 @@
  *   SVC_FAULT_LOG         append "N kind path" per counted operation to this file
  *   SVC_FAULT_FSYNC       "1": count fsync as an operation too
  *   SVC_FAULT_NOW         a fixed clock (ISO time) for Date, so two runs write identical bytes
+ *   SVC_FAULT_ARM_FILE    operations count (and the patterns match) only once this file exists:
+ *                         the test creates it when a long-running process (svc serve) has started,
+ *                         so kill points number the operations of one request, not of the start-up
  *
  * fsync is not a kill point by default: SIGKILL keeps the page cache, so a kill just before an
  * fsync leaves the same bytes as a kill just after the operation before it. (fsync ordering is for
  * power loss, which a process test cannot produce.)
  */
-import { appendFileSync as realAppend } from "node:fs";
+import { appendFileSync as realAppend, existsSync as realExists } from "node:fs";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { resolve, sep } from "node:path";
 
@@ -62,6 +65,8 @@ let afterMatched = 0;
 let beforeMatched = 0;
 let stopMatched = 0;
 const countFsync = env.SVC_FAULT_FSYNC === "1";
+const armFile = env.SVC_FAULT_ARM_FILE;
+let armed = !armFile;
 
 const inScope = (path) =>
   typeof path === "string" && scopes.some((dir) => path === dir || path.startsWith(dir + sep));
@@ -78,7 +83,8 @@ function kill() {
 
 /** Runs one file operation, counting it (and maybe dying around it) when it is in scope. */
 function around(kind, path, run) {
-  if (depth > 0 || !inScope(path)) {
+  if (!armed && inScope(path)) armed = realExists(armFile);
+  if (depth > 0 || !armed || !inScope(path)) {
     depth++;
     try {
       return run();
