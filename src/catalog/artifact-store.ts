@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, rmSync } from "node:fs";
+import { lstatSync, readdirSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
 import { portalUrls, SITE_PATHS } from "../contracts/urls.ts";
 import { SvcError } from "../errors.ts";
@@ -39,8 +39,11 @@ export interface ArtifactStore {
   readonly description: string;
   /** The public URL an artifact has (or would have). */
   urlFor(key: ArtifactKey): string;
-  /** Whether anything is already stored for this key (an artifact, a release or a tag). */
-  exists(key: ArtifactKey): Promise<boolean>;
+  /**
+   * Whether the artifact is stored: a file (or a release asset) under the key, holding exactly the
+   * expected bytes when they are given. A store may also count what would block promote (a tag).
+   */
+  exists(key: ArtifactKey, expected?: { sha256: string; sizeBytes: number }): Promise<boolean>;
   /** Stores the exact bytes and measures them back; throws artifact_exists when the key is taken. */
   promote(key: ArtifactKey, bytes: Uint8Array): Promise<PromotedArtifact>;
 }
@@ -80,11 +83,20 @@ export function filesystemArtifactStore(options: FilesystemStoreOptions): Artifa
     kind: "filesystem",
     description: `filesystem ${join(options.siteDir, "downloads")}`,
     urlFor: (key) => urls.artifact(key.modId, key.version, key.fileName),
-    // A version folder with any file in it counts: one version has exactly one artifact URL.
-    exists: async (key) => existsSync(versionDir(key)),
+    async exists(key, expected) {
+      const file = join(options.root, publicPath(key));
+      if (!isFile(file)) return false;
+      if (!expected) return true;
+      const measured = await hashFile(file);
+      return measured.sizeBytes === expected.sizeBytes && measured.sha256 === expected.sha256;
+    },
     async promote(key, bytes) {
       const url = urls.artifact(key.modId, key.version, key.fileName);
-      if (existsSync(versionDir(key))) throw artifactExistsError(key, url, publicPath(key));
+      // A file anywhere in the version's folder counts (one version has exactly one artifact URL);
+      // a folder alone does not: it holds no artifact, and must never block the version.
+      const held = filesUnder(versionDir(key));
+      if (held.length > 0)
+        throw artifactExistsError(key, url, relative(options.root, held[0]!).split("\\").join("/"));
       const dir = join(stagingDir(options.root), randomBytes(8).toString("hex"));
       const staged = join(dir, key.fileName);
       writeFileSynced(staged, bytes, { exclusive: true });
@@ -100,4 +112,26 @@ export function filesystemArtifactStore(options: FilesystemStoreOptions): Artifa
       };
     },
   };
+}
+
+function isFile(path: string): boolean {
+  try {
+    return lstatSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Every entry below dir that is not a folder (files, links), depth first; none when dir is absent. */
+function filesUnder(dir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir).sort();
+  } catch {
+    return [];
+  }
+  return names.flatMap((name) => {
+    const path = join(dir, name);
+    return lstatSync(path).isDirectory() ? filesUnder(path) : [path];
+  });
 }

@@ -66,8 +66,11 @@ export interface FileChanges {
 export interface CommitOptions {
   /** Test hook: called for each change before the commit point; throwing rolls everything back. */
   beforeApply?: (index: number, path: string) => void;
-  /** Called with every create-only file in place, just before the commit point; throwing rolls everything back. */
-  beforeCommit?: () => void;
+  /**
+   * Called with every create-only file in place, just before the commit point, with every path the
+   * commit writes, creates or deletes; throwing rolls everything back.
+   */
+  beforeCommit?: (change: { paths: readonly string[] }) => void;
 }
 
 /** A create-only path already exists: nothing was changed. */
@@ -92,13 +95,18 @@ const STAGING_DIR = "staging";
 const PREPARING = "txn-";
 const COMMITTED = "commit-";
 const JOURNAL = "journal.json";
+/** A note that outlives the transactions of its tree (owed-signing.ts): recovery leaves it in place. */
+const OWED_SIGNING = "signing-owed.json";
 
 type JournalEntry =
   /** source: the content file's name inside the transaction folder. */
   | { op: "write"; path: string; source: string }
   | { op: "delete"; path: string }
-  /** Placed before the commit point; rollback removes the path only while it is still this inode. */
-  | { op: "create"; path: string; ino: number; dev: number };
+  /**
+   * Placed before the commit point; rollback removes the path only while it is still this inode,
+   * and the folders the transaction made for it (dirs, deepest first) when they are empty.
+   */
+  | { op: "create"; path: string; ino: number; dev: number; dirs?: string[] };
 
 interface Journal {
   version: 2;
@@ -173,6 +181,20 @@ function ensureDir(dir: string, touched: Set<string>): void {
   for (const d of created) touched.add(d);
 }
 
+/**
+ * The folders a create-only file still needs (root-relative, deepest first): a crash between their
+ * mkdir and the link leaves them empty, and rollback must take them away again, or the tree is not
+ * the old one (an empty version folder once blocked its version for good).
+ */
+function missingDirs(root: string, path: string): string[] {
+  const dirs: string[] = [];
+  for (let dir = dirname(safeJoin(root, path)); !exists(dir); dir = dirname(dir)) {
+    if (relative(root, dir) === "" || relative(root, dir).startsWith("..")) break;
+    dirs.push(relative(root, dir).split(sep).join("/"));
+  }
+  return dirs;
+}
+
 function exists(path: string): boolean {
   try {
     lstatSync(path);
@@ -229,7 +251,8 @@ export function commitFiles(root: string, changes: FileChanges, options: CommitO
       }
       const { ino, dev } = statSync(source);
       sources.set(index, source);
-      entries[index] = { op: "create", path: entries[index]!.path, ino, dev };
+      const path = entries[index]!.path;
+      entries[index] = { op: "create", path, ino, dev, dirs: missingDirs(root, path) };
     });
     // The journal is durable before the tree changes: a crash from here on is always recoverable.
     writeFileSync(join(txn, JOURNAL), JSON.stringify({ version: 2, entries } satisfies Journal), {
@@ -256,7 +279,7 @@ export function commitFiles(root: string, changes: FileChanges, options: CommitO
       touched.add(dirname(full));
     });
     for (const d of touched) fsyncPath(d);
-    options.beforeCommit?.();
+    options.beforeCommit?.({ paths: entries.map((e) => e.path) });
   } catch (error) {
     rollBack(root, txn);
     throw error;
@@ -352,18 +375,35 @@ function rollBack(root: string, txn: string): void {
   for (const entry of journal?.entries ?? []) {
     if (entry.op !== "create") continue;
     const full = safeJoin(root, entry.path);
+    let ours = false;
     try {
       const placed = lstatSync(full);
-      if (placed.ino !== entry.ino || placed.dev !== entry.dev) continue; // someone else's file
-    } catch {
-      continue;
+      ours = placed.ino === entry.ino && placed.dev === entry.dev; // else someone else's file
+    } catch {}
+    if (ours) {
+      unlinkSync(full);
+      touched.add(dirname(full));
     }
-    unlinkSync(full);
-    touched.add(dirname(full));
-    removeEmptyParents(root, dirname(full), touched);
+    if (entry.dirs) {
+      for (const dir of entry.dirs) removeEmptyDir(safeJoin(root, dir), touched);
+    } else if (ours) {
+      // A journal from before dirs were recorded: the empty parents, as that version did.
+      removeEmptyParents(root, dirname(full), touched);
+    }
   }
   for (const d of touched) fsyncPath(d);
   rmSync(txn, { recursive: true, force: true });
+}
+
+function removeEmptyDir(dir: string, touched: Set<string>): void {
+  try {
+    rmdirSync(dir);
+  } catch (error) {
+    // Not empty (another file landed there) or already gone: either way not ours to remove.
+    if (["ENOTEMPTY", "EEXIST", "ENOENT"].includes((error as NodeJS.ErrnoException).code ?? "")) return;
+    throw error;
+  }
+  touched.add(dirname(dir));
 }
 
 function rollBackLegacy(root: string, txn: string, entries: LegacyEntry[]): void {
@@ -413,7 +453,7 @@ export function recoverTransactions(root: string): RecoveryResult {
   if (!existsSync(dir)) return result;
   for (const name of readdirSync(dir).sort()) {
     // Locks and staging belong to a live writer: the lock holder clears its own staging.
-    if (name.includes(".lock") || name === STAGING_DIR) continue;
+    if (name.includes(".lock") || name === STAGING_DIR || name === OWED_SIGNING) continue;
     const path = join(dir, name);
     if (name.startsWith(COMMITTED)) {
       rollForward(root, path);
@@ -449,6 +489,11 @@ export function hasPendingTransactions(tree: PublishedTree): boolean {
  */
 export async function recoverPending(tree: PublishedTree, options: PublishLockOptions = {}): Promise<void> {
   if (hasPendingTransactions(tree)) await withPublishLock(tree, () => undefined, options);
+}
+
+/** Where owed-signing.ts notes the targets a committed change still owes a signature (see there). */
+export function owedSigningPath(root: string): string {
+  return join(root, TXN_DIR, OWED_SIGNING);
 }
 
 /** A private folder on the tree's filesystem for files a commit will link in (see FileChanges.create). */

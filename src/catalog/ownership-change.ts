@@ -10,6 +10,7 @@ import { formatIssues, schemaRegistry } from "../contracts/schemas.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
 import { SvcError } from "../errors.ts";
 import { commitFiles } from "./atomic-files.ts";
+import { owingSignature } from "./owed-signing.ts";
 import { locked, type PublisherOptions } from "./publisher.ts";
 import { loadOwnership, ownershipText } from "./records.ts";
 import { loadSiteInputs, renderSite } from "./site.ts";
@@ -53,7 +54,7 @@ export async function changeOwnership(
     }).get(SITE_PATHS.modDetail(modId));
     if (detail !== undefined)
       write.set(rel(options.root, join(options.siteDir, SITE_PATHS.modDetail(modId))), detail);
-    const result = commitFiles(options.root, { write });
+    const result = commitFiles(options.root, { write }, owingSignature(options, options.signing));
     return { ownership: next, written: result.written, deleted: result.deleted };
   });
 }

@@ -25,6 +25,7 @@ import {
   serializeChangesPage,
 } from "../contracts/changes.ts";
 import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
+import { clearOwedSigning, owedSigningError, owingSignature, settleOwedSigning } from "./owed-signing.ts";
 import { renderModChange } from "./mod-change.ts";
 import { recordsAtBase } from "./portal-base.ts";
 import { loadModRecords, loadOptionalJson, loadOwnership, ownershipText } from "./records.ts";
@@ -362,9 +363,9 @@ function commitPlan(
   const commit = commitFiles(
     root,
     { write, changed, delete: rendered.stale.map((p) => `${siteRel}/${p}`), create },
-    {
+    owingSignature({ root, siteDir: options.siteDir }, options.signing, {
       ...options.commit,
-      beforeCommit: () => {
+      beforeCommit: (change) => {
         // The public file must be the very inode that was hashed; anything else rolls back.
         for (const [path, { stagedFile }] of create) {
           const placed = statSync(join(root, path));
@@ -373,9 +374,9 @@ function commitPlan(
             throw new SvcError("internal_error", `${path} is not the artifact that was hashed`);
           }
         }
-        options.commit?.beforeCommit?.();
+        options.commit?.beforeCommit?.(change);
       },
-    },
+    }),
   );
   return {
     written: [...commit.written.filter((p) => !create.has(p)), ...[...create.keys()]],
@@ -391,17 +392,24 @@ function loadMod(options: PublisherOptions, modId: string): ReleaseRecord[] {
   );
 }
 
-/** Runs one change of the published tree under the publish lock, signing after its commit. */
+/**
+ * Runs one change of the published tree under the publish lock, signing after its commit. Its commit
+ * notes what it owes a signature (owingSignature) before the commit point; a signing a crash left
+ * owed is settled first, and without the keys to settle it the change is refused.
+ */
 export function locked<T extends { written: readonly string[]; deleted: readonly string[] }>(
   options: PublisherOptions,
   fn: () => Promise<T>,
 ): Promise<T> {
+  const tree = { root: options.root, siteDir: options.siteDir };
   return withPublishLock(
-    { root: options.root, siteDir: options.siteDir },
+    tree,
     async () => {
       assertCanSign(options.siteDir, options.signing);
+      if (settleOwedSigning(tree, options.signing) === "owed") throw owedSigningError(tree);
       const result = await fn();
       signAfterCommit(options.siteDir, options.signing, result);
+      if (options.signing) clearOwedSigning(tree);
       return result;
     },
     { timeoutMs: options.lockTimeoutMs ?? 60_000 },
@@ -578,6 +586,18 @@ export function findPublishedRelease(
   return record && isSameRelease(record, sidecar, sha256) ? record : null;
 }
 
+/**
+ * The record of a mod version (any status) when it is in the catalog, else null: what start-up
+ * recovery reads to make a submission's row follow the committed catalog.
+ */
+export function findRelease(
+  options: Pick<PublisherOptions, "recordsDir">,
+  modId: string,
+  version: string,
+): ReleaseRecord | null {
+  return readRecord(join(options.recordsDir, RECORD_PATHS.release(modId, version)));
+}
+
 function notAnOwner(modId: string, who: Principal): SvcError {
   return new SvcError(
     "forbidden",
@@ -592,10 +612,10 @@ async function alreadyPublished(
   record: ReleaseRecord,
 ): Promise<PublicationResult> {
   const key = { modId: record.modId, version: record.version, fileName: record.fileName };
-  if (!(await options.store.exists(key))) {
+  if (!(await options.store.exists(key, { sha256: record.sha256, sizeBytes: record.packageSizeBytes }))) {
     throw new SvcError(
       "internal_error",
-      `${record.modId}@${record.version} has a release record but its artifact ${record.packageUrl} is missing; svc check lists it`,
+      `${record.modId}@${record.version} has a release record but its artifact ${record.packageUrl} is missing or not the recorded bytes; svc check --hashes lists it`,
     );
   }
   return {

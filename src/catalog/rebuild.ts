@@ -6,6 +6,7 @@ import { SvcError } from "../errors.ts";
 import { commitFiles, FileExistsError, withPublishLock } from "./atomic-files.ts";
 import { assertCanSign, type SiteSigning, signAfterCommit } from "../distribution/tuf-repository.ts";
 import { checkContractRules } from "./contract-rules.ts";
+import { clearOwedSigning, owedSigningError, owingSignature, settleOwedSigning } from "./owed-signing.ts";
 import { listGeneratedFiles, loadSiteInputs, renderSite, type SiteInputs } from "./site.ts";
 
 export interface RebuildOptions {
@@ -43,11 +44,13 @@ export async function commitRecordUpdates(
   updates: readonly RecordUpdate[],
   artifacts: ReadonlyArray<{ path: string; bytes: Uint8Array; sha256: string }> = [],
 ): Promise<{ written: string[]; deleted: string[] }> {
+  const tree = { root: options.root, siteDir: options.siteDir };
   try {
     return await withPublishLock(
-      { root: options.root, siteDir: options.siteDir },
+      tree,
       () => {
         assertCanSign(options.siteDir, options.signing);
+        if (settleOwedSigning(tree, options.signing) === "owed") throw owedSigningError(tree);
         let inputs = loadSiteInputs(options.config, options.recordsDir);
         for (const update of updates) inputs = update.apply(inputs);
         const files = renderSite(inputs, options.siteDir, options.now ?? (() => new Date()));
@@ -74,7 +77,7 @@ export async function commitRecordUpdates(
         const result = commitFiles(
           options.root,
           { write, delete: stale, create: new Map(siteArtifacts.map((a) => [a.path, a.bytes])) },
-          {
+          owingSignature(tree, options.signing, {
             // The recorded hash must be the hash of the file as stored; anything else rolls back.
             beforeCommit: () => {
               for (const a of siteArtifacts) {
@@ -85,9 +88,10 @@ export async function commitRecordUpdates(
                   throw new SvcError("internal_error", `${a.path} does not hash to ${a.sha256}`);
               }
             },
-          },
+          }),
         );
         signAfterCommit(options.siteDir, options.signing, result);
+        if (options.signing) clearOwedSigning(tree);
         return { written: result.written, deleted: result.deleted };
       },
       { timeoutMs: options.lockTimeoutMs ?? 60_000 },

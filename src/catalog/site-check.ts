@@ -1,9 +1,11 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PortalConfig } from "../config/portal-config.ts";
+import type { SiteSigning } from "../distribution/tuf-repository.ts";
 import { checkLocalArtifacts } from "./artifact-check.ts";
 import { type RecoveryResult, withPublishLock } from "./atomic-files.ts";
 import { checkContractRules } from "./contract-rules.ts";
+import { owedSigningProblem, settleOwedSigning } from "./owed-signing.ts";
 import { listGeneratedFiles, loadSiteInputs, type ProjectPaths, renderSite } from "./site.ts";
 
 export interface SiteCheckResult {
@@ -19,20 +21,30 @@ export interface SiteCheckResult {
  * What `svc check` proves, as a library: every file under site/api/v1 is what `svc build` would
  * write, contract rules 1-6 hold, and every artifact a record places under the site is there at its
  * recorded size (and sha256 with `hashes`). Runs under the publish lock, after finishing any
- * publication a crash interrupted. The CLI prints the result; the catalog publisher refuses to push
- * a tree that fails it.
+ * publication a crash interrupted, its signing included (with `signing`; without it, a signing
+ * still owed is a problem). The CLI prints the result; the catalog publisher refuses to push a tree
+ * that fails it.
  */
 export async function checkSite(
   paths: ProjectPaths,
   config: PortalConfig,
-  options: { hashes?: boolean; onRecovered?: (result: RecoveryResult) => void } = {},
+  options: {
+    hashes?: boolean;
+    onRecovered?: (result: RecoveryResult) => void;
+    signing?: SiteSigning | null;
+  } = {},
 ): Promise<SiteCheckResult> {
   return withPublishLock(
     paths,
     async () => {
+      const problems: string[] = [];
+      try {
+        if (settleOwedSigning(paths, options.signing) === "owed") problems.push(owedSigningProblem(paths));
+      } catch (error) {
+        problems.push(`signing: ${error instanceof Error ? error.message : String(error)}`);
+      }
       const inputs = loadSiteInputs(config, paths.recordsDir);
       const expected = renderSite(inputs, paths.siteDir);
-      const problems: string[] = [];
       const committed = new Map<string, string>();
       for (const [path, text] of expected) {
         const full = join(paths.siteDir, path);

@@ -40,7 +40,7 @@ import { buildWorkflowDocument } from "../contracts/workflow.ts";
 import { listPageFiles, renderPages } from "../pages/render-pages.ts";
 import { CHECKS } from "../validation/checks/index.ts";
 import { recordsAtBase } from "./portal-base.ts";
-import { type CommitResult, commitFiles } from "./atomic-files.ts";
+import { type CommitOptions, type CommitResult, commitFiles } from "./atomic-files.ts";
 import { listFilesUnder } from "../lib/walk.ts";
 import { loadChangesPages } from "./changes.ts";
 import { buildChangesHead, type ChangesPage, serializeChangesPage } from "../contracts/changes.ts";
@@ -307,8 +307,15 @@ export function listGeneratedFiles(siteDir: string): string[] {
   return [...listFilesUnder(siteDir, ["api/v1"]), ...listPageFiles(siteDir)];
 }
 
-/** Writes site/api/v1 as one transaction: every file or none; stale files are removed in the same commit. */
-export function writeSite(siteDir: string, files: Map<string, string>): CommitResult {
+/**
+ * Writes site/api/v1 as one transaction: every file or none; stale files are removed in the same
+ * commit. `options`: the commit's hooks (a signing build notes what it owes, owingSignature).
+ */
+export function writeSite(
+  siteDir: string,
+  files: Map<string, string>,
+  options: CommitOptions = {},
+): CommitResult {
   const stale = listGeneratedFiles(siteDir).filter((path) => !files.has(path));
-  return commitFiles(siteDir, { write: files, delete: stale });
+  return commitFiles(siteDir, { write: files, delete: stale }, options);
 }

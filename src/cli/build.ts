@@ -1,4 +1,5 @@
 import { withPublishLock } from "../catalog/atomic-files.ts";
+import { clearOwedSigning, owingSignature, settleOwedSigning } from "../catalog/owed-signing.ts";
 import { loadSiteInputs, renderSite, writeSite } from "../catalog/site.ts";
 import { assertCanSign, signAfterCommit } from "../distribution/tuf-repository.ts";
 import { type CliIo, EXIT_OK } from "./io.ts";
@@ -27,10 +28,18 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     paths,
     () => {
       assertCanSign(paths.siteDir, signing);
+      const owed = settleOwedSigning(paths, signing);
+      if (owed === "signed")
+        io.stderr.write("svc build: signed what an interrupted publication left unsigned\n");
+      if (owed === "owed")
+        io.stderr.write(
+          "svc build: the signed metadata is behind the catalog (an interrupted signing); set SVC_TUF_ONLINE_KEYS so it is signed\n",
+        );
       const files = renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir);
-      const result = writeSite(paths.siteDir, files);
+      const result = writeSite(paths.siteDir, files, owingSignature(paths, signing));
       // A build is also the repair path: re-hash the whole site rather than trust the commit's list.
       signAfterCommit(paths.siteDir, signing, result, { full: true });
+      if (signing) clearOwedSigning(paths);
       return { files, result };
     },
     { onRecovered: (r) => io.stderr.write(recoveredLine("build", r)) },

@@ -1,5 +1,6 @@
 import { checkSite } from "../catalog/site-check.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK } from "./io.ts";
+import { siteSigningFromEnv } from "./keys.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags, recoveredLine } from "./project.ts";
 
 const HELP = `usage: svc check [--root DIR] [--config FILE] [--records DIR] [--site DIR] [--hashes]
@@ -8,8 +9,9 @@ Fails (exit 1) when a committed file under site/api/v1 differs from what \`svc b
 (drift, hand edits, missing or stale files), when a contract rule fails (readiness, liveBackend,
 installable mods only, no placeholder URLs or zero hashes, detail and versions equal to the catalog),
 or when an artifact a record places under the site is missing or not its recorded size (or a file
-under site/downloads/mods is named by no record). Runs under the publish lock, after finishing any
-publication a crash interrupted.
+under site/downloads/mods is named by no record), or when a signing a crash interrupted is still
+owed. Runs under the publish lock, after finishing any publication a crash interrupted (with
+SVC_TUF_ONLINE_KEYS set, its signing too).
 
   --hashes   also recompute the sha256 of every portal-hosted artifact (reads every byte)
 `;
@@ -24,6 +26,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   const { problems, files, artifacts } = await checkSite(paths, config, {
     hashes: values.hashes === true,
     onRecovered: (r) => io.stderr.write(recoveredLine("check", r)),
+    signing: siteSigningFromEnv(io),
   });
   if (problems.length > 0) {
     io.stderr.write(

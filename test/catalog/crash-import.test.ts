@@ -14,12 +14,14 @@ import {
 import { runCli } from "../support/run-cli.ts";
 import {
   copyTree,
+  emptyFolders,
   pool,
   publishedFolders,
   runSvc,
   spawnSvc,
   startServe,
   treeHashes,
+  treeProblems,
 } from "../support/crash.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
 
@@ -150,6 +152,31 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("svc import killed at ever
     rmSync(root, { recursive: true, force: true });
   }, 120_000);
 
+  it("a kill between the artifact folder's mkdir and its link leaves no folder behind, and the version publishes", async () => {
+    const root = mkdtempSync(join(work, "link-"));
+    copyTree(base, root);
+    const killed = await runSvc(importArgs(), {
+      cwd: root,
+      fault: {
+        scope: publishedFolders(root),
+        killBefore: "link:/downloads/mods/better-hud/1.1.0/",
+        now: NOW,
+      },
+    });
+    expect(killed.signal, killed.stderr).toBe("SIGKILL");
+    expect(existsSync(join(root, "site/downloads/mods/better-hud/1.1.0"))).toBe(true);
+    const check = await runCli(["check", "--hashes"], root);
+    expect(check.code, check.stderr).toBe(0);
+    expect(emptyFolders(root)).toEqual([]);
+    expect(differences(treeHashes(root), oldTree)).toEqual([]);
+    const again = await withClock(NOW, () => runCli(importArgs(), root));
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/published better-hud@1\.1\.0/);
+    expect(differences(treeHashes(root), newTree)).toEqual([]);
+    expect(await treeProblems(root)).toEqual([]);
+    rmSync(root, { recursive: true, force: true });
+  }, 120_000);
+
   it("ends in the complete old or new tree after a kill at every operation, and nothing is deleted later", async () => {
     expect(commitPoint).toBeGreaterThan(5);
     expect(operations.length).toBeGreaterThan(commitPoint + 5);
@@ -157,56 +184,70 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("svc import killed at ever
     // SVC_CRASH_POINTS=27,28 narrows the run to those kill points while debugging.
     const only = process.env.SVC_CRASH_POINTS?.split(",").map(Number);
     const points = operations.map((_, i) => i + 1).filter((n) => !only || only.includes(n));
+    const failed: string[] = [];
     await pool(points, 2, async (killAt) => {
       const root = mkdtempSync(join(work, `kill-${killAt}-`));
       copyTree(base, root);
       const op = operations[killAt - 1]!.replaceAll(root, ".");
-      const killed = await runSvc(importArgs(), {
-        cwd: root,
-        fault: { scope: publishedFolders(root), killAt, now: NOW },
-      });
-      expect(killed.signal, `kill before ${op}\n${killed.stderr}`).toBe("SIGKILL");
-      // svc serve (a PGlite start, the slowest) right at the commit point and just after it; the
-      // other three commands in turn everywhere else.
-      const next: Next = SERVE_AT.has(killAt - commitPoint) ? "serve" : NEXT[killAt % NEXT.length]!;
-      const committed = killAt > commitPoint;
-      const what = `killed before operation ${killAt}/${operations.length} (${op}; commit point ${commitPoint}), then svc ${next}`;
-      if (next === "check" || next === "build") {
-        const result = await runCli([next], root);
-        expect(result.code, `${what}\n${result.stderr}`).toBe(0);
-      } else if (next === "import") {
-        // The same import again: it finishes the crashed one, or publishes anew, or finds it done.
-        // In-process with the killed run's clock, so a fresh publication writes the same bytes.
-        const again = await withClock(NOW, () => runCli(importArgs(), root));
-        expect(again.code, `${what}\n${again.stderr}`).toBe(0);
-        expect(again.stdout).toMatch(
-          committed ? /already published with these exact bytes/ : /published better-hud@1\.1\.0/,
-        );
-      } else {
-        copyTree(data, join(root, ".data"));
-        const portal = await startServe(root);
-        const stopped = await portal.stop();
-        expect(stopped.code === 0 || stopped.signal === "SIGTERM", `${what}\n${portal.stderr()}`).toBe(true);
-        if (committed) expect(portal.stderr()).toMatch(/svc serve: recovered an interrupted publication/);
+      try {
+        await killAndRecover(root, killAt, op);
+      } catch (error) {
+        failed.push(`killed before operation ${killAt} (${op}): ${(error as Error).message}`);
       }
-      const expected = committed || next === "import" ? newTree : oldTree;
-      expect(differences(treeHashes(root), expected), what).toEqual([]);
-      if (next !== "check") {
-        const check = await runCli(["check"], root);
-        expect(check.code, `${what}\n${check.stderr}`).toBe(0);
-      }
-      // The next publication (another mod) runs recovery again: it must not undo anything.
-      const other = modRelease({ modId: "other-mod", name: "Other" });
-      await publishRelease(publisherOptions(asProject(root)), {
-        packageBytes: other.packageBytes,
-        sidecar: other.sidecar,
-        source: { kind: "import" },
-      });
-      const after = treeHashes(root);
-      for (const path of KILLED) expect(after[path], `${path}: ${what}`).toBe(expected[path]);
       rmSync(root, { recursive: true, force: true });
     });
+    console.log(`svc import: ${points.length} kill points (every operation), ${failed.length} failing trees`);
+    expect(failed).toEqual([]);
   }, 600_000);
+
+  /** One kill point: the killed import, the next command, the checks; throws on the first problem. */
+  async function killAndRecover(root: string, killAt: number, op: string): Promise<void> {
+    const killed = await runSvc(importArgs(), {
+      cwd: root,
+      fault: { scope: publishedFolders(root), killAt, now: NOW },
+    });
+    expect(killed.signal, `kill before ${op}\n${killed.stderr}`).toBe("SIGKILL");
+    // svc serve (a PGlite start, the slowest) right at the commit point and just after it; the
+    // other three commands in turn everywhere else.
+    const next: Next = SERVE_AT.has(killAt - commitPoint) ? "serve" : NEXT[killAt % NEXT.length]!;
+    const committed = killAt > commitPoint;
+    const what = `killed before operation ${killAt}/${operations.length} (${op}; commit point ${commitPoint}), then svc ${next}`;
+    if (next === "check" || next === "build") {
+      const result = await runCli([next], root);
+      expect(result.code, `${what}\n${result.stderr}`).toBe(0);
+    } else if (next === "import") {
+      // The same import again: it finishes the crashed one, or publishes anew, or finds it done.
+      // In-process with the killed run's clock, so a fresh publication writes the same bytes.
+      const again = await withClock(NOW, () => runCli(importArgs(), root));
+      expect(again.code, `${what}\n${again.stderr}`).toBe(0);
+      expect(again.stdout).toMatch(
+        committed ? /already published with these exact bytes/ : /published better-hud@1\.1\.0/,
+      );
+    } else {
+      copyTree(data, join(root, ".data"));
+      const portal = await startServe(root);
+      const stopped = await portal.stop();
+      expect(stopped.code === 0 || stopped.signal === "SIGTERM", `${what}\n${portal.stderr()}`).toBe(true);
+      if (committed) expect(portal.stderr()).toMatch(/svc serve: recovered an interrupted publication/);
+    }
+    const expected = committed || next === "import" ? newTree : oldTree;
+    expect(differences(treeHashes(root), expected), what).toEqual([]);
+    expect(await treeProblems(root), what).toEqual([]);
+    if (next !== "check") {
+      const check = await runCli(["check"], root);
+      expect(check.code, `${what}\n${check.stderr}`).toBe(0);
+    }
+    // The next publication (another mod) runs recovery again: it must not undo anything.
+    const other = modRelease({ modId: "other-mod", name: "Other" });
+    await publishRelease(publisherOptions(asProject(root)), {
+      packageBytes: other.packageBytes,
+      sidecar: other.sidecar,
+      source: { kind: "import" },
+    });
+    const after = treeHashes(root);
+    for (const path of KILLED) expect(after[path], `${path}: ${what}`).toBe(expected[path]);
+    expect(await treeProblems(root), `after another publication: ${what}`).toEqual([]);
+  }
 });
 
 let clockHeld: Promise<unknown> = Promise.resolve();

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { recoverTransactions, withTreeLock } from "../../src/catalog/atomic-files.ts";
@@ -152,6 +152,26 @@ describe("publisher", () => {
     );
     expect(refused.message).toMatch(/never replaced/);
     expect(project.snapshot()).toEqual(withStray);
+  });
+
+  it("an existing artifact is a file with the recorded bytes: an empty version folder blocks nothing, other bytes are reported", async () => {
+    project = catalogProject();
+    // What an interrupted link of an older svc left: the version's folder, nothing in it.
+    mkdirSync(join(project.siteDir, "downloads/mods/better-hud/1.0.0/nested"), { recursive: true });
+    const options = publisherOptions(project);
+    const key = { modId: "better-hud", version: "1.0.0", fileName: "better-hud-1.0.0.zip" };
+    expect(await options.store.exists(key)).toBe(false);
+    const published = await publish(project);
+    const recorded = { sha256: published.record.sha256, sizeBytes: published.record.packageSizeBytes };
+    expect(await options.store.exists(key, recorded)).toBe(true);
+    expect(await options.store.exists(key, { ...recorded, sha256: "0".repeat(64) })).toBe(false);
+    // The same release again: answered only while the stored file is still its bytes.
+    const artifact = join(project.siteDir, "downloads/mods/better-hud/1.0.0/better-hud-1.0.0.zip");
+    const bytes = readFileSync(artifact);
+    rmSync(artifact);
+    writeFileSync(artifact, Buffer.concat([bytes.subarray(0, -1), Buffer.from([bytes.at(-1)! ^ 1])]));
+    const error = await expectCode(publish(project), "internal_error");
+    expect(error.message).toMatch(/missing or not the recorded bytes/);
   });
 
   it("supersedes the previous newest version, which stays listed and downloadable", async () => {
