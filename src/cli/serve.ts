@@ -4,6 +4,12 @@ import { assertCanSign, signAfterCommit } from "../distribution/tuf-repository.t
 import { siteSigningFromEnv } from "./keys.ts";
 import { join, relative } from "node:path";
 import { withPublishLock } from "../catalog/atomic-files.ts";
+import {
+  clearOwedSigning,
+  owingSignature,
+  type SigningSettlement,
+  settleOwedSigning,
+} from "../catalog/owed-signing.ts";
 import { loadSiteInputs, renderSite, writeSite } from "../catalog/site.ts";
 import { parseSettings, type RuntimeSettings } from "../config/settings.ts";
 import { ENDPOINTS } from "../contracts/endpoints.ts";
@@ -69,15 +75,20 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   // serves what svc build would write, so a fresh clone needs no separate build step.
   let recovered = "";
   const signing = siteSigningFromEnv({ env, cwd: io.cwd });
+  let owed = "none" as SigningSettlement;
   const build = await withPublishLock(
     paths,
     () => {
       assertCanSign(paths.siteDir, signing);
+      // A signing a crash interrupted is finished here, before anything is served.
+      owed = settleOwedSigning(paths, signing);
       const written = writeSite(
         paths.siteDir,
         renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir),
+        owingSignature(paths, signing),
       );
       signAfterCommit(paths.siteDir, signing, written);
+      if (signing) clearOwedSigning(paths);
       return written;
     },
     { onRecovered: (r) => (recovered = recoveredLine("serve", r)) },
@@ -86,6 +97,11 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     throw error;
   });
   if (recovered) io.stderr.write(recovered);
+  if (owed === "signed") io.stderr.write("svc serve: signed what an interrupted publication left unsigned\n");
+  if (owed === "owed")
+    io.stderr.write(
+      "svc serve: the signed metadata is behind the catalog (an interrupted signing); publications are refused until SVC_TUF_ONLINE_KEYS is set\n",
+    );
   const log = (line: string) => io.stderr.write(`${line}\n`);
   // Dev email lines (tokens) go to stdout with the start-up banner, so a person running npm start sees them.
   const app = await createAppContext({
@@ -189,6 +205,8 @@ function describeStartup(startup: StartupRecovery): string[] {
     startup.resumedValidations && `${startup.resumedValidations} interrupted validation(s) resumed`,
     startup.completedPublications.length &&
       `${startup.completedPublications.length} interrupted publication(s) completed (${startup.completedPublications.join(", ")})`,
+    startup.reconciledVisibility.length &&
+      `${startup.reconciledVisibility.length} interrupted hide/unhide recorded from the catalog (${startup.reconciledVisibility.join(", ")})`,
     startup.partialFiles && `${startup.partialFiles} partial upload(s) removed`,
     startup.orphanedPackages && `${startup.orphanedPackages} orphaned staged package(s) removed`,
   ].filter(Boolean);

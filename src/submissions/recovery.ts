@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { findPublishedRelease, type PublisherOptions } from "../catalog/publisher.ts";
+import { appendAuditEvent } from "../accounts/audit.ts";
+import { findPublishedRelease, findRelease, type PublisherOptions } from "../catalog/publisher.ts";
 import { completePublication, loadSubmission, type SubmissionDeps, type SubmissionRow } from "./service.ts";
 import { removeStaged, stagingPath } from "./staging.ts";
 import { VALIDATION_QUEUE } from "./worker.ts";
@@ -27,7 +28,12 @@ export interface StartupRecovery {
   resumedValidations: number;
   /** Approved submissions whose release a crash left published on disk with the row behind, completed. */
   completedPublications: string[];
+  /** Submissions whose hide or unhide a crash left committed in the catalog with the row behind, moved to follow it. */
+  reconciledVisibility: string[];
 }
+
+/** The audit action of a row moved to follow the catalog at start (the moderator's own event was lost with the process). */
+export const RECONCILED_AUDIT = "submission.reconciled";
 
 /**
  * Without the exclusive lock another live process may be mid-upload in the same storage root: only
@@ -39,8 +45,9 @@ const FOREIGN_ORPHAN_AGE_MS = 60 * 60_000;
  * What a crash of the previous process left behind, put right before this one serves (run once at
  * start; orphans only appear when a process dies, and a live process cleans up after itself):
  * partial and unnamed staged uploads are removed, validations a dead worker held resume at once,
- * and an approved submission whose exact release is already in the catalog is completed (row,
- * audit event, staging clean-up) instead of staying approved.
+ * an approved submission whose exact release is already in the catalog is completed (row,
+ * audit event, staging clean-up) instead of staying approved, and a row a crash left on the other
+ * side of a hide or unhide follows the catalog.
  */
 export async function recoverSubmissionsAtStart(deps: StartupRecoveryDeps): Promise<StartupRecovery> {
   const result: StartupRecovery = {
@@ -48,6 +55,7 @@ export async function recoverSubmissionsAtStart(deps: StartupRecoveryDeps): Prom
     orphanedPackages: 0,
     resumedValidations: 0,
     completedPublications: [],
+    reconciledVisibility: [],
   };
   if (deps.exclusive) {
     const released = await deps.store.query(
@@ -75,9 +83,66 @@ export async function recoverSubmissionsAtStart(deps: StartupRecoveryDeps): Prom
       removeStaged(deps.storageRoot, row.id);
       result.completedPublications.push(row.id);
     }
+    result.reconciledVisibility = await reconcileVisibility(deps, deps.publisher);
   }
   await removeOrphanedUploads(deps, result);
   return result;
+}
+
+/**
+ * Hide and unhide change the catalog first (one journaled commit, signed) and the row after it: the
+ * catalog is the truth and the row its derivation. A crash between the two leaves a row that says
+ * published while its record says hidden (or the reverse), and both decisions then refuse with
+ * illegal_transition; here the row follows its release's record. Only hidden-or-not is decided by
+ * the record (published and superseded rows follow their own moves). One record read per visible
+ * or hidden local submission, at start only. Without the exclusive lock (PostgreSQL) a live process
+ * may be inside that window: its row moves here and its own move is then refused although the
+ * catalog changed, which a start inside those milliseconds makes rare, and the catalog is right.
+ */
+async function reconcileVisibility(
+  deps: StartupRecoveryDeps,
+  publisher: Pick<PublisherOptions, "recordsDir">,
+): Promise<string[]> {
+  const reconciled: string[] = [];
+  const rows = await deps.store.query<SubmissionRow>(
+    `SELECT * FROM submissions WHERE state IN ('published', 'superseded', 'hidden') AND github_pull_request IS NULL ORDER BY created_at, id`,
+  );
+  for (const row of rows.rows) {
+    const record = findRelease(publisher, row.mod_id, row.version);
+    // Another release under the version (an import after this submission ended) is not this row's.
+    if (!record || record.sha256 !== row.package_sha256) continue;
+    const hiddenInCatalog = record.status === "hidden";
+    if (hiddenInCatalog === (row.state === "hidden")) continue;
+    const to = record.status;
+    const moved = await deps.store.transaction(async (tx) => {
+      const current = await loadSubmission(tx, row.id, true);
+      if (!current || current.state !== row.state) return false;
+      const now = deps.now();
+      await tx.query(
+        `UPDATE submissions SET state = $2, state_before_hidden = $3, updated_at = $4::timestamptz WHERE id = $1`,
+        [row.id, to, hiddenInCatalog ? (record.statusBeforeHidden ?? row.state) : null, now.toISOString()],
+      );
+      await appendAuditEvent(
+        tx,
+        {
+          actorAccountId: null,
+          action: RECONCILED_AUDIT,
+          targetType: "submission",
+          targetId: row.id,
+          metadata: {
+            from: row.state,
+            to,
+            action: hiddenInCatalog ? "hide" : "unhide",
+            reason: "the catalog committed the decision; the process stopped before the row recorded it",
+          },
+        },
+        { now, random: deps.random },
+      );
+      return true;
+    });
+    if (moved) reconciled.push(row.id);
+  }
+  return reconciled;
 }
 
 async function removeOrphanedUploads(deps: StartupRecoveryDeps, result: StartupRecovery): Promise<void> {
