@@ -126,6 +126,10 @@ export const ERROR_CODES = {
   visibility_not_a_release: github("the hide/unhide names no published release", 404),
   visibility_release_mismatch: github("the hide/unhide's pull request did not publish that release", 409),
   visibility_state_mismatch: github("the release is not in a state this visibility change applies to", 409),
+  visibility_withdrawn: github(
+    "an unhide of a version whose package was withdrawn from GitHub Releases when it was hidden: its artifact URL can never serve bytes again (publish a new version)",
+    410,
+  ),
   app_config_invalid: github("the GitHub App's id or private key is malformed"),
   app_not_installed: github("the GitHub App is not installed on the portal repository", 502),
 

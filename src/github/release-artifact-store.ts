@@ -230,3 +230,53 @@ export function githubReleaseArtifactStore(options: GitHubReleaseStoreOptions): 
     },
   };
 }
+
+/** What withdrawing a version's bytes found and did (src/catalog/publication-ledger.ts keeps it). */
+export type ReleaseWithdrawal = "deleted" | "gone" | "never_stored" | "not_ours";
+
+/**
+ * Withdraws a hidden version's bytes from GitHub Releases: the published release of its tag is
+ * deleted, never the tag. Immutable releases allow nothing gentler (their assets cannot be deleted
+ * or replaced, only the whole release), and GitHub then refuses the tag name to any new release; on
+ * a repository without immutability the tag stays, and promote() refuses a tag without a release
+ * (artifact_exists). Either way the record keeps its artifact URL, which answers 404 from then on
+ * and can never serve other bytes. The result:
+ * - deleted: this call deleted the release;
+ * - gone: no release but the tag (an earlier withdrawal, or a run cancelled after it);
+ * - never_stored: neither release nor tag (nothing was ever public at that URL);
+ * - not_ours: the record's URL is not this store's URL for the key (nothing is touched).
+ */
+export async function withdrawReleaseArtifact(
+  options: Pick<GitHubReleaseStoreOptions, "octokit" | "repository" | "tagFor" | "downloadBaseUrl">,
+  key: ArtifactKey,
+  recordedUrl: string,
+): Promise<{ outcome: ReleaseWithdrawal; tag: string }> {
+  const { owner, repo } = splitRepo(options.repository);
+  const octokit = options.octokit;
+  const tag = (options.tagFor ?? ((k: ArtifactKey) => `${k.modId}-v${k.version}`))(key);
+  const downloadBase = (options.downloadBaseUrl ?? "https://github.com").replace(/\/+$/, "");
+  const url = `${downloadBase}/${owner}/${repo}/releases/download/${encodeURIComponent(tag)}/${encodeURIComponent(key.fileName)}`;
+  if (url !== recordedUrl) return { outcome: "not_ours", tag };
+  let release: Release | null;
+  try {
+    release = (await octokit.rest.repos.getReleaseByTag({ owner, repo, tag })).data;
+  } catch (error) {
+    if (status(error) !== 404) throw error;
+    release = null;
+  }
+  if (release) {
+    try {
+      await octokit.rest.repos.deleteRelease({ owner, repo, release_id: release.id });
+    } catch (error) {
+      if (status(error) !== 404) throw error;
+    }
+    return { outcome: "deleted", tag };
+  }
+  try {
+    await octokit.rest.git.getRef({ owner, repo, ref: `tags/${tag}` });
+    return { outcome: "gone", tag };
+  } catch (error) {
+    if (status(error) === 404) return { outcome: "never_stored", tag };
+    throw error;
+  }
+}

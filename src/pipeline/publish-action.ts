@@ -1,8 +1,9 @@
 /**
  * The publish action's core, between the adapter (actions/publish/main.ts: inputs, tokens, outputs)
- * and the pieces it wires: route the event, make the change (reconcile publications, or apply a
- * bot-dispatched hide/unhide), push it through the catalog commit path, and decide whether Pages
- * must deploy. Every outcome the workflow needs is a value here; the adapter only renders it.
+ * and the pieces it wires: route the event, make the change (reconcile publications and the
+ * moderators' hide/unhide decisions, whatever started the run), push it through the catalog commit
+ * path, and decide whether Pages must deploy. Every outcome the workflow needs is a value here; the
+ * adapter only renders it.
  */
 import { SvcError } from "../errors.ts";
 import type { PublisherOptions } from "../catalog/publisher.ts";
@@ -10,9 +11,18 @@ import { inlineCode } from "../bot/comments.ts";
 import type { StatusKey } from "../bot/status-seal.ts";
 import type { GitHubApi, RepoRef } from "../github/api.ts";
 import { type CatalogPushResult, pushCatalogCommit } from "../github/catalog-push.ts";
-import { type PublicationEntry, reconcilePublications } from "./publish-reconcile.ts";
-import { applyVisibility, parseVisibilityInputs, type VisibilityEntry } from "./publish-visibility.ts";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import type { FetchLike } from "../github/download.ts";
+import type { RefusalPolicy } from "./publish-refusals.ts";
+import { type PublicationEntry, reconcilePublications, type ScannerProblem } from "./publish-reconcile.ts";
+import {
+  parseVisibilityInputs,
+  type ReconcileVisibilityInput,
+  reconcileVisibility,
+  type VisibilityEntry,
+  verifyVisibilityDispatch,
+} from "./publish-visibility.ts";
 
 export type PublishRunEntry = PublicationEntry | VisibilityEntry;
 
@@ -38,6 +48,12 @@ export interface PublishRunInput {
   connect: () => Promise<{ writer: GitHubApi; pushToken: string; statusKey: StatusKey }>;
   /** svc check over the checkout; throws on drift. */
   verify: () => Promise<void>;
+  /** Withdraws a hidden version's bytes from the artifact store, writing with the app's client. */
+  withdraw: (writer: GitHubApi) => ReconcileVisibilityInput["withdraw"];
+  /** Why antivirus_scan cannot pass now (no scanner, no usable signatures), or null. */
+  scannerCheck?: () => Promise<ScannerProblem | null>;
+  refusalPolicy?: RefusalPolicy;
+  now?: () => Date;
   fetch?: FetchLike;
   allowHttp?: boolean;
   log?: (line: string) => void;
@@ -66,25 +82,42 @@ export function dispatchAsksVisibility(inputs: unknown): boolean {
   return set(visibility) || set(modId) || set(version) || set(pullRequest);
 }
 
-/** Paths the push added or changed: a refusal is posted on its pull request only then, not every half hour. */
-function pushedPaths(event: Record<string, unknown>): Set<string> {
-  const commits = Array.isArray(event.commits) ? (event.commits as Array<Record<string, unknown>>) : [];
-  const paths = new Set<string>();
-  for (const commit of commits)
-    for (const key of ["added", "modified"])
-      for (const path of Array.isArray(commit[key]) ? (commit[key] as unknown[]) : [])
-        if (typeof path === "string") paths.add(path);
-  return paths;
-}
-
-function publishMessage(entries: readonly PublicationEntry[]): string {
-  const published = entries.filter((e) => e.outcome === "published");
+function publishMessage(entries: readonly PublishRunEntry[]): string {
+  const published = entries.filter((e): e is PublicationEntry => "outcome" in e && e.outcome === "published");
   const names = published.map(
     (e) => `${e.receipt.modId}@${e.receipt.version}${e.pullRequest ? ` (#${e.pullRequest})` : ""}`,
   );
-  if (names.length === 0) return "Rebuild the catalog";
-  if (names.length <= 3) return `Publish ${names.join(", ")}`;
-  return `Publish ${names.length} releases\n\n${names.join("\n")}`;
+  const visibility = entries
+    .filter((e): e is VisibilityEntry => isVisibility(e) && e.receipt.ok)
+    .map(
+      (e) =>
+        `${e.visibility === "hide" ? "Hide" : "Unhide"} ${e.receipt.modId}@${e.receipt.version} (#${e.pullRequest})`,
+    );
+  const refused = entries.filter(
+    (e) => "outcome" in e && (e.outcome === "refused" || e.outcome === "failed"),
+  ).length;
+  const lines = [
+    ...(names.length === 0
+      ? []
+      : names.length <= 3
+        ? [`Publish ${names.join(", ")}`]
+        : [`Publish ${names.length} releases\n\n${names.join("\n")}`]),
+    ...visibility,
+  ];
+  if (lines.length === 0) return refused > 0 ? `Record ${refused} refusal(s)` : "Rebuild the catalog";
+  return lines.join("\n");
+}
+
+const isVisibility = (e: PublishRunEntry): e is VisibilityEntry => "visibility" in e;
+
+/** Whether the pushed commit changed site/ (a commit of the ledger alone deploys nothing). */
+async function siteChanged(cwd: string, before: string): Promise<boolean> {
+  try {
+    await promisify(execFile)("git", ["diff", "--quiet", before, "HEAD", "--", "site"], { cwd });
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 /**
@@ -123,36 +156,50 @@ export async function runPublish(input: PublishRunInput): Promise<PublishRun> {
       ? parseVisibilityInputs(input.event.inputs)
       : null;
   const { writer, pushToken, statusKey } = await input.connect();
+  if (visibility)
+    await verifyVisibilityDispatch(input.reader, {
+      repo: input.repo,
+      request: visibility,
+      botLogins: input.botLogins,
+      statusKey,
+    });
   const publisher = input.publisher(writer);
+  const withdraw = input.withdraw(writer);
+  let scannerAnswer: Promise<ScannerProblem | null> | undefined;
+  // Asked at most once a run, and only when a sidecar reaches its download.
+  const scannerCheck = input.scannerCheck ? () => (scannerAnswer ??= input.scannerCheck!()) : undefined;
   let entries: PublishRunEntry[] = [];
   const change = async () => {
-    entries = visibility
-      ? [
-          await applyVisibility(input.reader, {
-            repo: input.repo,
-            request: visibility,
-            botLogins: [...input.botLogins],
-            statusKey,
-            publisher,
-          }),
-        ]
-      : await reconcilePublications({
-          repo: input.repo,
-          branch: input.branch,
-          publisher,
-          botLogins: input.botLogins,
-          statusKey,
-          reader: input.reader,
-          writer,
-          ...(input.fetch ? { fetch: input.fetch } : {}),
-          ...(input.allowHttp ? { allowHttp: true } : {}),
-        });
+    const publications = await reconcilePublications({
+      repo: input.repo,
+      branch: input.branch,
+      publisher,
+      botLogins: input.botLogins,
+      statusKey,
+      reader: input.reader,
+      writer,
+      ...(scannerCheck ? { scannerCheck } : {}),
+      ...(input.refusalPolicy ? { refusalPolicy: input.refusalPolicy } : {}),
+      ...(input.now ? { now: input.now } : {}),
+      ...(input.log ? { log: input.log } : {}),
+      ...(input.fetch ? { fetch: input.fetch } : {}),
+      ...(input.allowHttp ? { allowHttp: true } : {}),
+    });
+    const decisions = await reconcileVisibility({
+      repo: input.repo,
+      publisher,
+      botLogins: input.botLogins,
+      statusKey,
+      reader: input.reader,
+      withdraw,
+      dispatched: visibility,
+      ...(input.now ? { now: input.now } : {}),
+      ...(input.log ? { log: input.log } : {}),
+    });
+    entries = [...publications, ...decisions];
   };
   await change();
-  const message = () =>
-    visibility
-      ? `${visibility.action === "hide" ? "Hide" : "Unhide"} ${visibility.modId}@${visibility.version} (#${visibility.pullRequest})`
-      : publishMessage(entries as PublicationEntry[]);
+  const message = () => publishMessage(entries);
   const push = await pushCatalogCommit({
     cwd: publisher.root,
     branch: input.branch,
@@ -162,18 +209,11 @@ export async function runPublish(input: PublishRunInput): Promise<PublishRun> {
     redo: change,
     ...(input.log ? { log: input.log } : {}),
   });
-  const pushed = new Set(input.eventName === "push" ? pushedPaths(input.event) : []);
-  const receipts = visibility
-    ? entries
-    : (entries as PublicationEntry[]).filter(
-        (e) =>
-          e.outcome === "published" ||
-          (e.pullRequest !== null &&
-            (e.outcome === "refused" || e.outcome === "failed") &&
-            pushed.has(e.path)),
-      );
+  // A refusal is posted once, when it is new or its reason changed (the ledger remembers it), on
+  // whatever run met it: a scheduled run's failure reaches the pull request too.
+  const receipts = entries.filter((e) => isVisibility(e) || (e.pullRequest !== null && e.notify === true));
   const deploy =
-    push.commit !== null ||
+    (push.commit !== null && (await siteChanged(publisher.root, input.sha))) ||
     input.eventName !== "schedule" ||
     (await pagesBehind(input.reader, input.repo, input.sha));
   return {
@@ -189,8 +229,11 @@ export async function runPublish(input: PublishRunInput): Promise<PublishRun> {
 /** The job summary: one row per sidecar that is not a no-op, then the commit. */
 export function publishSummary(run: PublishRun): string {
   const out = ["## svc publish", ""];
-  const rows = run.entries.filter((e) => !("outcome" in e) || e.outcome !== "already_published");
-  const unchanged = run.entries.length - rows.length;
+  const rows = run.entries.filter(
+    (e) => !("outcome" in e) || (e.outcome !== "already_published" && e.outcome !== "waiting"),
+  );
+  const waiting = run.entries.filter((e): e is PublicationEntry => "outcome" in e && e.outcome === "waiting");
+  const unchanged = run.entries.length - rows.length - waiting.length;
   if (rows.length > 0) {
     out.push("| sidecar | pull request | result | artifact or page |", "|---|---|---|---|");
     for (const e of rows) {
@@ -204,6 +247,19 @@ export function publishSummary(run: PublishRun): string {
     }
   } else out.push("Nothing to publish.");
   if (unchanged > 0) out.push("", `${unchanged} sidecar(s) already published with the same sha256 (no-op).`);
+  if (waiting.length > 0) {
+    out.push(
+      "",
+      `${waiting.length} refused sidecar(s) wait for a change (not downloaded, not read):`,
+      "",
+      "| sidecar | pull request | refused for | judged again after |",
+      "|---|---|---|---|",
+    );
+    for (const e of waiting)
+      out.push(
+        `| \`${e.path}\` | ${e.pullRequest ? `#${e.pullRequest}` : ""} | \`${e.receipt.error?.code}\` | ${e.retryAt ?? ""} |`,
+      );
+  }
   out.push(
     "",
     run.push.commit

@@ -17,7 +17,8 @@
  *
  * An already published version with the same sha256 is a no-op (no API call at all); a different
  * sha256 for a published version is refused. So a cancelled or failed run is simply caught up by the
- * next one, and running twice publishes nothing twice.
+ * next one, and running twice publishes nothing twice. A refusal is written to the publication
+ * ledger and the sidecar waits, with no API call, until something changes (publish-refusals.ts).
  */
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -26,6 +27,12 @@ import type { PublishReceipt } from "../bot/comments.ts";
 import { readStoredStatus, submitterOf, type TrustOptions } from "../bot/derive.ts";
 import type { StatusKey } from "../bot/status-seal.ts";
 import type { Principal } from "../contracts/ownership.ts";
+import {
+  emptyLedgerEntry,
+  type LedgerEntry,
+  readLedgerEntry,
+  writeLedgerEntry,
+} from "../catalog/publication-ledger.ts";
 import type { PublisherOptions } from "../catalog/publisher.ts";
 import { publishRelease } from "../catalog/publisher.ts";
 import { RECORD_PATHS, type ReleaseRecord } from "../contracts/records.ts";
@@ -42,6 +49,15 @@ import {
   type SubmissionPath,
   stagedUploadId,
 } from "../github/submission-files.ts";
+import {
+  DEFAULT_REFUSAL_POLICY,
+  dueReason,
+  type RefusalPolicy,
+  readRetrySignals,
+  recordRefusal,
+  refusalIsNews,
+  waitingRefusals,
+} from "./publish-refusals.ts";
 
 /** Stable codes of a sidecar that is not published (nothing is written for it). */
 export const PUBLISH_REFUSALS = {
@@ -60,14 +76,19 @@ export const PUBLISH_REFUSALS = {
 } as const;
 export type PublishRefusalCode = keyof typeof PUBLISH_REFUSALS;
 
-export type PublishOutcome = "published" | "already_published" | "refused" | "failed";
+/** waiting: refused earlier and not judged again this run (nothing read, nothing downloaded). */
+export type PublishOutcome = "published" | "already_published" | "refused" | "failed" | "waiting";
 
-/** One sidecar's result; the receipts job posts `receipt` on `pullRequest`. */
+/** One sidecar's result; the receipts job posts `receipt` on `pullRequest` when `notify` says so. */
 export interface PublicationEntry {
   path: string;
   pullRequest: number | null;
   outcome: PublishOutcome;
   receipt: PublishReceipt;
+  /** A publication, or a refusal that is new or has a new reason: worth a comment on the pull request. */
+  notify?: boolean;
+  /** A waiting or new refusal: when it is judged again. */
+  retryAt?: string;
 }
 
 export interface ReconcileInput {
@@ -84,6 +105,21 @@ export interface ReconcileInput {
   writer: GitHubApi;
   fetch?: FetchLike;
   allowHttp?: boolean;
+  now?: () => Date;
+  refusalPolicy?: RefusalPolicy;
+  /** Why no scanner can pass antivirus_scan now (asked once, only before a download), or null. */
+  scannerCheck?: () => Promise<ScannerProblem | null>;
+  log?: (line: string) => void;
+}
+
+/**
+ * Why antivirus_scan cannot pass in this run. `notInstalled`: the job installed no scanner because
+ * its pending step found nothing to judge (a refusal judged again on an approval or a
+ * `/svc revalidate`, which only the API tells): the next run installs it, so that is not news.
+ */
+export interface ScannerProblem {
+  reason: string;
+  notInstalled: boolean;
 }
 
 /** git's object id of a blob: what the pull request files API reports as `sha`. */
@@ -106,11 +142,20 @@ export function listSidecars(root: string): SubmissionPath[] {
   return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
-/** The sidecars of the checkout without a release record: what a run would look at through the API. */
-export function pendingSidecars(root: string, recordsDir: string): SubmissionPath[] {
-  return listSidecars(root).filter(
-    (s) => !existsSync(join(recordsDir, RECORD_PATHS.release(s.modId, s.version))),
-  );
+/**
+ * The sidecars of the checkout without a release record that a run would judge: a refused one whose
+ * file is unchanged and whose backoff has not ended waits (a new approval or `/svc revalidate`, which
+ * only the API tells, is judged by the next run that installs the scanner for another reason, or
+ * when its backoff ends).
+ */
+export function pendingSidecars(root: string, recordsDir: string, now: Date = new Date()): SubmissionPath[] {
+  return listSidecars(root).filter((s) => {
+    if (existsSync(join(recordsDir, RECORD_PATHS.release(s.modId, s.version)))) return false;
+    const refusal = readLedgerEntry(recordsDir, s.modId, s.version)?.refusal;
+    if (!refusal) return true;
+    const blob = gitBlobSha(readFileSync(join(root, s.path)));
+    return dueReason(refusal, blob, now, new Map()) !== null;
+  });
 }
 
 interface Sidecar {
@@ -240,7 +285,27 @@ async function downloadPackage(
   });
 }
 
-async function reconcileOne(input: ReconcileInput, sidecarPath: SubmissionPath): Promise<PublicationEntry> {
+/** What a judgement learned on the way, for the ledger: the bot's state and the submitter. */
+interface Seen {
+  state: string | null;
+  submitter: string | null;
+  retryable: boolean;
+  notInstalled?: boolean;
+}
+
+/** Every failed check failed for want of a scanner (not the package): the same bytes may pass later. */
+function scannerOnlyFailure(details: unknown): boolean {
+  const checks = (details as { checks?: Array<{ status?: string; reasonCode?: string | null }> } | null)
+    ?.checks;
+  const failed = (checks ?? []).filter((c) => c.status === "failed");
+  return failed.length > 0 && failed.every((c) => /^scanner_/.test(c.reasonCode ?? ""));
+}
+
+async function reconcileOne(
+  input: ReconcileInput,
+  sidecarPath: SubmissionPath,
+  seen: Seen,
+): Promise<PublicationEntry> {
   const { modId, version, path } = sidecarPath;
   const entry = (
     outcome: PublishOutcome,
@@ -281,6 +346,7 @@ async function reconcileOne(input: ReconcileInput, sidecarPath: SubmissionPath):
     const { pr, blobSha } = await findAddingPullRequest(input, path);
     const status = await storedStatus(input, pr.number);
     const stored = status.stored;
+    seen.state = stored?.state ?? null;
     if (stored?.state !== "approved")
       throw new Refusal(
         "not_approved",
@@ -302,6 +368,18 @@ async function reconcileOne(input: ReconcileInput, sidecarPath: SubmissionPath):
         pr.number,
       );
     const submitter = submitterOfPull(input, pr);
+    seen.submitter = submitter.claimAs.github ?? null;
+    const unavailable = await input.scannerCheck?.();
+    if (unavailable) {
+      seen.retryable = true;
+      seen.notInstalled = unavailable.notInstalled;
+      return refuse(
+        "scanner_unavailable",
+        `antivirus_scan cannot pass without a scanner, so nothing was downloaded or published: ${unavailable.reason}. Publication is retried by the next run`,
+        pr.number,
+        "failed",
+      );
+    }
     const download = await downloadPackage(input, pr, sidecar);
     if (!download.ok) return refuse(download.code, download.message, pr.number, "failed");
     if (download.sha256 !== sidecar.package?.sha256)
@@ -333,6 +411,15 @@ async function reconcileOne(input: ReconcileInput, sidecarPath: SubmissionPath):
       });
     } catch (error) {
       if (!isSvcError(error)) throw error;
+      if (error.code === "invalid_payload" && scannerOnlyFailure(error.details)) {
+        seen.retryable = true;
+        return refuse(
+          "scanner_unavailable",
+          `${error.message}: the scanner failed, not the package; publication is retried by the next run`,
+          pr.number,
+          "failed",
+        );
+      }
       return refuse(error.code, error.message, pr.number, "failed");
     }
   } catch (error) {
@@ -343,13 +430,113 @@ async function reconcileOne(input: ReconcileInput, sidecarPath: SubmissionPath):
 
 /**
  * Publishes every approved, merged, unpublished sidecar of the checkout; one entry per sidecar.
+ * A refused sidecar is written to the ledger and waits until it is due (publish-refusals.ts).
  * An unexpected error (GitHub down, a release that could not be published) propagates: the caller
  * then pushes nothing, and the next run starts over from the records in git.
  */
 export async function reconcilePublications(input: ReconcileInput): Promise<PublicationEntry[]> {
+  const now = (input.now ?? (() => new Date()))();
+  const policy = input.refusalPolicy ?? DEFAULT_REFUSAL_POLICY;
+  const recordsDir = input.publisher.recordsDir;
+  const sidecars = listSidecars(input.publisher.root).map((s) => {
+    const bytes = readFileSync(join(input.publisher.root, s.path));
+    const published = existsSync(join(recordsDir, RECORD_PATHS.release(s.modId, s.version)));
+    return {
+      sidecar: s,
+      sidecarBlob: gitBlobSha(bytes),
+      ledger: published ? null : readLedgerEntry(recordsDir, s.modId, s.version),
+    };
+  });
+  const waiting = waitingRefusals(sidecars, now);
+  const signals =
+    waiting.length > 0
+      ? await readRetrySignals(
+          input.reader,
+          input.repo,
+          waiting,
+          input.publisher.config.moderators?.logins ?? [],
+          now,
+          input.log,
+        )
+      : new Map<number, string>();
   const entries: PublicationEntry[] = [];
-  for (const sidecar of listSidecars(input.publisher.root)) entries.push(await reconcileOne(input, sidecar));
+  for (const { sidecar, sidecarBlob, ledger } of sidecars) {
+    const previous = ledger?.refusal ?? null;
+    if (previous) {
+      const due = dueReason(previous, sidecarBlob, now, signals);
+      if (!due) {
+        entries.push({
+          path: sidecar.path,
+          pullRequest: previous.pullRequest,
+          outcome: "waiting",
+          receipt: {
+            ok: false,
+            modId: sidecar.modId,
+            version: sidecar.version,
+            error: { code: previous.code, message: previous.message },
+          },
+          retryAt: previous.retryAt,
+        });
+        continue;
+      }
+      input.log?.(
+        `${sidecar.path}: refused ${previous.attempts} time(s) (${previous.code}); judged again: ${due}`,
+      );
+    }
+    const seen: Seen = { state: null, submitter: null, retryable: false };
+    const entry = await reconcileOne(input, sidecar, seen);
+    entries.push(recordInLedger(recordsDir, ledger, sidecar, sidecarBlob, entry, seen, now, policy));
+  }
   return entries;
+}
+
+/** Writes the judgement to the ledger; the entry says whether its receipt is news. */
+function recordInLedger(
+  recordsDir: string,
+  ledger: LedgerEntry | null,
+  sidecar: SubmissionPath,
+  sidecarBlob: string,
+  entry: PublicationEntry,
+  seen: Seen,
+  now: Date,
+  policy: RefusalPolicy,
+): PublicationEntry {
+  // A published version's sidecar with other bytes costs no API call: nothing to remember.
+  if (entry.outcome === "already_published" || entry.receipt.error?.code === "published_sha256_differs")
+    return entry;
+  const previous = ledger?.refusal ?? null;
+  const base = ledger ?? emptyLedgerEntry(sidecar.modId, sidecar.version);
+  if (entry.outcome === "published") {
+    if (previous) writeLedgerEntry(recordsDir, { ...base, refusal: null });
+    return { ...entry, notify: true };
+  }
+  if (seen.notInstalled && previous) {
+    // Judged again without a scanner in this run: due at the next one, which installs it.
+    writeLedgerEntry(recordsDir, { ...base, refusal: { ...previous, retryAt: now.toISOString() } });
+    return { ...entry, outcome: "waiting", receipt: { ...entry.receipt, retryable: true }, notify: false };
+  }
+  const code = entry.receipt.error?.code ?? "internal_error";
+  const refusal = recordRefusal(
+    previous,
+    {
+      code,
+      message: entry.receipt.error?.message ?? "",
+      retryable: seen.retryable,
+      pullRequest: entry.pullRequest,
+      submitter: seen.submitter,
+      sidecarBlob,
+      state: seen.state,
+    },
+    now,
+    policy,
+  );
+  writeLedgerEntry(recordsDir, { ...base, refusal });
+  return {
+    ...entry,
+    receipt: { ...entry.receipt, retryable: refusal.retryable, retryAt: refusal.retryAt },
+    notify: refusalIsNews(previous, code),
+    retryAt: refusal.retryAt,
+  };
 }
 
 /**

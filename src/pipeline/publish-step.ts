@@ -1,4 +1,7 @@
-/** The publish action's step: publish (reconcile or apply a dispatched hide/unhide), pending, receipts. */
+/**
+ * The publish action's step: publish (reconcile publications and hide/unhide decisions), pending,
+ * receipts, and signatures (the scheduled refresh of the cached ClamAV signatures).
+ */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { handlePublishReceipt } from "../bot/handle.ts";
@@ -6,11 +9,13 @@ import { runnerValidator } from "../catalog/validator.ts";
 import { loadPortalConfig } from "../contracts/portal-config.ts";
 import { verifyCatalog } from "../github/catalog-push.ts";
 import { RECEIPT_TOKEN_PERMISSIONS } from "../github/installation-token.ts";
-import { githubReleaseArtifactStore } from "../github/release-artifact-store.ts";
+import { githubReleaseArtifactStore, withdrawReleaseArtifact } from "../github/release-artifact-store.ts";
 import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
 import { type ActionOutcome, outcome, type StepEnv } from "./action-step.ts";
 import { type PublishRunEntry, publishSummary, runPublish } from "./publish-action.ts";
-import { pendingSidecars } from "./publish-reconcile.ts";
+import { pendingSidecars, type ScannerProblem } from "./publish-reconcile.ts";
+import { DEFAULT_REFUSAL_POLICY } from "./publish-refusals.ts";
+import { clamscanMissing, refreshSignatures, signatureStatus } from "./publish-signatures.ts";
 import { isVisibilityEntry, postVisibilityReceipt } from "./publish-visibility.ts";
 
 /** Posts each receipt as the app (its token and its seal): the status comment is the app's to write. */
@@ -26,11 +31,44 @@ async function postReceipts(env: StepEnv, receiptsPath: string): Promise<void> {
       await handlePublishReceipt(writer, repo, m.pullRequest, m.receipt, { botLogins, statusKey });
 }
 
+/** A positive number input, or the fallback when it is empty; anything else is a configuration error. */
+function numberInput(env: StepEnv, name: string, fallback: number | null): number | null {
+  const text = env.input(name).trim();
+  if (text === "") return fallback;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0)
+    throw new Error(`${name} must be a positive number, not ${text}`);
+  return value;
+}
+
+/** mode signatures: one freshclam run over the cached folder; a failure is a warning, never a failed job. */
+async function refreshStep(env: StepEnv): Promise<ActionOutcome> {
+  const dir = env.required("clamscan-db");
+  const result = await refreshSignatures({
+    dir,
+    refreshHours: numberInput(env, "signature-refresh-hours", 2)!,
+    ...(env.input("freshclam") ? { freshclam: env.input("freshclam") } : {}),
+    ...(env.input("signature-mirror") ? { mirror: env.input("signature-mirror") } : {}),
+  });
+  env.io.info(result.message);
+  const status = result.status;
+  return outcome({
+    outputs: { refreshed: String(result.refreshed), "confirmed-at": status.confirmedAt ?? "" },
+    warnings:
+      result.refreshed || result.skipped
+        ? []
+        : [
+            `ClamAV signatures not refreshed; publication keeps using the cached ones while they are confirmed within the publish job's bound (${status.confirmedAt ? `last confirmed ${status.confirmedAt}` : "none cached yet"})`,
+          ],
+  });
+}
+
 export async function publishStep(env: StepEnv): Promise<ActionOutcome> {
   const { context, io } = env;
   const reader = env.octokit(env.required("github-token"));
   const receiptsPath = io.input("receipts-path") || "publish-receipts.json";
   const mode = io.input("mode") || "publish";
+  if (mode === "signatures") return refreshStep(env);
   if (mode === "receipts") {
     await postReceipts(env, receiptsPath);
     return outcome({});
@@ -43,7 +81,8 @@ export async function publishStep(env: StepEnv): Promise<ActionOutcome> {
     );
     return outcome({ outputs: { pending: String(pending.length > 0) } });
   }
-  if (mode !== "publish") throw new Error(`mode must be publish, pending or receipts, not ${mode}`);
+  if (mode !== "publish")
+    throw new Error(`mode must be publish, pending, receipts or signatures, not ${mode}`);
 
   const botLogins = env.botLogins();
   const repository = env.repository;
@@ -51,6 +90,19 @@ export async function publishStep(env: StepEnv): Promise<ActionOutcome> {
   const database = io.input("clamscan-db");
   const scanner =
     io.input("scanner") === "none" ? null : createClamscanScanner("clamscan", database ? { database } : {});
+  const maxAgeHours = numberInput(env, "signatures-max-age-hours", null);
+  const backoffMinutes = numberInput(env, "refusal-backoff-minutes", null);
+  const scannerCheck = async (): Promise<ScannerProblem | null> => {
+    const problem = (reason: string | null, notInstalled = false) =>
+      reason === null ? null : { reason, notInstalled };
+    if (scanner === null) return problem("the publish step runs without a scanner (scanner: none)");
+    const missing = await clamscanMissing("clamscan");
+    if (missing)
+      return problem(`${missing} (ClamAV is installed only when the pending step finds work)`, true);
+    if (maxAgeHours === null) return null;
+    if (!database) return problem("signatures-max-age-hours needs clamscan-db, the cached signature folder");
+    return problem(signatureStatus(database, maxAgeHours).reason);
+  };
   const siteDir = join(root, "site");
   const result = await runPublish({
     eventName: context.eventName,
@@ -69,6 +121,16 @@ export async function publishStep(env: StepEnv): Promise<ActionOutcome> {
     }),
     botLogins,
     reader,
+    withdraw: (writer) => (key, recordedUrl) =>
+      withdrawReleaseArtifact(
+        { octokit: writer, repository, downloadBaseUrl: context.serverUrl },
+        key,
+        recordedUrl,
+      ),
+    scannerCheck,
+    ...(backoffMinutes !== null
+      ? { refusalPolicy: { ...DEFAULT_REFUSAL_POLICY, backoffMs: backoffMinutes * 60_000 } }
+      : {}),
     connect: async () => {
       const token = await env.mintAppToken();
       return { writer: env.octokit(token), pushToken: token, statusKey: env.statusKey() };
