@@ -139,6 +139,7 @@ describe.skipIf(skip)(
           path: sub.path,
           pullRequest: 7,
           outcome: "published",
+          notify: true,
           receipt: {
             ok: true,
             modId: "better-hud",
@@ -327,8 +328,12 @@ describe.skipIf(skip)("publish: no bypass of the approval", { timeout: RUNS_TIME
     expect(result.code, result.stdout).toBe(0);
     s.github.assertDone();
     expect(s.world.releases).toEqual([]);
-    expect(s.remote.head()).toBe(after);
-    expect(result.outputs).toMatchObject({ published: "0", commit: "" });
+    // Only the refusals are committed (records/publication/, issue 24 item 5): nothing to deploy.
+    expect(result.outputs).toMatchObject({ published: "0", commit: s.remote.head() });
+    const committed = (await git(s.remote.bare, ["diff", "--name-only", after, s.remote.head()])).stdout;
+    expect(committed.trim().split("\n")).toEqual(
+      ["mod-a", "mod-b", "mod-c", "mod-d"].map((m) => `records/publication/${m}/1.0.0.json`),
+    );
     const codes = (
       result.receipts as Array<{ pullRequest: number; receipt: { error: { code: string } } }>
     ).map((r) => [r.pullRequest, r.receipt.error.code]);

@@ -2,7 +2,10 @@
  * actions/publish on the bot's workflow_dispatch (`/svc hide`, `/svc unhide`), from its committed
  * bundle as a runner runs it: the dispatch is applied only when the pull request's bot-written state
  * backs it, and the change reaches the protected default branch through the same commit path as a
- * publication (the app's installation token; the loopback git remote refuses anyone else).
+ * publication (the app's installation token; the loopback git remote refuses anyone else). Every
+ * run reconciles visibility (publish-hide-reconcile.test.ts); the dispatch names one pull request
+ * and a mismatch fails the run. The releases here are a stand-in store's: nothing is on GitHub
+ * Releases to withdraw, so unhide lists the release again.
  */
 import { execFile } from "node:child_process";
 import { createHash, generateKeyPairSync } from "node:crypto";
@@ -106,12 +109,28 @@ function allowAppToken() {
   });
 }
 
+/**
+ * What a run reads besides the dispatch's pull request, each once: the pull requests labelled
+ * `state:hidden`, then for a decision to apply its sealed state, and for a hide the version's GitHub
+ * release and tag.
+ */
+function expectReconcile(world: PullRequestWorld, decision: "hide" | "unhide" | null) {
+  const routes = [
+    "GET /repos/{owner}/{repo}/issues",
+    ...(decision ? ["GET /repos/{owner}/{repo}/issues/{issue_number}/comments"] : []),
+    ...(decision === "hide"
+      ? ["GET /repos/{owner}/{repo}/releases/tags/{tag}", "GET /repos/{owner}/{repo}/git/ref/{ref}"]
+      : []),
+  ];
+  for (const route of routes) github.expect(route, world.reply(route));
+}
+
 /** A merged submission pull request whose status comment the bot wrote in `state`. */
-function mergedWorld(state: SubmissionState, version = "1.0.0"): PullRequestWorld {
+function mergedWorld(state: SubmissionState, version = "1.0.0", number = 7): PullRequestWorld {
   const world = new PullRequestWorld(github);
   // Sealed as the app does, with the key the publish job holds.
   world.statusKey = deriveStatusKey(appKey);
-  world.number = 7;
+  world.number = number;
   world.merged = true;
   world.state = "closed";
   world.files = [{ filename: `submissions/better-hud/${version}.json`, status: "added" }];
@@ -120,7 +139,7 @@ function mergedWorld(state: SubmissionState, version = "1.0.0"): PullRequestWorl
   world.comments = [
     {
       id: 500,
-      body: `${renderStoredStatus(world.stored(7, state, world.headSha))}\n### svc submission`,
+      body: `${renderStoredStatus(world.stored(number, state, world.headSha))}\n### svc submission`,
       user: { login: BOT_LOGIN, type: "Bot" },
     },
   ];
@@ -177,6 +196,7 @@ describe("actions/publish from its bundle: /svc hide and /svc unhide (workflow_d
     allowAppToken();
     const world = mergedWorld("hidden");
     world.expectFetch();
+    expectReconcile(world, "hide");
     const hidden = await runDispatch(HIDE);
     expect(hidden.code, hidden.stdout).toBe(0);
     github.assertDone();
@@ -203,6 +223,7 @@ describe("actions/publish from its bundle: /svc hide and /svc unhide (workflow_d
         pullRequest: 7,
         visibility: "hide",
         status: "hidden",
+        withdrawal: "never_stored",
         receipt: expect.objectContaining({ ok: true, modId: "better-hud", version: "1.0.0" }),
       },
     ]);
@@ -215,7 +236,9 @@ describe("actions/publish from its bundle: /svc hide and /svc unhide (workflow_d
     ]);
 
     world.comments[0]!.body = renderStoredStatus(world.stored(7, "published", world.headSha));
+    world.labels = ["state:published"];
     world.expectFetch();
+    expectReconcile(world, "unhide");
     const unhidden = await runDispatch({ ...HIDE, visibility: "unhide" });
     expect(unhidden.code, unhidden.stdout).toBe(0);
     github.assertDone();
@@ -327,9 +350,11 @@ describe("actions/publish from its bundle: /svc hide and /svc unhide (workflow_d
   it("answers a verified dispatch for a release that is not in records/ with unknown_release: a failed receipt, nothing pushed", async () => {
     await publishedPortal();
     allowAppToken();
-    mergedWorld("hidden", "2.0.0").expectFetch();
+    const world = mergedWorld("hidden", "2.0.0", 8);
+    world.expectFetch();
+    expectReconcile(world, null);
     const head = remote.head();
-    const result = await runDispatch({ ...HIDE, version: "2.0.0" });
+    const result = await runDispatch({ ...HIDE, version: "2.0.0", pullRequest: "8" });
     expect(result.code, result.stdout).toBe(0);
     github.assertDone();
     expect(remote.head()).toBe(head);

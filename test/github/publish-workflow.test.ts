@@ -28,7 +28,7 @@ describe("publish.yml", () => {
 
   it("reconciles on every merge, on a schedule and on a plain dispatch whose hide/unhide inputs are optional", () => {
     expect(doc.on.push).toMatchObject({ branches: ["main"], paths: ["submissions/**"] });
-    expect(doc.on.schedule).toEqual([{ cron: "*/30 * * * *" }]);
+    expect(doc.on.schedule).toEqual([{ cron: "*/30 * * * *" }, { cron: "41 */6 * * *" }]);
     const inputs = doc.on.workflow_dispatch.inputs;
     for (const name of ["visibility", "modId", "version", "pullRequest"])
       expect(inputs[name].required).toBe(false);
@@ -60,11 +60,25 @@ describe("publish.yml", () => {
     expect(doc.jobs.receipts.environment).toBe("publish");
   });
 
-  it("installs the scanner only when a sidecar is pending", () => {
+  it("installs the scanner only when a sidecar is pending, and never downloads signatures there", () => {
     const pending = steps(publish).find((s) => s.id === "pending");
     expect(pending).toMatchObject({ uses: "./actions/publish", with: { mode: "pending" } });
     const clamav = steps(publish).find((s) => String(s.run ?? "").includes("apt-get install -y -q clamav"));
     expect(clamav.if).toBe("steps.pending.outputs.pending == 'true'");
+    expect(shell(publish)).not.toMatch(/freshclam(?!\.service)/);
+    expect(steps(publish).find((s) => s.id === "publish").with).toMatchObject({
+      "clamscan-db": expression("format('{0}/clamav-db', runner.temp)"),
+      "signatures-max-age-hours": "48",
+    });
+  });
+
+  it("refreshes the signature cache in one job of its own schedule, with no write permission", () => {
+    const signatures = doc.jobs.signatures;
+    expect(signatures.if).toBe("github.event.schedule == '41 */6 * * *'");
+    expect(signatures.permissions).toEqual({ contents: "read" });
+    expect(signatures.environment).toBeUndefined();
+    expect(publish.needs).toBe("signatures");
+    expect(publish.if).toBe(expression("!cancelled()"));
   });
 });
 

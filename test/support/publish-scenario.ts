@@ -64,7 +64,12 @@ export interface PublishScenario {
   run(
     workspace: string,
     event: { name: string; payload: Record<string, unknown> },
-    options?: { inputs?: Record<string, string>; onSpawn?: Parameters<typeof runAction>[1]["onSpawn"] },
+    options?: {
+      inputs?: Record<string, string>;
+      onSpawn?: Parameters<typeof runAction>[1]["onSpawn"];
+      /** More of the runner's environment (PATH, for one). */
+      env?: Record<string, string>;
+    },
   ): Promise<ActionRun & { receipts: unknown[] | null }>;
   stop(): Promise<void>;
 }
@@ -138,6 +143,7 @@ export async function startPublishScenario(): Promise<PublishScenario> {
           GITHUB_REF: "refs/heads/main",
           GITHUB_SHA: (await gitHead(workspace)).trim(),
           NODE_EXTRA_CA_CERTS: tls.caFile,
+          ...options.env,
         },
         inputs: {
           "github-token": WORKFLOW_TOKEN,
