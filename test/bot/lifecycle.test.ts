@@ -51,8 +51,10 @@ function reviewPayload(
   return payload;
 }
 
-function workflowRunPayload(headSha: string) {
+/** attempt: a re-run of the same run (GitHub sends a new body: run_attempt differs). */
+function workflowRunPayload(headSha: string, attempt = 1) {
   const payload = examplePayload("workflow_run", "completed");
+  payload.workflow_run.run_attempt = attempt;
   payload.repository = examplePayload("pull_request", "opened").repository;
   payload.workflow_run.path = ".github/workflows/validate-submission.yml";
   payload.workflow_run.event = "pull_request";
@@ -208,7 +210,7 @@ describe("what the bot refuses", () => {
     // Another repository's report is not this run's report: refused before anything is read.
     const foreign = { ...submissionReport(world.headSha), repository: "someone/else" };
     expectReportArtifact(bot.github, foreign);
-    expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha))).status).toBe(202);
+    expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha, 2))).status).toBe(202);
     bot.github.assertDone();
     expect(bot.github.calls("POST /repos/{owner}/{repo}/check-runs")).toEqual([]);
   });
