@@ -19,6 +19,7 @@ import { type StatusKey, sealStatus } from "../../src/bot/status-seal.ts";
 import type { SubmissionState } from "../../src/workflow/machine.ts";
 import type { GitRemote } from "./git-remote.ts";
 import { repositoryRoutes } from "./github-routes.ts";
+import { RepositorySettings, settingsRoutes } from "./github-settings.ts";
 import {
   type GitHubServer,
   OTHER_REPOSITORY,
@@ -149,6 +150,13 @@ export class GitHubRepository {
   repositoryId: number;
   ownerId: number;
   readonly workflowRuns: WorkflowRunState[] = [];
+  /** Rulesets, Pages, variables, environments, Actions settings, apps, the rate-limit budget. */
+  readonly settings = new RepositorySettings();
+  /**
+   * The portal app's id (Probot's appId in the bot harness): the app check runs are created by,
+   * what a ruleset pins its required check to and lets bypass.
+   */
+  appId = 1;
   private lastId = 999;
 
   constructor(
@@ -255,6 +263,28 @@ export class GitHubRepository {
     return artifact;
   }
 
+  /**
+   * An upload as actions/upload-artifact v4 makes it. A name is unique in a workflow run, across
+   * every attempt of it (a re-run is the same run): a second upload of the name is refused with
+   * GitHub's 409 and the step fails, unless `overwrite` deletes the earlier artifact first.
+   */
+  uploadArtifact(
+    runId: number,
+    name: string,
+    bytes: Buffer,
+    options: { overwrite?: boolean } = {},
+  ): { ok: true; artifact: ArtifactState } | { ok: false; message: string } {
+    const existing = this.artifacts.filter((a) => a.runId === runId && a.name === name);
+    if (existing.length > 0 && !options.overwrite)
+      return {
+        ok: false,
+        message:
+          "Failed to CreateArtifact: Received non-retryable error: Failed request: (409) Conflict: an artifact with this name already exists on the workflow run",
+      };
+    for (const old of existing) this.artifacts.splice(this.artifacts.indexOf(old), 1);
+    return { ok: true, artifact: this.addArtifact(runId, name, bytes) };
+  }
+
   /** Every read of the modelled state, any number of times. */
   serveReads(): this {
     return this.allowAll([
@@ -276,6 +306,15 @@ export class GitHubRepository {
       "GET /repos/{owner}/{repo}/deployments",
       "GET /repos/{owner}/{repo}/deployments/{deployment_id}/statuses",
     ]);
+  }
+
+  /**
+   * The repository's settings and what they enforce (github-settings.ts), any number of times: its
+   * rulesets (read, created), merges checked against them, check runs of a commit, Pages,
+   * variables, environments, Actions settings, apps, the rate limit.
+   */
+  serveSettings(): this {
+    return this.allowAll(Object.keys(settingsRoutes(this)));
   }
 
   /** The app's installation tokens (background calls: any number). */
@@ -330,9 +369,14 @@ export class GitHubRepository {
 
   /** The modelled answer of `METHOD /template`, reading and writing this state. */
   reply(route: string): ReplyFunction {
-    const answer = repositoryRoutes(this)[route];
+    const answer = { ...repositoryRoutes(this), ...settingsRoutes(this) }[route];
     if (!answer) throw new Error(`${route} is not modelled by GitHubRepository`);
-    return (req) => (this.isThisRepository(req) ? answer(req) : OTHER_REPOSITORY);
+    return (req) => {
+      if (!this.isThisRepository(req)) return OTHER_REPOSITORY;
+      if (route !== "GET /rate_limit")
+        this.settings.rateLimit.remaining = Math.max(0, this.settings.rateLimit.remaining - 1);
+      return answer(req);
+    };
   }
 
   private isThisRepository(req: RecordedRequest): boolean {

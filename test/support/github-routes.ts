@@ -254,7 +254,11 @@ export function repositoryRoutes(repo: GitHubRepository): Record<string, ReplyFu
       return { body: pr.labels.map((name) => ({ name })) };
     }),
     "POST /repos/{owner}/{repo}/check-runs": (req) => {
-      const run = { id: repo.checkRuns.length + 1, ...(req.body as Record<string, unknown>) };
+      const run = {
+        id: repo.checkRuns.length + 1,
+        ...(req.body as Record<string, unknown>),
+        appId: repo.appId,
+      };
       repo.checkRuns.push(run);
       return { status: 201, body: { id: run.id } };
     },
