@@ -26,6 +26,7 @@ import {
   findPullRequestsOfRun,
   handleDeliveryFailure,
   handleSubmissionEvent,
+  outcomeEvent,
   readValidationRun,
   VALIDATE_WORKFLOW_PATH,
   workflowRunInfo,
@@ -57,7 +58,7 @@ export interface SvcAppOptions {
 interface ValidationOutcomeJob {
   installationId: number;
   number: number;
-  event: Extract<BotEvent, { kind: "report" | "validation_incomplete" }>;
+  event: Extract<BotEvent, { kind: "report" | "validation_incomplete" | "run_awaiting_approval" }>;
 }
 
 const api = (context: Context): GitHubApi => context.octokit as unknown as GitHubApi;
@@ -215,16 +216,7 @@ export function createSvcBot(
                 event: { kind: "report", report: outcome.report, runUrl: outcome.runUrl },
               },
             ]
-          : outcome.numbers.map((number) => ({
-              installationId,
-              number,
-              event: {
-                kind: "validation_incomplete",
-                headSha: outcome.headSha,
-                problem: outcome.problem,
-                runUrl: outcome.runUrl,
-              },
-            }));
+          : outcome.numbers.map((number) => ({ installationId, number, event: outcomeEvent(outcome) }));
       for (const job of jobs) {
         await followUps.enqueue({
           id: `${context.id}:pr-${job.number}`,

@@ -14,6 +14,17 @@ export const SUBMITTER_MARKER = "<!-- svc:submitter";
 export const STATE_LABEL_PREFIX = "state:";
 export const CHECK_RUN_PREFIX = "svc / ";
 export const SHAPE_CHECK_ID = "submission";
+/**
+ * The one check the default branch's ruleset requires (pinned to the app): on every pull request,
+ * submission or not, for its head commit. Rulesets take exact contexts, so it has to exist on every
+ * pull request: the per-check runs exist only once a validation run reported, and validation runs
+ * only for pull requests that touch submissions/.
+ */
+export const GATE_CHECK_ID = "gate";
+/** Marks the sweep's reminder on a submission waiting for changes; the JSON after it is its record. */
+export const REMINDER_MARKER = "<!-- svc:reminder";
+/** Marks a pull request whose validation run waits for a maintainer's "Approve and run". */
+export const AWAITING_RUN_APPROVAL_LABEL = "svc:awaiting-run-approval";
 
 export function stateLabel(state: SubmissionState): string {
   return `${STATE_LABEL_PREFIX}${state}`;
@@ -230,6 +241,135 @@ export function annotationMessage(check: ReportCheck): string {
   const lines = check.log.length > 0 ? check.log : [`${check.id} failed`];
   const text = lines.slice(0, 10).join("\n");
   return text.length > 4000 ? `${text.slice(0, 4000)}…` : text;
+}
+
+/** The verdict the gate check carries: what the ruleset lets merge. */
+export type GateVerdict = "success" | "failure" | "pending";
+
+/**
+ * The gate check's text. `why` says what it waits for or what refused it; the status comment has
+ * the details, so the text does not go stale when the state moves without the gate changing.
+ */
+export function gateCheckOutput(
+  verdict: GateVerdict,
+  why:
+    | { kind: "not_a_submission" }
+    | { kind: "state"; state: SubmissionState }
+    | { kind: "not_validated" }
+    | { kind: "run_awaiting_approval" },
+): { title: string; summary: string } {
+  if (why.kind === "not_a_submission")
+    return {
+      title: "Not a submission",
+      summary:
+        "This pull request changes no file under `submissions/`, so svc has no verdict on it: the branch's review rules decide.",
+    };
+  if (why.kind === "run_awaiting_approval")
+    return {
+      title: "Waiting for a maintainer to approve the validation run",
+      summary:
+        "GitHub holds the workflows of a first-time contributor until a maintainer with write access approves them (**Approve and run**). Validation starts then.",
+    };
+  if (why.kind === "not_validated")
+    return {
+      title: "This commit is not validated yet",
+      summary: "svc lets a submission merge once a moderator approved it at its head commit.",
+    };
+  const label = stateDefinition(why.state).label;
+  if (verdict === "success")
+    return {
+      title: `Approved: ${label}`,
+      summary: "A moderator approved this submission at this commit; an admin may merge it.",
+    };
+  if (verdict === "failure")
+    return {
+      title: `Not mergeable: ${label}`,
+      summary: "This submission cannot be merged as it is; the svc status comment says why and what to do.",
+    };
+  return {
+    title: "Waiting for validation and a moderator's review",
+    summary:
+      "svc lets a submission merge once every check passed and a moderator approved it at its head commit; the svc status comment says where it stands.",
+  };
+}
+
+/** The note on the status comment while the validation run waits for a maintainer's approval. */
+export function runApprovalNote(runUrl: string | null): string {
+  return `**The validation run waits for approval.** GitHub does not run the workflows of a first-time contributor's pull request until a maintainer with write access approves them, so a maintainer must approve the first run${
+    runUrl && SAFE_URL.test(runUrl) ? ` ([the run](${runUrl}))` : ""
+  }: **Approve and run** on this pull request (or in the Actions tab). Validation starts then; the submitter has nothing to do. Moderators find every such pull request under the label \`${AWAITING_RUN_APPROVAL_LABEL}\`.`;
+}
+
+/** The sweep's reminder on a submission that has waited for changes: the record is for one commit. */
+export interface ReminderRecord {
+  headSha: string;
+  at: string;
+}
+
+export function staleReminderComment(input: {
+  record: ReminderRecord;
+  submitter: string | null;
+  waitedDays: number;
+  closeAfterDays: number;
+}): string {
+  const who = input.submitter ? `${submitterName(input.submitter)}, a` : "A";
+  return [
+    `${REMINDER_MARKER} ${JSON.stringify(input.record)} -->`,
+    `${who} moderator requested changes to this submission ${input.waitedDays} days ago, and nothing has been pushed since. Push a fix and validation and review run again; or close this pull request if you no longer want to submit it.`,
+    "",
+    `Without a push, this pull request is closed in ${input.closeAfterDays} days (nothing is lost: the same release can be submitted again later).`,
+  ].join("\n");
+}
+
+export function staleClosedNote(closeAfterDays: number): string {
+  return `Closed by the svc sweep: changes were requested, and nothing was pushed in the ${closeAfterDays} days after the reminder. The release can be submitted again at any time (a new pull request, or the release again through release intake).`;
+}
+
+export function autoMergedNote(): string {
+  return "Merged by the svc sweep: a moderator approved this commit and every check passed. The publish workflow puts it in the catalog and posts the receipt here.";
+}
+
+/** What the sweep did with one pull request, for the job summary. */
+export interface SweptPullRequest {
+  number: number;
+  /** The steps taken, in order (each a short phrase); empty when nothing was needed. */
+  did: string[];
+  /** Why nothing (more) was done, when that is worth saying. */
+  note: string | null;
+}
+
+/** The sweep's job summary: what it did to each pull request, what waits for people, what it left. */
+export function sweepSummary(input: {
+  swept: SweptPullRequest[];
+  awaitingRunApproval: number[];
+  deferred: number[];
+  remaining: number | null;
+}): string {
+  const out = ["## svc sweep", ""];
+  const acted = input.swept.filter((p) => p.did.length > 0 || p.note);
+  out.push(
+    `${input.swept.length} open pull request(s) re-derived, ${input.swept.filter((p) => p.did.length > 0).length} changed.`,
+    "",
+  );
+  if (acted.length > 0) {
+    out.push("| pull request | done | note |", "|---|---|---|");
+    for (const p of acted)
+      out.push(
+        `| #${p.number} | ${p.did.join("; ") || "nothing"} | ${p.note ? inlineCode(p.note, 300) : ""} |`,
+      );
+    out.push("");
+  }
+  if (input.awaitingRunApproval.length > 0)
+    out.push(
+      `**Waiting for a maintainer to approve the validation run** (label \`${AWAITING_RUN_APPROVAL_LABEL}\`): ${input.awaitingRunApproval.map((n) => `#${n}`).join(", ")}`,
+      "",
+    );
+  if (input.deferred.length > 0)
+    out.push(
+      `**Left for the next sweep** (the API budget ran low${input.remaining === null ? "" : `: ${input.remaining} requests left`}): ${input.deferred.map((n) => `#${n}`).join(", ")}`,
+      "",
+    );
+  return `${out.join("\n").trimEnd()}\n`;
 }
 
 export const DISMISSAL_MESSAGE =

@@ -108,6 +108,13 @@ export function decideReview(view: SubmissionView, event: Extract<BotEvent, { ki
   if (view.statusVoid) return voidStatus(view);
   if (event.commitId !== view.headSha)
     return nothing(view, `the review is of ${event.commitId}, not the head ${view.headSha}`);
+  // The state is that of the commit it was decided for: a push the bot has not handled yet (its
+  // delivery still queued or given up on) leaves the head unvalidated, and nothing approves it.
+  if (view.stored?.headSha !== view.headSha)
+    return nothing(
+      view,
+      `the state is for ${view.stored?.headSha ?? "no commit"}, not the head ${view.headSha}`,
+    );
   const action = event.verdict === "approved" ? "approve" : "request_changes";
   const moved = walk(view.state, [[action, "moderator"]]);
   if (!moved.ok) {
@@ -236,6 +243,14 @@ export function decidePortalDecision(
   if (view.statusVoid) return voidStatus(view);
   const moved = walk(view.state, [[event.decision, "moderator"]]);
   if (!moved.ok) return nothing(view, moved.message);
+  if (
+    (event.decision === "approve" || event.decision === "request_changes") &&
+    view.stored?.headSha !== view.headSha
+  )
+    return nothing(
+      view,
+      `the state is for ${view.stored?.headSha ?? "no commit"}, not the head ${view.headSha}`,
+    );
   if (!view.open && event.decision !== "hide" && event.decision !== "unhide")
     return nothing(view, "the pull request is closed");
   const note = portalDecisionNote(event.decision, event.moderator, event.notes);

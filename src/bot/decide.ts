@@ -7,6 +7,7 @@ import type { SubmissionProblem } from "../github/submission-files.ts";
 import type { ReportCheck, SubmissionReport } from "../github/submission-report.ts";
 import type { Action, Actor } from "../workflow/machine.ts";
 import {
+  AWAITING_RUN_APPROVAL_LABEL,
   annotationMessage,
   checkRunName,
   checkRunOutput,
@@ -14,6 +15,7 @@ import {
   deliveryFailedNote,
   type PublishReceipt,
   receiptComment,
+  runApprovalNote,
   SHAPE_CHECK_ID,
   shapeCheckOutput,
 } from "./comments.ts";
@@ -28,6 +30,7 @@ import {
   type BotAction,
   type BotEvent,
   type CheckRunAction,
+  gateCheckRun,
   nothing,
   type Plan,
   type SvcCommand,
@@ -83,7 +86,7 @@ export function parseCommand(body: string): SvcCommand | null {
 }
 
 export function decide(view: SubmissionView, event: BotEvent): Plan {
-  if (view.shape.kind === "not_a_submission") return nothing(view, "not a submission pull request");
+  if (view.shape.kind === "not_a_submission") return decideNotASubmission(view, event);
   switch (event.kind) {
     case "pushed":
       return decidePush(view, event.action);
@@ -105,7 +108,53 @@ export function decide(view: SubmissionView, event: BotEvent): Plan {
       return decideDeliveryFailed(view, event);
     case "status_edited":
       return decideStatusEdited(view, event);
+    case "run_awaiting_approval":
+      return decideRunAwaitingApproval(view, event);
   }
+}
+
+/**
+ * A pull request that adds nothing under submissions/ (a maintainer's change to the portal): svc has
+ * no verdict, and its gate passes on every new head so the ruleset's required check is there; the
+ * branch's review rules decide. Nothing else is written on it.
+ */
+function decideNotASubmission(view: SubmissionView, event: BotEvent): Plan {
+  if (event.kind !== "pushed" || !view.open) return nothing(view, "not a submission pull request");
+  return {
+    from: view.state,
+    to: view.state,
+    actions: [gateCheckRun(view.headSha, "success", { kind: "not_a_submission" })],
+    log: ["not a submission pull request: the gate passes"],
+  };
+}
+
+/**
+ * The head's validation run waits for a maintainer's approval: the status comment says so and the
+ * label lists it for moderators; the state stays validating (the approved run reports as usual).
+ */
+function decideRunAwaitingApproval(
+  view: SubmissionView,
+  event: Extract<BotEvent, { kind: "run_awaiting_approval" }>,
+): Plan {
+  if (event.headSha !== view.headSha)
+    return nothing(view, `the held run is of ${event.headSha}; a newer push (${view.headSha}) superseded it`);
+  if (view.state !== "validating" || view.stored?.headSha !== view.headSha)
+    return nothing(view, `not waiting for a report (state ${view.state})`);
+  if (view.awaitingRunApproval) return nothing(view, "already marked as waiting for the run's approval");
+  return {
+    from: view.state,
+    to: view.state,
+    actions: [
+      { type: "add_label", name: AWAITING_RUN_APPROVAL_LABEL },
+      ...statusActions(view, view.state, {
+        notes: [runApprovalNote(event.runUrl)],
+        runUrl: event.runUrl,
+        keepAwaitingLabel: true,
+      }),
+      gateCheckRun(view.headSha, "pending", { kind: "run_awaiting_approval" }),
+    ],
+    log: ["the validation run waits for a maintainer's approval"],
+  };
 }
 
 /**
@@ -347,7 +396,11 @@ function decideDeliveryFailed(
   return {
     from: view.state,
     to: view.state,
-    actions: statusActions(view, view.state, { notes: [note], retryable: view.stored?.retryable === true }),
+    actions: statusActions(view, view.state, {
+      notes: [note],
+      retryable: view.stored?.retryable === true,
+      ...(view.stored ? { headSha: view.stored.headSha } : {}),
+    }),
     log: [],
   };
 }

@@ -4,6 +4,9 @@
 import { classifySubmission, type SubmissionShape } from "../github/submission-files.ts";
 import { STATES, type SubmissionState } from "../workflow/machine.ts";
 import {
+  AWAITING_RUN_APPROVAL_LABEL,
+  REMINDER_MARKER,
+  type ReminderRecord,
   STATE_LABEL_PREFIX,
   STATUS_MARKER,
   type StoredStatus,
@@ -49,6 +52,8 @@ export interface SubmissionView {
   statusCommentId: number | null;
   /** state:* labels currently on the pull request. */
   stateLabels: string[];
+  /** The pull request carries AWAITING_RUN_APPROVAL_LABEL (its validation run waits for a maintainer). */
+  awaitingRunApproval: boolean;
   /** Approving reviews still on record (a push dismisses them). */
   approvals: Array<{ id: number; login: string }>;
   pendingQueue: number[];
@@ -172,6 +177,32 @@ export function readStoredStatus(
   return { commentId: comment.id, stored: sealed ? stored : null, void: !sealed };
 }
 
+/**
+ * The sweep's newest reminder for `headSha`, written by the app (a person's comment with the marker
+ * counts for nothing); null when there is none.
+ */
+export function readReminder(
+  comments: ReadonlyArray<{ body: string; authorLogin: string }>,
+  headSha: string,
+  botLogins: readonly string[],
+): ReminderRecord | null {
+  let newest: ReminderRecord | null = null;
+  for (const comment of comments) {
+    if (!isBot(comment.authorLogin, botLogins) || !comment.body.startsWith(REMINDER_MARKER)) continue;
+    const end = comment.body.indexOf("-->");
+    if (end < 0) continue;
+    try {
+      const value = JSON.parse(comment.body.slice(REMINDER_MARKER.length, end)) as Partial<ReminderRecord>;
+      if (value.headSha !== headSha || typeof value.at !== "string" || Number.isNaN(Date.parse(value.at)))
+        continue;
+      if (!newest || value.at > newest.at) newest = { headSha, at: value.at };
+    } catch {
+      // A reminder whose record does not parse is not a reminder.
+    }
+  }
+  return newest;
+}
+
 export function deriveSubmission(info: PullRequestInfo, trust: TrustOptions): SubmissionView {
   const status = readStoredStatus(
     info.comments,
@@ -206,6 +237,7 @@ export function deriveSubmission(info: PullRequestInfo, trust: TrustOptions): Su
     stored,
     statusCommentId: status.commentId,
     stateLabels: info.labels.filter((l) => l.startsWith(STATE_LABEL_PREFIX)),
+    awaitingRunApproval: info.labels.includes(AWAITING_RUN_APPROVAL_LABEL),
     approvals,
     pendingQueue: info.pendingQueue,
     packageUrl: typeof sidecar?.package?.url === "string" ? sidecar.package.url : null,

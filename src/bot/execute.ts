@@ -88,6 +88,18 @@ async function perform(
       } else await api.rest.issues.updateComment({ ...repo, comment_id: action.commentId, body });
       return;
     }
+    case "add_label":
+      await api.rest.issues.addLabels({ ...repo, issue_number: number, labels: [action.name] });
+      return;
+    case "remove_label":
+      await removeLabel(api, repo, number, action.name);
+      return;
+    case "close_pull_request":
+      await api.rest.pulls.update({ ...repo, pull_number: number, state: "closed" });
+      return;
+    case "merge_pull_request":
+      await api.rest.pulls.merge({ ...repo, pull_number: number, sha: action.sha });
+      return;
     case "rerun_validation":
       await api.rest.actions.reRunWorkflow({ ...repo, run_id: action.runId });
       return;
@@ -96,8 +108,9 @@ async function perform(
         ...repo,
         name: action.name,
         head_sha: action.headSha,
-        status: "completed",
-        conclusion: action.conclusion,
+        ...(action.conclusion === null
+          ? { status: "in_progress" as const }
+          : { status: "completed" as const, conclusion: action.conclusion }),
         output: {
           title: action.title,
           summary: action.summary,

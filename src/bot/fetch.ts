@@ -39,6 +39,10 @@ export interface PullRequestInfo {
   headSha: string;
   /** The head branch: what the app's submitter record is sealed to. */
   headRef: string;
+  /** When the pull request last changed (a push, a comment, a label): the sweep leaves fresh ones to the bot. */
+  updatedAt: string | null;
+  /** GitHub's mergeability (null while it is still computing it). */
+  mergeable: boolean | null;
   files: ChangedFile[];
   /** GitHub's count of changed files (the file list stops at 3,000); null when not reported. */
   changedFiles: number | null;
@@ -101,6 +105,8 @@ export async function fetchPullRequestInfo(
     body: pr.body ?? "",
     headSha: pr.head.sha,
     headRef: pr.head.ref,
+    updatedAt: pr.updated_at ?? null,
+    mergeable: typeof pr.mergeable === "boolean" ? pr.mergeable : null,
     files: changed,
     changedFiles,
     labels: pr.labels.map((l) => l.name),

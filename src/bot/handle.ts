@@ -10,6 +10,7 @@ import {
   SUBMISSION_REPORT_FILE,
   SUBMISSION_REPORT_MAX_BYTES,
   type SubmissionReport,
+  submissionReportArtifact,
 } from "../github/submission-report.ts";
 import { inflateEntry, readZipStructure } from "../validation/zip/reader.ts";
 import { maySubmit } from "../contracts/ownership.ts";
@@ -97,7 +98,8 @@ export async function handleSubmissionEvent(
   const trust = { botLogins: options.botLogins, statusKey: options.statusKey };
   const info = await fetchPullRequestInfo(api, repo, number);
   const view = deriveSubmission(info, trust);
-  if (view.shape.kind === "not_a_submission")
+  // A pull request that is not a submission only gets its gate, on a push.
+  if (view.shape.kind === "not_a_submission" && pending.kind !== "pushed")
     return { number, plan: null, executed: [], log: ["not a submission pull request"] };
   let event: BotEvent;
   if (pending.kind === "status_edit_pending") {
@@ -179,6 +181,8 @@ export interface WorkflowRunInfo {
   conclusion: string | null;
   headSha: string;
   htmlUrl: string;
+  /** Which attempt of the run finished (a re-run is the same run, attempt 2 and on); null when not sent. */
+  attempt?: number | null;
   /** Pull requests GitHub attached to the run (empty for a pull request from a fork). */
   pullRequests?: number[];
   /** The head branch and its owner: how a fork's pull request is found. */
@@ -194,6 +198,7 @@ export interface WorkflowRunPayload {
   conclusion: string | null;
   head_sha: string;
   html_url: string;
+  run_attempt?: number | null;
   pull_requests?: Array<{ number: number } | null> | null;
   head_branch?: string | null;
   head_repository?: { owner?: { login?: string } | null } | null;
@@ -208,6 +213,8 @@ export function workflowRunInfo(run: WorkflowRunPayload): WorkflowRunInfo {
     conclusion: run.conclusion ?? null,
     headSha: run.head_sha,
     htmlUrl: run.html_url,
+    attempt:
+      Number.isSafeInteger(run.run_attempt) && (run.run_attempt as number) > 0 ? run.run_attempt : null,
     pullRequests: (run.pull_requests ?? []).flatMap((pr) => (pr ? [pr.number] : [])),
     headBranch: run.head_branch ?? null,
     headOwner: run.head_repository?.owner?.login ?? null,
@@ -217,6 +224,8 @@ export function workflowRunInfo(run: WorkflowRunPayload): WorkflowRunInfo {
 /** What a finished validation run means for the pull requests it validated. */
 export type ValidationOutcome =
   | { kind: "ignored"; why: string }
+  /** GitHub holds the run for a maintainer's approval (a first-time contributor's pull request). */
+  | { kind: "awaiting_approval"; numbers: number[]; headSha: string; runUrl: string }
   | { kind: "report"; number: number; report: SubmissionReport; runUrl: string }
   | { kind: "incomplete"; numbers: number[]; headSha: string; problem: SubmissionProblem; runUrl: string };
 
@@ -244,13 +253,20 @@ export async function readValidationRun(
       return { kind: "ignored", why: `${problem.code}: no open pull request has head ${run.headSha}` };
     return { kind: "incomplete", numbers, headSha: run.headSha, problem, runUrl: run.htmlUrl };
   };
-  const bytes = await downloadReportArtifact(api, repo, run.id);
+  // Held for "Approve and run": no job ran, so there is no artifact to look for.
+  if (run.conclusion === "action_required") {
+    const numbers = await findPullRequestsOfRun(api, repo, run);
+    if (numbers.length === 0)
+      return { kind: "ignored", why: `action_required: no open pull request has head ${run.headSha}` };
+    return { kind: "awaiting_approval", numbers, headSha: run.headSha, runUrl: run.htmlUrl };
+  }
+  const bytes = await downloadReportArtifact(api, repo, run.id, run.attempt ?? null);
   if (!bytes) {
     // A successful run without a report is the portal's own staged upload (its worker reports).
     if (!UNFINISHED_CONCLUSIONS.has(run.conclusion ?? ""))
       return {
         kind: "ignored",
-        why: `run ${run.id} (${run.conclusion}) has no ${SUBMISSION_REPORT_ARTIFACT} artifact`,
+        why: `run ${run.id} (${run.conclusion}) has no ${SUBMISSION_REPORT_ARTIFACT} artifact for attempt ${run.attempt ?? "?"}`,
       };
     return incomplete({
       code: "validation_run_failed",
@@ -292,23 +308,23 @@ export async function applyValidationOutcome(
       ),
     ];
   const handled: HandledEvent[] = [];
-  for (const number of outcome.numbers) {
-    handled.push(
-      await handleSubmissionEvent(
-        api,
-        repo,
-        number,
-        {
-          kind: "validation_incomplete",
-          headSha: outcome.headSha,
-          problem: outcome.problem,
-          runUrl: outcome.runUrl,
-        },
-        options,
-      ),
-    );
-  }
+  for (const number of outcome.numbers)
+    handled.push(await handleSubmissionEvent(api, repo, number, outcomeEvent(outcome), options));
   return handled;
+}
+
+/** The event an outcome about several pull requests is for each of them. */
+export function outcomeEvent(
+  outcome: Extract<ValidationOutcome, { kind: "incomplete" | "awaiting_approval" }>,
+): Extract<BotEvent, { kind: "validation_incomplete" | "run_awaiting_approval" }> {
+  return outcome.kind === "awaiting_approval"
+    ? { kind: "run_awaiting_approval", headSha: outcome.headSha, runUrl: outcome.runUrl }
+    : {
+        kind: "validation_incomplete",
+        headSha: outcome.headSha,
+        problem: outcome.problem,
+        runUrl: outcome.runUrl,
+      };
 }
 
 /**
@@ -360,6 +376,20 @@ export async function findValidationRun(
   headSha: string,
   workflowPath: string,
 ): Promise<ValidationRunRef | null> {
+  const run = await latestValidationRun(api, repo, headSha, workflowPath);
+  return run ? { id: run.id, status: run.status, conclusion: run.conclusion } : null;
+}
+
+/**
+ * The latest run of the validation workflow for a commit as the reporter reads a finished one (the
+ * sweep's catch-up when its workflow_run delivery was lost), with its status.
+ */
+export async function latestValidationRun(
+  api: GitHubApi,
+  repo: RepoRef,
+  headSha: string,
+  workflowPath: string,
+): Promise<(WorkflowRunInfo & { status: string | null }) | null> {
   const { data } = await api.rest.actions.listWorkflowRuns({
     ...repo,
     workflow_id: workflowPath.split("/").pop()!,
@@ -368,7 +398,11 @@ export async function findValidationRun(
     per_page: 1,
   });
   const run = data.workflow_runs[0];
-  return run ? { id: run.id, status: run.status ?? null, conclusion: run.conclusion ?? null } : null;
+  if (!run) return null;
+  return {
+    ...workflowRunInfo({ ...run, path: run.path ?? workflowPath, event: run.event ?? "pull_request" }),
+    status: run.status ?? null,
+  };
 }
 
 /** After every retry failed: the pull request's status comment says so (and may end retryable). */
@@ -417,20 +451,38 @@ export async function handlePublishReceipt(
   return handleSubmissionEvent(api, repo, number, { kind: "published", receipt }, options);
 }
 
+/**
+ * The report of one attempt of a validation run (submissionReportArtifact). Another attempt's
+ * report is never taken for it: a re-run whose upload failed has no report, which is a retryable
+ * failure, not the earlier attempt's verdict. Without an attempt (an event that does not say), the
+ * newest attempt's is read.
+ */
 export async function downloadReportArtifact(
   api: GitHubApi,
   repo: RepoRef,
   runId: number,
+  attempt: number | null = null,
 ): Promise<Uint8Array | null> {
   const artifacts = await api.paginate(api.rest.actions.listWorkflowRunArtifacts, {
     ...repo,
     run_id: runId,
     per_page: 100,
   });
-  // A re-run (`/svc revalidate`) adds the new attempt's artifact beside the old one: the newest counts.
-  const artifact = artifacts
-    .filter((a) => a.name === SUBMISSION_REPORT_ARTIFACT && !a.expired)
-    .sort((a, b) => b.id - a.id)[0];
+  const attemptOf = (name: string): number | null => {
+    // Runs that started before the per-attempt name uploaded `submission-report`: only a first attempt did.
+    if (name === SUBMISSION_REPORT_ARTIFACT) return 1;
+    const match = /^submission-report-([1-9][0-9]{0,5})$/.exec(name);
+    return match ? Number(match[1]) : null;
+  };
+  const candidates = artifacts
+    .filter((a) => !a.expired)
+    .map((a) => ({ artifact: a, attempt: attemptOf(a.name) }))
+    .filter((c) => c.attempt !== null && (attempt === null || c.attempt === attempt))
+    .sort(
+      (a, b) =>
+        b.attempt! - a.attempt! || (a.artifact.name === submissionReportArtifact(a.attempt!) ? -1 : 1),
+    );
+  const artifact = candidates[0]?.artifact;
   if (!artifact) return null;
   if (artifact.size_in_bytes > SUBMISSION_REPORT_MAX_BYTES) return null;
   const { data } = await api.rest.actions.downloadArtifact({

@@ -5,7 +5,17 @@
 import type { SubmissionProblem } from "../github/submission-files.ts";
 import type { ReportCheck, SubmissionReport } from "../github/submission-report.ts";
 import { type Action, type Actor, type SubmissionState, transition } from "../workflow/machine.ts";
-import { type PublishReceipt, renderStatusComment, type StoredStatus, stateLabel } from "./comments.ts";
+import {
+  AWAITING_RUN_APPROVAL_LABEL,
+  checkRunName,
+  GATE_CHECK_ID,
+  type GateVerdict,
+  gateCheckOutput,
+  type PublishReceipt,
+  renderStatusComment,
+  type StoredStatus,
+  stateLabel,
+} from "./comments.ts";
 import type { SubmissionView } from "./derive.ts";
 
 export type SvcCommand =
@@ -52,6 +62,11 @@ export type BotEvent =
   | { kind: "validation_incomplete"; headSha: string; problem: SubmissionProblem; runUrl: string | null }
   /** The bot gave up on an event for this pull request after every retry. */
   | { kind: "delivery_failed"; event: string; deliveryId: string; attempts: number; error: string }
+  /**
+   * A validation run of `headSha` ended `action_required`: GitHub holds a first-time contributor's
+   * workflows until a maintainer approves them.
+   */
+  | { kind: "run_awaiting_approval"; headSha: string; runUrl: string | null }
   | { kind: "closed"; merged: boolean }
   | { kind: "published"; receipt: PublishReceipt }
   /**
@@ -82,7 +97,8 @@ export interface CheckRunAction {
   type: "create_check_run";
   name: string;
   headSha: string;
-  conclusion: "success" | "failure" | "skipped";
+  /** null: the run is written in_progress (a verdict still to come; it blocks a required check). */
+  conclusion: "success" | "failure" | "skipped" | null;
   title: string;
   summary: string;
   text?: string;
@@ -98,6 +114,12 @@ export interface CheckRunAction {
 
 export type BotAction =
   | { type: "set_state_label"; add: string; remove: string[] }
+  /** A label beside the state label (AWAITING_RUN_APPROVAL_LABEL). */
+  | { type: "add_label"; name: string }
+  | { type: "remove_label"; name: string }
+  | { type: "close_pull_request" }
+  /** Merges the pull request only while its head is still `sha` (GitHub refuses otherwise). */
+  | { type: "merge_pull_request"; sha: string }
   /** The body carries `stored` unsealed; execute seals it as it writes (the key never reaches decide). */
   | { type: "upsert_status_comment"; commentId: number | null; stored: StoredStatus; body: string }
   | CheckRunAction
@@ -134,6 +156,70 @@ export interface StatusExtras {
   notes?: string[];
   runUrl?: string | null;
   retryable?: boolean;
+  /**
+   * The commit the written state is for, when it is not the head: a state kept as it was (a
+   * delivery that failed) stays the state of the commit it was decided for, never the head's.
+   */
+  headSha?: string;
+  /** Keep AWAITING_RUN_APPROVAL_LABEL (every other status write removes it). */
+  keepAwaitingLabel?: boolean;
+}
+
+/** What the gate lets merge in each state: only an approval (or what follows it) passes. */
+export function gateVerdict(state: SubmissionState): GateVerdict {
+  switch (state) {
+    case "approved":
+    case "published":
+    case "hidden":
+    case "superseded":
+      return "success";
+    case "validation_failed":
+    case "changes_requested":
+    case "rejected":
+    case "cancelled":
+      return "failure";
+    case "draft":
+    case "uploaded":
+    case "validating":
+    case "pending_review":
+      return "pending";
+  }
+}
+
+/** The gate check run on `headSha`. */
+export function gateCheckRun(
+  headSha: string,
+  verdict: GateVerdict,
+  why: Parameters<typeof gateCheckOutput>[1],
+): CheckRunAction {
+  return {
+    type: "create_check_run",
+    name: checkRunName(GATE_CHECK_ID),
+    headSha,
+    conclusion: verdict === "pending" ? null : verdict,
+    ...gateCheckOutput(verdict, why),
+    annotations: [],
+  };
+}
+
+/**
+ * The gate after a status write, when it changes: a state written for another commit than the head
+ * leaves the head unvalidated (pending), whatever the state. Unchanged (same commit, same verdict,
+ * a stored state that verified), it is not written again: the gate of that commit already says it,
+ * and the sweep writes it where it is missing.
+ */
+function gateAfter(view: SubmissionView, to: SubmissionState, stateHead: string): CheckRunAction | null {
+  const verdict = stateHead === view.headSha ? gateVerdict(to) : "pending";
+  const before =
+    view.stored && !view.statusVoid && view.stored.headSha === view.headSha
+      ? gateVerdict(view.stored.state)
+      : null;
+  if (before === verdict) return null;
+  return gateCheckRun(
+    view.headSha,
+    verdict,
+    stateHead === view.headSha ? { kind: "state", state: to } : { kind: "not_validated" },
+  );
 }
 
 export function statusActions(
@@ -146,7 +232,7 @@ export function statusActions(
   const position = to === "pending_review" ? (inQueue < 0 ? queueLength : inQueue + 1) : null;
   const stored: StoredStatus = {
     state: to,
-    headSha: view.headSha,
+    headSha: extras.headSha ?? view.headSha,
     ...(extras.retryable ? { retryable: true } : {}),
   };
   const record = view.submitterRecord;
@@ -174,6 +260,11 @@ export function statusActions(
   if (remove.length > 0 || !view.stateLabels.includes(label))
     actions.push({ type: "set_state_label", add: label, remove });
   actions.push({ type: "upsert_status_comment", commentId: view.statusCommentId, stored, body });
+  if (view.awaitingRunApproval && !extras.keepAwaitingLabel)
+    actions.push({ type: "remove_label", name: AWAITING_RUN_APPROVAL_LABEL });
+  // After the comment: the gate never says more than the stored state it follows.
+  const gate = gateAfter(view, to, stored.headSha);
+  if (gate) actions.push(gate);
   return actions;
 }
 

@@ -5,6 +5,17 @@ import type { SubmissionProblem } from "./submission-files.ts";
 export const SUBMISSION_REPORT_SCHEMA = "svc.submission-report.v1";
 /** The artifact and file name the validate workflow uploads and the reporting step downloads. */
 export const SUBMISSION_REPORT_ARTIFACT = "submission-report";
+
+/**
+ * The artifact of one attempt of a validation run: `submission-report-{run_attempt}`. An artifact
+ * name is unique within a workflow run, every attempt included, so a re-run (`/svc revalidate`)
+ * cannot upload under the first attempt's name (the upload fails with 409 and the earlier report
+ * is all the run has), and `overwrite: true` deletes before it uploads, which races. One name per
+ * attempt is never refused, and the reporter reads exactly the attempt the event names.
+ */
+export function submissionReportArtifact(attempt: number): string {
+  return `${SUBMISSION_REPORT_ARTIFACT}-${attempt}`;
+}
 export const SUBMISSION_REPORT_FILE = "submission-report.json";
 /** A report is a few kilobytes; anything bigger is refused before parsing. */
 export const SUBMISSION_REPORT_MAX_BYTES = 1024 * 1024;

@@ -306,7 +306,8 @@ export function createGitHubLink(options: GitHubLinkOptions): GitHubLink {
 async function readCheckRuns(api: GitHubApi, repo: RepoRef, headSha: string): Promise<CheckEntry[] | null> {
   try {
     const runs = await api.paginate(api.rest.checks.listForRef, { ...repo, ref: headSha, per_page: 100 });
-    const ours = runs.filter((r) => r.name.startsWith("svc / "));
+    // The gate is the merge verdict, not a validation check.
+    const ours = runs.filter((r) => r.name.startsWith("svc / ") && r.name !== "svc / gate");
     if (ours.length === 0) return null;
     return ours.map((r) => ({
       id: r.name.slice("svc / ".length),

@@ -82,7 +82,7 @@ it("a status comment created beside the bot's (outside the queue) converges to o
     world.comments = world.comments.filter((c) => c.id !== Number(req.params.comment_id));
     return { status: 204 };
   });
-  world.expectStatusComment("update");
+  world.expectStatusComment("update").expectGate();
   await bot.deliver("pull_request", world.pullRequestPayload("opened"));
   github.assertDone();
   expect(statusComments(world).map((c) => c.id)).toEqual([900]);

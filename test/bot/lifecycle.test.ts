@@ -73,7 +73,7 @@ async function step(name: string, run: () => Promise<void>): Promise<void> {
 describe("a submission pull request, opened -> validated -> approved -> merged -> published", () => {
   it("moves through every state with one check run per check, one living comment and a mirrored label", async () => {
     await step("01-opened", async () => {
-      world.expectFetch().expectLabel().expectStatusComment("create");
+      world.expectFetch().expectLabel().expectStatusComment("create").expectGate();
       expect((await bot.deliver("pull_request", pullRequestPayload("opened"))).status).toBe(202);
     });
     expect(world.labels).toEqual(["state:validating"]);
@@ -114,7 +114,8 @@ describe("a submission pull request, opened -> validated -> approved -> merged -
         .expectModeratorPolicy()
         .expectOwnership()
         .expectLabel()
-        .expectStatusComment("update");
+        .expectStatusComment("update")
+        .expectGate();
       expect(
         (await bot.deliver("pull_request_review", reviewPayload("moderator-mia", "approved"))).status,
       ).toBe(202);
@@ -199,20 +200,23 @@ describe("what the bot refuses", () => {
     const tampered = { ...submissionReport(world.headSha), injected: true };
     expectReportArtifact(bot.github, tampered);
     bot.github.expect("GET /repos/{owner}/{repo}/pulls", openPulls);
-    world.expectFetch().expectLabel().expectStatusComment("update");
+    world.expectFetch().expectLabel().expectStatusComment("update").expectGate();
     expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha))).status).toBe(202);
     bot.github.assertDone();
     expect(world.labels).toEqual(["state:validation_failed"]);
     expect(world.statusComment()!.body).toContain('"retryable":true');
     expect(world.statusComment()!.body).toContain("`report_invalid`");
-    expect(bot.github.calls("POST /repos/{owner}/{repo}/check-runs")).toEqual([]);
+    // No check of the report's is shown: only the gate, failed.
+    const checkRunNames = () =>
+      bot.github.calls("POST /repos/{owner}/{repo}/check-runs").map((c) => (c.body as { name: string }).name);
+    expect(checkRunNames()).toEqual(["svc / gate"]);
 
     // Another repository's report is not this run's report: refused before anything is read.
     const foreign = { ...submissionReport(world.headSha), repository: "someone/else" };
-    expectReportArtifact(bot.github, foreign);
+    expectReportArtifact(bot.github, foreign, undefined, 2);
     expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha, 2))).status).toBe(202);
     bot.github.assertDone();
-    expect(bot.github.calls("POST /repos/{owner}/{repo}/check-runs")).toEqual([]);
+    expect(checkRunNames()).toEqual(["svc / gate"]);
   });
 
   it("fails validation with annotations on the sidecar and the reproduce command", async () => {
@@ -225,7 +229,7 @@ describe("what the bot refuses", () => {
         }),
       );
       world.expectFetch().expectLabel().expectStatusComment("update");
-      bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } }, 15);
+      bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } }, 16);
       expect((await bot.deliver("workflow_run", workflowRunPayload(world.headSha))).status).toBe(202);
     });
     expect(world.labels).toEqual(["state:validation_failed"]);
@@ -236,7 +240,7 @@ describe("what the bot refuses", () => {
           c.body as { name: string; conclusion: string; output: { annotations?: Array<{ path: string }> } },
       )
       .filter((b) => b.conclusion === "failure");
-    expect(failed.map((b) => b.name)).toEqual(["svc / artifact_hash"]);
+    expect(failed.map((b) => b.name)).toEqual(["svc / artifact_hash", "svc / gate"]);
     expect(failed[0]!.output.annotations?.[0]?.path).toBe(SIDECAR_PATH);
     await expect(maskSeals(world.statusComment()!.body)).toMatchFileSnapshot(
       `${SCENARIOS}failed-validation/01-report.comment.txt`,
@@ -253,7 +257,7 @@ describe("what the bot refuses", () => {
     });
     world.headSha = "d".repeat(40);
     await step("../new-push/01-synchronize", async () => {
-      world.expectFetch().expectLabel().expectStatusComment("update");
+      world.expectFetch().expectLabel().expectStatusComment("update").expectGate();
       bot.github.expect("PUT /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/dismissals", {
         status: 200,
         body: { id: 80 },
@@ -290,7 +294,8 @@ describe("what the bot refuses", () => {
         .expectModeratorPolicy()
         .expectOwnership()
         .expectLabel()
-        .expectStatusComment("update");
+        .expectStatusComment("update")
+        .expectGate();
       expect(
         (await bot.deliver("issue_comment", comment("moderator-mia", "/svc reject bundles a crypto miner")))
           .status,

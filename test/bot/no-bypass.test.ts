@@ -39,12 +39,13 @@ describe("a pull request that adds a sidecar and edits the validate workflow", (
 
   it("fails at once on its shape, and its forged all-passed report shows no green check", async () => {
     world.expectFetch({ sidecar: false }).expectLabel().expectStatusComment("create");
-    bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } });
+    bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } }, 2);
     expect((await bot.deliver("pull_request", world.pullRequestPayload("opened"))).status).toBe(202);
     bot.github.assertDone();
     expect(world.labels).toEqual(["state:validation_failed"]);
     expect(checkRuns()).toEqual([
       expect.objectContaining({ name: "svc / submission", conclusion: "failure" }),
+      expect.objectContaining({ name: "svc / gate", conclusion: "failure" }),
     ]);
     expect(checkRuns()[0]!.output.text).toContain("submission_touches_other_files");
 
@@ -64,10 +65,13 @@ describe("a pull request that adds a sidecar and edits the validate workflow", (
     const forged = { ...submissionReport(world.headSha), sidecarPath: null };
     expectReportArtifact(bot.github, forged);
     world.expectFetch({ sidecar: false }).expectLabel().expectStatusComment("update");
-    bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } });
+    bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } }, 2);
     await bot.deliver("workflow_run", world.workflowRunPayload(world.headSha));
     bot.github.assertDone();
-    expect(checkRuns().map((c) => [c.name, c.conclusion])).toEqual([["svc / submission", "failure"]]);
+    expect(checkRuns().map((c) => [c.name, c.conclusion])).toEqual([
+      ["svc / submission", "failure"],
+      ["svc / gate", "failure"],
+    ]);
     expect(world.labels).toEqual(["state:validation_failed"]);
   });
 });
@@ -95,10 +99,13 @@ describe("a report checked against the sidecar the bot reads at the head commit"
       forge(report);
       expectReportArtifact(bot.github, report);
       world.expectFetch().expectLabel().expectStatusComment("update");
-      bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } });
+      bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } }, 2);
       await bot.deliver("workflow_run", world.workflowRunPayload(world.headSha));
       bot.github.assertDone();
-      expect(checkRuns().map((c) => [c.name, c.conclusion])).toEqual([["svc / submission", "failure"]]);
+      expect(checkRuns().map((c) => [c.name, c.conclusion])).toEqual([
+        ["svc / submission", "failure"],
+        ["svc / gate", "failure"],
+      ]);
       expect(checkRuns()[0]!.output.text).toContain("report_mismatch");
       expect(world.labels).toEqual(["state:validation_failed"]);
       expect(world.statusComment()!.body).not.toContain('"retryable"');

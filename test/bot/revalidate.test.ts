@@ -54,7 +54,7 @@ describe("a failure outside the package ends visible and retryable", () => {
     };
     expectReportArtifact(bot.github, report);
     world.expectFetch().expectLabel().expectStatusComment("update");
-    bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } });
+    bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } }, 2);
     await bot.deliver("workflow_run", world.workflowRunPayload(world.headSha));
     bot.github.assertDone();
     expect(world.labels).toEqual(["state:validation_failed"]);
@@ -68,7 +68,7 @@ describe("a failure outside the package ends visible and retryable", () => {
     bot.github.assertDone();
     expect(world.labels).toEqual(["state:validation_failed"]);
 
-    world.expectFetch().expectModeratorPolicy().expectLabel().expectStatusComment("update");
+    world.expectFetch().expectModeratorPolicy().expectLabel().expectStatusComment("update").expectGate();
     expectLatestRun();
     bot.github.expect("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun", { status: 201, body: {} });
     const before = writes().length;
@@ -84,6 +84,7 @@ describe("a failure outside the package ends visible and retryable", () => {
       "DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}",
       "POST /repos/{owner}/{repo}/issues/{issue_number}/labels",
       "PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}",
+      "POST /repos/{owner}/{repo}/check-runs",
     ]);
     expect(bot.github.calls("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun")[0]!.params.run_id).toBe(
       String(RUN_ID),
@@ -103,7 +104,7 @@ describe("a failure outside the package ends visible and retryable", () => {
     report.report!.passed = false;
     expectReportArtifact(bot.github, report);
     world.expectFetch().expectLabel().expectStatusComment("update");
-    bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } }, 15);
+    bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } }, 16);
     await bot.deliver("workflow_run", world.workflowRunPayload(world.headSha));
     bot.github.assertDone();
     expect(stored()).toMatchObject({ state: "validation_failed", retryable: true });
@@ -122,7 +123,7 @@ describe("a failure outside the package ends visible and retryable", () => {
       submissionReport(world.headSha, { fail: { artifact_hash: ["sha256 differs"] } }),
     );
     world.expectFetch().expectLabel().expectStatusComment("update");
-    bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } }, 15);
+    bot.github.expect("POST /repos/{owner}/{repo}/check-runs", { body: { id: 1 } }, 16);
     await bot.deliver("workflow_run", world.workflowRunPayload(world.headSha));
     bot.github.assertDone();
     expect(stored()).toEqual({ state: "validation_failed", headSha: world.headSha });
@@ -138,13 +139,15 @@ describe("a validation run without a report", () => {
 
   it("that failed leaves the pull request validation_failed and retryable, not validating", async () => {
     noArtifacts();
-    world.expectRunPullRequests().expectFetch().expectLabel().expectStatusComment("update");
+    world.expectRunPullRequests().expectFetch().expectLabel().expectStatusComment("update").expectGate();
     await bot.deliver("workflow_run", world.workflowRunPayload(world.headSha, "failure"));
     bot.github.assertDone();
     expect(world.labels).toEqual(["state:validation_failed"]);
     expect(stored()).toMatchObject({ retryable: true });
     expect(world.statusComment()!.body).toContain("`validation_run_failed`");
-    expect(bot.github.calls("POST /repos/{owner}/{repo}/check-runs")).toEqual([]);
+    expect(
+      bot.github.calls("POST /repos/{owner}/{repo}/check-runs").map((c) => (c.body as { name: string }).name),
+    ).toEqual(["svc / gate"]);
   });
 
   it("cancelled because a newer push superseded it is ignored", async () => {
@@ -162,7 +165,7 @@ describe("a validation run without a report", () => {
 
   it("cancelled while still the head (by hand, or a runner lost) ends retryable", async () => {
     noArtifacts();
-    world.expectRunPullRequests().expectFetch().expectLabel().expectStatusComment("update");
+    world.expectRunPullRequests().expectFetch().expectLabel().expectStatusComment("update").expectGate();
     await bot.deliver("workflow_run", world.workflowRunPayload(world.headSha, "cancelled"));
     bot.github.assertDone();
     expect(stored()).toMatchObject({ state: "validation_failed", retryable: true });
@@ -183,7 +186,7 @@ describe("a delivery that keeps failing", () => {
       2,
     );
     // After the last attempt GitHub answers again: the failure is written where people look.
-    world.expectFetch().expectLabel().expectStatusComment("update");
+    world.expectFetch().expectLabel().expectStatusComment("update").expectGate();
     const delivered = await bot.deliver("pull_request", world.pullRequestPayload("synchronize"));
     bot.github.assertDone();
     expect(world.labels).toEqual(["state:validation_failed"]);

@@ -14,6 +14,7 @@ import {
   type PullRequestState,
 } from "./github-repository.ts";
 import { renderStoredStatus } from "../../src/bot/comments.ts";
+import { submissionReportArtifact } from "../../src/github/submission-report.ts";
 import type { SubmissionState } from "../../src/workflow/machine.ts";
 import { testStatusKey } from "./bot-harness.ts";
 import { issueComment, pullRequestFileEntry } from "./github-fixtures.ts";
@@ -212,6 +213,11 @@ export class PullRequestWorld extends GitHubRepository {
     return this.script(`POST ${COMMENTS}`).script(`GET ${COMMENTS}`);
   }
 
+  /** The gate check run (`svc / gate`), written when the verdict for the head commit changes. */
+  expectGate(): this {
+    return this.script("POST /repos/{owner}/{repo}/check-runs");
+  }
+
   expectReply(): this {
     return this.script(`POST ${COMMENTS}`);
   }
@@ -234,13 +240,13 @@ export class PullRequestWorld extends GitHubRepository {
   }
 }
 
-/** A validation run's submission-report artifact (a ZIP), listed and downloaded once. */
-export function expectReportArtifact(github: GitHubServer, report: unknown, runId = RUN_ID): void {
+/** A validation run's submission-report artifact of one attempt (a ZIP), listed and downloaded once. */
+export function expectReportArtifact(github: GitHubServer, report: unknown, runId = RUN_ID, attempt = 1): void {
   const repository = new GitHubRepository(github, PORTAL);
   const text = typeof report === "string" ? report : JSON.stringify(report);
   repository.addArtifact(
     runId,
-    "submission-report",
+    submissionReportArtifact(attempt),
     writeZip([{ name: "submission-report.json", data: text }]),
   );
   for (const route of [
