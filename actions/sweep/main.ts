@@ -1,0 +1,4 @@
+import { sweepStep } from "../../src/pipeline/sweep-step.ts";
+import { runStep } from "../run-step.ts";
+
+runStep(sweepStep);
