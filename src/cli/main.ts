@@ -36,6 +36,11 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run: Com
     summary: "run every validation check on a package and its sidecar",
     load: () => import("./validate.ts"),
   },
+  github: {
+    summary:
+      "`github doctor`: name every repository setting that differs from what the portal needs; `github ruleset`: the ruleset to import",
+    load: () => import("./github.ts"),
+  },
   keys: {
     summary: "create, rotate and explain the catalog's TUF signing keys; `keys sign` signs the built site",
     load: () => import("./keys.ts"),
