@@ -11,7 +11,7 @@ const ROOT = new URL("../../", import.meta.url).pathname;
 describe("committed action bundles match a fresh build (check-dist)", () => {
   const names = actionNames() as string[];
   it("every action folder has a bundle", () => {
-    expect(names).toEqual(["publish", "report", "submit", "sync", "validate"]);
+    expect(names).toEqual(["publish", "report", "submit", "sweep", "sync", "validate"]);
   });
   for (const name of names) {
     it(`actions/${name}/dist/index.js`, async () => {
