@@ -241,7 +241,12 @@ export class PullRequestWorld extends GitHubRepository {
 }
 
 /** A validation run's submission-report artifact of one attempt (a ZIP), listed and downloaded once. */
-export function expectReportArtifact(github: GitHubServer, report: unknown, runId = RUN_ID, attempt = 1): void {
+export function expectReportArtifact(
+  github: GitHubServer,
+  report: unknown,
+  runId = RUN_ID,
+  attempt = 1,
+): void {
   const repository = new GitHubRepository(github, PORTAL);
   const text = typeof report === "string" ? report : JSON.stringify(report);
   repository.addArtifact(
