@@ -1,16 +1,11 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishRelease } from "../../src/catalog/publisher.ts";
 import { createPgliteStore, migrate } from "../../src/store/index.ts";
-import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
-import {
-  type CatalogProject,
-  catalogProject,
-  modRelease,
-  publisherOptions,
-} from "../support/catalog-project.ts";
+import { catalogProject, modRelease, publisherOptions } from "../support/catalog-project.ts";
+import { asProject, differences, withClock } from "../support/crash-fixtures.ts";
 import { runCli } from "../support/run-cli.ts";
 import {
   copyTree,
@@ -249,37 +244,6 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("svc import killed at ever
     expect(await treeProblems(root), `after another publication: ${what}`).toEqual([]);
   }
 });
-
-let clockHeld: Promise<unknown> = Promise.resolve();
-/** Runs fn with Date frozen at iso; one at a time, since the fake clock is the whole process's. */
-function withClock<T>(iso: string, fn: () => Promise<T>): Promise<T> {
-  const run = clockHeld.then(async () => {
-    vi.useFakeTimers({ toFake: ["Date"], now: new Date(iso) });
-    try {
-      return await fn();
-    } finally {
-      vi.useRealTimers();
-    }
-  });
-  clockHeld = run.catch(() => undefined);
-  return run;
-}
-
-/** The fields of a catalog project publisherOptions reads, for a copied tree. */
-function asProject(root: string): CatalogProject {
-  return {
-    root,
-    siteDir: join(root, "site"),
-    recordsDir: join(root, "records"),
-    config: loadPortalConfig(join(root, "portal.config.json")),
-  } as CatalogProject;
-}
-
-/** Paths whose bytes differ between two trees (missing on one side included), for a readable failure. */
-function differences(actual: Record<string, string>, expected: Record<string, string>): string[] {
-  const paths = new Set([...Object.keys(actual), ...Object.keys(expected)]);
-  return [...paths].filter((p) => actual[p] !== expected[p]).sort();
-}
 
 /** Whether a process is stopped (state T in /proc): the SIGSTOP of the fault preload took effect. */
 function stopped(pid: number): boolean {

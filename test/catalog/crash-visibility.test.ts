@@ -15,6 +15,7 @@ import {
   treeProblems,
 } from "../support/crash.ts";
 import { type Call, client, type SignedIn, signUpAndSignIn } from "../support/http-harness.ts";
+import { differences } from "../support/crash-fixtures.ts";
 import { runCli } from "../support/run-cli.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
 
@@ -82,11 +83,6 @@ const decide = (origin: string, decision: Decision) =>
     cookie: moderator.cookie,
     csrf: moderator.csrf,
   });
-
-function differences(actual: Record<string, string>, expected: Record<string, string>): string[] {
-  const paths = new Set([...Object.keys(actual), ...Object.keys(expected)]);
-  return [...paths].filter((p) => actual[p] !== expected[p]).sort();
-}
 
 /**
  * A portal copied from `from`, a serve whose preload counts from the decision on (its clock fixed,
