@@ -6,7 +6,7 @@
  * page and upload_status show it; renderReleaseDiffMarkdown is the same diff for a pull request
  * comment (the bot's status comment can call it as it stands).
  */
-import type { Dependency, Entrypoint } from "./records.ts";
+import type { Dependency, Entrypoint, ReleaseRecord } from "./records.ts";
 
 /** One file of a package, as the validator measured it; the signature only where it was sniffed. */
 export interface DiffFile {
@@ -34,6 +34,35 @@ export interface ReleaseSide {
   entrypoints: readonly Entrypoint[];
   dependencies: readonly Dependency[];
   modConfig?: { file?: string; settings?: readonly ConfigOption[] } | null;
+}
+
+/**
+ * The version a release is compared with: the mod's last published version (published or
+ * superseded, newest publication; a hidden one is not offered to players) other than `version`.
+ */
+export function lastPublishedRecord(
+  records: readonly ReleaseRecord[],
+  version: string,
+): ReleaseRecord | null {
+  const visible = records.filter(
+    (r) => r.version !== version && (r.status === "published" || r.status === "superseded"),
+  );
+  return (
+    visible.sort((a, b) => (a.publishedAt < b.publishedAt ? 1 : a.publishedAt > b.publishedAt ? -1 : 0))[0] ??
+    null
+  );
+}
+
+/** A release record as the baseline side of a diff. */
+export function recordSide(record: ReleaseRecord): ReleaseSide {
+  return {
+    version: record.version,
+    packageSizeBytes: record.packageSizeBytes,
+    files: record.files ?? null,
+    entrypoints: record.entrypoints,
+    dependencies: record.dependencies,
+    modConfig: (record.modConfig ?? null) as ReleaseSide["modConfig"],
+  };
 }
 
 /** What the validation contract says is native (content.nativeBinaryExtensions and friends). */
@@ -430,13 +459,14 @@ function code(text: string): string {
 
 const SEVERITY_WORDS = { high: "**Look closely:**", notice: "**Notice:**", info: "" } as const;
 
-function riskLine(risk: Risk): string {
+function riskLine(risk: Risk, maxPaths: number): string {
   // The risk messages name paths, which are untrusted: they are written again from the paths, as code.
   const paths = risk.paths ?? [];
   const listed = `: ${paths.join(", ")}`;
   const named = paths.length > 0 && risk.message.endsWith(listed);
   const message = named ? risk.message.slice(0, -listed.length) : risk.message;
-  const suffix = named ? `: ${paths.map(code).join(", ")}` : "";
+  const more = paths.length > maxPaths ? ` and ${paths.length - maxPaths} more` : "";
+  const suffix = named ? `: ${paths.slice(0, maxPaths).map(code).join(", ")}${more}` : "";
   const prefix = SEVERITY_WORDS[risk.severity];
   return `- ${prefix ? `${prefix} ` : ""}${escapeText(message)}${suffix}`;
 }
@@ -447,12 +477,17 @@ function escapeText(text: string): string {
 }
 
 /**
- * The diff as GitHub-flavoured Markdown for the bot's status comment: the risk summary, then a
- * table of changed files (at most maxFiles rows; the rest are counted), the size change and the
- * manifest changes. Every path is a code span, so nothing in a package's names renders as markup.
+ * The diff as GitHub-flavoured Markdown for the bot's status comment: the risk summary (each risk
+ * names at most maxPaths paths; the rest are counted), then a table of changed files (at most
+ * maxFiles rows; the rest are counted), the size change and the manifest changes. Every path is a
+ * code span, so nothing in a package's names renders as markup.
  */
-export function renderReleaseDiffMarkdown(diff: ReleaseDiff, options: { maxFiles?: number } = {}): string {
+export function renderReleaseDiffMarkdown(
+  diff: ReleaseDiff,
+  options: { maxFiles?: number; maxPaths?: number } = {},
+): string {
   const maxFiles = options.maxFiles ?? 50;
+  const maxPaths = options.maxPaths ?? 20;
   const lines: string[] = [];
   lines.push(
     diff.firstRelease
@@ -460,7 +495,7 @@ export function renderReleaseDiffMarkdown(diff: ReleaseDiff, options: { maxFiles
       : `### Changes in ${escapeText(diff.version)} since ${escapeText(diff.baseline!.version)}`,
     "",
   );
-  for (const risk of diff.risks) lines.push(riskLine(risk));
+  for (const risk of diff.risks) lines.push(riskLine(risk, maxPaths));
   if (diff.risks.length > 0) lines.push("");
   const rows: string[] = [];
   const files = diff.files;

@@ -47,6 +47,16 @@ export interface ValidationContract {
 
 const MIB = 1024 * 1024;
 
+/**
+ * What the contract calls native and script: also what the bot's release diff flags, since the bot
+ * has no checked-out site to read the contract from.
+ */
+export const NATIVE_RULES = {
+  nativeBinaryExtensions: [".dll", ".exe"],
+  nativeBinaryDirectory: "Binaries/Win64",
+  scriptExtensions: [".lua"],
+} as const;
+
 /** The ZIP caps the framework validation contract publishes (also what `svc new` uses without a site). */
 export const DEFAULT_ZIP_CAPS = {
   maxEntries: 25_000,
@@ -117,8 +127,8 @@ export function buildValidationContract(
         ".ttf",
         ".otf",
       ],
-      nativeBinaryExtensions: [".dll", ".exe"],
-      nativeBinaryDirectory: "Binaries/Win64",
+      nativeBinaryExtensions: [...NATIVE_RULES.nativeBinaryExtensions],
+      nativeBinaryDirectory: NATIVE_RULES.nativeBinaryDirectory,
       forbiddenExtensions: [
         ".bat",
         ".cmd",
@@ -152,7 +162,7 @@ export function buildValidationContract(
         ".cab",
         ".iso",
       ],
-      scriptExtensions: [".lua"],
+      scriptExtensions: [...NATIVE_RULES.scriptExtensions],
       configExtensions: [".json", ".ini", ".toml", ".cfg"],
     },
     signatures: {

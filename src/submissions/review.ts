@@ -9,13 +9,13 @@ import { findAccounts } from "../accounts/account-lookup.ts";
 import { suspensionHistory } from "../accounts/upload-suspensions.ts";
 import { loadModRecords } from "../catalog/records.ts";
 import type { PortalConfig } from "../config/portal-config.ts";
-import type { ReleaseRecord } from "../contracts/records.ts";
 import {
   computeReleaseDiff,
   isNativeFile,
+  lastPublishedRecord,
   type NativeRules,
   type ReleaseDiff,
-  type ReleaseSide,
+  recordSide,
 } from "../contracts/release-diff.ts";
 import { schemaRegistry } from "../contracts/schemas.ts";
 import { buildValidationContract } from "../contracts/validation-contract.ts";
@@ -74,28 +74,6 @@ function packageFilesView(inventory: PackageInventory | null, rules: NativeRules
   };
 }
 
-/** The mod's last published version (published or superseded, newest publication) other than this one. */
-function lastPublished(records: readonly ReleaseRecord[], version: string): ReleaseRecord | null {
-  const visible = records.filter(
-    (r) => r.version !== version && (r.status === "published" || r.status === "superseded"),
-  );
-  return (
-    visible.sort((a, b) => (a.publishedAt < b.publishedAt ? 1 : a.publishedAt > b.publishedAt ? -1 : 0))[0] ??
-    null
-  );
-}
-
-function sideOf(record: ReleaseRecord): ReleaseSide {
-  return {
-    version: record.version,
-    packageSizeBytes: record.packageSizeBytes,
-    files: record.files ?? null,
-    entrypoints: record.entrypoints,
-    dependencies: record.dependencies,
-    modConfig: (record.modConfig ?? null) as ReleaseSide["modConfig"],
-  };
-}
-
 /**
  * The release, its files and its diff: for everyone who may see the submission. releaseDiff is
  * null until a complete file list is known (validation running, failed part-way, or a package
@@ -113,7 +91,7 @@ export function releaseDetails(row: ReviewedRow, config: PortalConfig, records: 
         row.mod_id,
         schemaRegistry(records.config.baseUrl),
       );
-      const baseline = lastPublished(published, row.version);
+      const baseline = lastPublishedRecord(published, row.version);
       const sidecar = row.metadata;
       releaseDiff = computeReleaseDiff(
         {
@@ -124,7 +102,7 @@ export function releaseDetails(row: ReviewedRow, config: PortalConfig, records: 
           dependencies: sidecar.dependencies,
           modConfig: sidecar.modConfig ?? null,
         },
-        baseline ? sideOf(baseline) : null,
+        baseline ? recordSide(baseline) : null,
         rules,
       );
     } else releaseDiff = null;
