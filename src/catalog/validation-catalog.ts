@@ -1,7 +1,14 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { CatalogDocument, VersionRecord } from "../contracts/catalog.ts";
-import { SITE_PATHS } from "../contracts/urls.ts";
+import type {
+  CatalogDocument,
+  CatalogMod,
+  ModDetailDocument,
+  ModVersionsDocument,
+  VersionRecord,
+} from "../contracts/catalog.ts";
+import { portalUrls, SITE_PATHS } from "../contracts/urls.ts";
+import { sha256Hex } from "../lib/hash.ts";
 
 const MOD_ID = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 
@@ -43,4 +50,145 @@ export function catalogWithSubmissionVersions(
       }
     }),
   };
+}
+
+/** Reads one site-relative file: its bytes, or null when there is none. Tests inject one to count reads. */
+export type SiteFileReader = (relativePath: string) => Buffer | null;
+
+export function siteFileReader(siteDir: string): SiteFileReader {
+  return (relativePath) => {
+    try {
+      return readFileSync(join(siteDir, relativePath));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw error;
+    }
+  };
+}
+
+/** Where the top-level mods array starts in catalog.json as the site writes it (serializeDocument). */
+const MODS_KEY = Buffer.from('\n  "mods": [');
+/** The header (every field but mods) is a few hundred bytes; this much is decoded to find it. */
+const HEADER_WINDOW = 64 * 1024;
+
+/** catalog.json without its mods, parsed from the bytes before the mods array; null in another layout. */
+function catalogHeader(bytes: Buffer): Omit<CatalogDocument, "mods"> | null {
+  const at = bytes.subarray(0, HEADER_WINDOW).indexOf(MODS_KEY);
+  if (at < 0) return null;
+  try {
+    const header = JSON.parse(
+      `${bytes.subarray(0, at).toString("utf8")}\n  "mods": []\n}`,
+    ) as CatalogDocument;
+    if (header.schema !== "svc.catalog.v1" || typeof header.baseUrl !== "string") return null;
+    const { mods: _, ...rest } = header;
+    return rest;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the bytes hold this string as a JSON string value (JSON.stringify writes one escaping). */
+function mentions(bytes: Buffer, value: string): boolean {
+  return bytes.indexOf(JSON.stringify(value)) >= 0;
+}
+
+function parseJson<T>(bytes: Buffer | null): T | null {
+  if (!bytes) return null;
+  try {
+    return JSON.parse(bytes.toString("utf8")) as T;
+  } catch {
+    return null;
+  }
+}
+
+/** The artifact URL semantic_version compares (the sidecar's, or the portal's own for it). */
+function artifactUrlOf(sidecar: unknown, baseUrl: string): string | null {
+  const s = sidecar as {
+    modId?: unknown;
+    version?: unknown;
+    package?: { url?: unknown; fileName?: unknown };
+  } | null;
+  if (!s || typeof s !== "object") return null;
+  if (typeof s.package?.url === "string") return s.package.url;
+  if (typeof s.modId !== "string" || typeof s.version !== "string" || typeof s.package?.fileName !== "string")
+    return null;
+  return portalUrls(baseUrl).artifact(s.modId, s.version, s.package.fileName);
+}
+
+/**
+ * One mod of the catalog as its own documents give it: the summary of mods/{id}/index.json, every
+ * version of mods/{id}/versions.json and the sha256 of that file's bytes (catalog.json's
+ * versionsSha256). Null when either is missing or unreadable.
+ */
+function readCatalogMod(read: SiteFileReader, modId: string): CatalogMod | null {
+  const versionsBytes = read(SITE_PATHS.modVersions(modId));
+  const versions = parseJson<ModVersionsDocument>(versionsBytes);
+  const detail = parseJson<ModDetailDocument>(read(SITE_PATHS.modDetail(modId)));
+  if (!versions || !detail || !Array.isArray(versions.versions) || versions.versions.length === 0)
+    return null;
+  if (detail.id !== modId || versions.modId !== modId) return null;
+  return {
+    id: detail.id,
+    name: detail.name,
+    summary: detail.summary,
+    authors: detail.authors,
+    tags: detail.tags,
+    latestVersion: detail.latestVersion,
+    detailUrl: detail.detailUrl,
+    versionsUrl: detail.versionsUrl,
+    pageUrl: detail.pageUrl,
+    updatedAt: detail.updatedAt,
+    versionsSha256: sha256Hex(versionsBytes!),
+    // Every version, newest first (versions.json's order): the catalog-aware checks see them all.
+    versions: versions.versions,
+  };
+}
+
+/**
+ * The catalog a submission's checks need, read from the site without parsing catalog.json: its
+ * header (the bytes before the mods array), then only the mods the checks look at, each from its own
+ * documents with every version: the submission's own mod, its dependencies, and every mod their
+ * newest versions depend on in turn (dependency_contract's cycle search walks exactly those). A mod
+ * counts as in the catalog when catalog.json names its versionsUrl, so a stale per-mod file of a mod
+ * the catalog dropped is never read as published.
+ *
+ * catalog.json's bytes are searched (not parsed) for the artifact URL the release would use:
+ * semantic_version refuses a URL any listed version serves. Only when the URL occurs, or when the
+ * file or a listed mod's documents are not as the site writes them, is the whole catalog parsed
+ * (catalogWithSubmissionVersions): same checks, same answers, the old cost.
+ */
+export function readSubmissionCatalog(
+  siteDir: string,
+  sidecar: unknown,
+  read: SiteFileReader = siteFileReader(siteDir),
+): CatalogDocument | null {
+  const bytes = read(SITE_PATHS.catalog);
+  if (!bytes) return null;
+  const whole = () => {
+    const catalog = parseJson<CatalogDocument>(bytes);
+    return catalog ? catalogWithSubmissionVersions(catalog, siteDir, sidecar) : null;
+  };
+  const header = catalogHeader(bytes);
+  if (!header) return whole();
+  const url = artifactUrlOf(sidecar, header.baseUrl);
+  if (url !== null && mentions(bytes, url)) return whole();
+  const urls = portalUrls(header.baseUrl);
+  const mods = new Map<string, CatalogMod>();
+  const queue = submissionModIds(sidecar);
+  const seen = new Set(queue);
+  for (let i = 0; i < queue.length; i++) {
+    const modId = queue[i]!;
+    if (!mentions(bytes, urls.modVersions(modId))) continue;
+    const mod = readCatalogMod(read, modId);
+    if (!mod) return whole();
+    mods.set(modId, mod);
+    for (const dep of mod.versions[0]!.dependencies ?? []) {
+      if (typeof dep?.modId === "string" && MOD_ID.test(dep.modId) && !seen.has(dep.modId)) {
+        seen.add(dep.modId);
+        queue.push(dep.modId);
+      }
+    }
+  }
+  const sorted = [...mods.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return { ...header, mods: sorted };
 }

@@ -8,7 +8,7 @@ import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
 import { validatePackage } from "../validation/runner.ts";
 import type { GameBuildsDocument } from "../validation/types.ts";
 import type { PackageValidator } from "./publisher.ts";
-import { catalogWithSubmissionVersions } from "./validation-catalog.ts";
+import { readSubmissionCatalog } from "./validation-catalog.ts";
 
 export interface RunnerValidatorOptions {
   /** The site whose committed documents (catalog, game builds, validation contract) the checks read. */
@@ -32,7 +32,10 @@ function readSiteJson<T>(siteDir: string, path: string): T | null {
  * The public documents the catalog-aware checks read: the policy (required: without it nothing can
  * be validated), and the catalog and compatibility matrix a manager sees now.
  */
-export function readValidationDocuments(siteDir: string): {
+export function readValidationDocuments(
+  siteDir: string,
+  options: { catalog?: boolean } = {},
+): {
   policy: ValidationContract;
   catalog: CatalogDocument | null;
   gameBuilds: GameBuildsDocument | null;
@@ -43,7 +46,8 @@ export function readValidationDocuments(siteDir: string): {
   }
   return {
     policy,
-    catalog: readSiteJson<CatalogDocument>(siteDir, SITE_PATHS.catalog),
+    // catalog: false when the caller reads only what a submission needs (readSubmissionCatalog).
+    catalog: options.catalog === false ? null : readSiteJson<CatalogDocument>(siteDir, SITE_PATHS.catalog),
     gameBuilds: readSiteJson<GameBuildsDocument>(siteDir, SITE_PATHS.gameBuilds),
   };
 }
@@ -55,12 +59,12 @@ export function readValidationDocuments(siteDir: string): {
  */
 export function runnerValidator(options: RunnerValidatorOptions): PackageValidator {
   return async (request) => {
-    const documents = readValidationDocuments(options.siteDir);
+    const documents = readValidationDocuments(options.siteDir, { catalog: false });
     const { report, files } = await validatePackage({
       package: { bytes: request.packageBytes },
       sidecar: request.sidecar,
       ...documents,
-      catalog: catalogWithSubmissionVersions(documents.catalog, options.siteDir, request.sidecar),
+      catalog: readSubmissionCatalog(options.siteDir, request.sidecar),
       scanner: options.scanner,
       ...(options.clock ? { clock: options.clock } : {}),
     });

@@ -1,8 +1,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { catalogWithSubmissionVersions } from "../catalog/validation-catalog.ts";
-import type { CatalogDocument } from "../contracts/catalog.ts";
+import { readSubmissionCatalog } from "../catalog/validation-catalog.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";
 import { createClamdScanner, parseClamdTarget } from "../validation/antivirus/clamd.ts";
@@ -181,11 +180,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     sidecar: sidecar.ok ? sidecar.value : undefined,
     ...(sidecar.ok ? {} : { sidecarParseError: sidecar.message }),
     policy,
-    catalog: catalogWithSubmissionVersions(
-      readSiteJson<CatalogDocument>(siteDir, SITE_PATHS.catalog),
-      siteDir,
-      sidecar.ok ? sidecar.value : undefined,
-    ),
+    catalog: readSubmissionCatalog(siteDir, sidecar.ok ? sidecar.value : undefined),
     gameBuilds: readSiteJson<GameBuildsDocument>(siteDir, SITE_PATHS.gameBuilds),
     scanner,
     antivirusDisabled: values["no-antivirus"] === true,

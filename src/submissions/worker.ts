@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { appendAuditEvent } from "../accounts/audit.ts";
+import { readSubmissionCatalog } from "../catalog/validation-catalog.ts";
 import { readValidationDocuments } from "../catalog/validator.ts";
 import type { CatalogDocument } from "../contracts/catalog.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
@@ -111,7 +112,11 @@ export async function runNextValidationJob(deps: WorkerDeps): Promise<JobOutcome
   const job = await claimJob(deps);
   if (!job) return null;
   const row = (await loadSubmission(deps.store, job.submission_id))!;
-  const documents = readValidationDocuments(deps.siteDir);
+  // Only the catalog entries this submission's checks read, not the whole catalog.json.
+  const documents = {
+    ...readValidationDocuments(deps.siteDir, { catalog: false }),
+    catalog: readSubmissionCatalog(deps.siteDir, row.metadata),
+  };
   const { report, inventory } = await validatePackage({
     package: { path: join(deps.storageRoot, row.staging_path ?? "") },
     sidecar: row.metadata,

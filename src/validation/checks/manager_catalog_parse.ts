@@ -49,8 +49,14 @@ export function prospectiveCatalog(catalog: CatalogDocument, sidecar: Sidecar, n
     releaseNotes: sidecar.releaseNotes,
     ...(sidecar.modConfig ? { modConfig: sidecar.modConfig } : {}),
   };
-  const doc: CatalogDocument = structuredClone(catalog);
-  let mod: CatalogMod | undefined = doc.mods.find((m) => m.id === sidecar.modId);
+  // Only the release's own entry changes: it alone is copied, never the whole catalog.
+  const doc: CatalogDocument = { ...catalog, mods: [...catalog.mods] };
+  const at = doc.mods.findIndex((m) => m.id === sidecar.modId);
+  let mod: CatalogMod | undefined;
+  if (at >= 0) {
+    mod = structuredClone(doc.mods[at]!);
+    doc.mods[at] = mod;
+  }
   if (!mod) {
     mod = {
       id: sidecar.modId,
@@ -88,15 +94,36 @@ export function prospectiveCatalog(catalog: CatalogDocument, sidecar: Sidecar, n
   return doc;
 }
 
+/**
+ * What this release changes for a manager: the mod's own catalog entry. The document parsed is that
+ * entry with the entries its newest version depends on (a dependency must resolve inside the
+ * catalog), every one in the shape catalog.json lists it (newest version only, no release notes),
+ * never the whole catalog: the other entries are untouched by the release, and parsing them cost
+ * most of a validation at 20,000 mods. Nothing else in the reader relates two entries (ids stay
+ * unique: the release replaces its mod's entry).
+ */
+export function managerView(doc: CatalogDocument, modId: string): CatalogDocument {
+  const byId = new Map(doc.mods.map((m) => [m.id, m]));
+  const own = byId.get(modId)!;
+  const ids = new Set([modId, ...(own.versions[0]?.dependencies ?? []).map((d) => d.modId)]);
+  const mods = doc.mods
+    .filter((m) => ids.has(m.id))
+    .map((m) => ({
+      ...m,
+      versions: m.versions.slice(0, 1).map((v) => toCatalogVersionRecord(v as VersionRecord)),
+    }));
+  return { ...doc, mods };
+}
+
 export function checkManagerCatalogParse(ctx: CheckContext): CheckOutcome {
   const sidecar = ctx.sidecar.valid;
   if (!sidecar) return blocked(ID, "sidecar_schema", "the catalog entry is built from a valid sidecar");
   if (!ctx.catalog)
     return failed("catalog_unavailable", ["the current catalog is needed to build the prospective one"]);
-  const doc = prospectiveCatalog(ctx.catalog, sidecar, ctx.now);
+  const doc = managerView(prospectiveCatalog(ctx.catalog, sidecar, ctx.now), sidecar.modId);
   const result = parseManagerCatalog(JSON.stringify(doc));
   if (!result.ok) return failed("manager_parse_failed", result.errors.slice(0, 50));
   return passed(ID, [
-    `the reference manager reader parses the catalog with ${sidecar.modId}@${sidecar.version} added (${result.mods} mod(s), ${result.versions} version(s))`,
+    `the reference manager reader parses ${sidecar.modId}'s catalog entry with ${sidecar.version} added, beside the ${result.mods - 1} entr${result.mods === 2 ? "y" : "ies"} it depends on`,
   ]);
 }
