@@ -77,6 +77,10 @@ export const ERROR_CODES = {
   scanner_unavailable: http(503, "no antivirus scanner is reachable"),
   config_invalid: http(500, "portal.config.json or an environment variable is invalid or missing"),
   drift_detected: http(500, "a generated file differs from what svc build writes"),
+  records_layout_outdated: http(
+    500,
+    "records/ is in the layout before sharding (records/mods/{modId}/{version}.json and the like): run svc records migrate and commit the result",
+  ),
 
   catalog_tampered: manager("the signed metadata or a signed document does not verify"),
   catalog_rollback: manager("the mirror offers older signed metadata than the client already trusts"),

@@ -1,10 +1,13 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { loadSiteInputs, renderSite, serializeDocument } from "../../src/catalog/site.ts";
+import { loadSiteInputs, renderSite } from "../../src/catalog/site.ts";
 import type { PortalConfig } from "../../src/config/portal-config.ts";
 import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
-import { RECORD_PATHS, type ReleaseRecord } from "../../src/contracts/records.ts";
+import { modRecordsText, ownersShardText } from "../../src/catalog/records.ts";
+import { appendChange, type ChangesPage, serializeChangesPage } from "../../src/contracts/changes.ts";
+import { claimOwnership, type ModOwnership } from "../../src/contracts/ownership.ts";
+import { RECORD_PATHS, type ReleaseRecord, recordShard } from "../../src/contracts/records.ts";
 
 const REPO_ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -22,8 +25,11 @@ export const benchModId = (m: number) => `mod-${String(m).padStart(5, "0")}`;
 
 /**
  * A portal of `mods` x `versions` releases in `root`: the repository's portal.config.json, one
- * release record per version as the publisher writes it (the newest published, the older
- * superseded; every tenth mod depends on mod-00000), and with `site` the site rendered from them by
+ * release record per version in the mod's records file (records/mods/{shard}/{modId}.json) as the
+ * publisher writes it (the newest published, the older superseded; every tenth mod depends on
+ * mod-00000); with `history` also every mod's ownership record (records/owners/{shard}.json) and the
+ * changes feed of every publication (records/changes/{folder}/{page}.json), as a portal that published
+ * all of them holds; and with `site` the site rendered from them by
  * the project's own renderSite. Generation is setup, not a measured path, so the site's files are
  * written straight to disk, without the commit's fsync per file (`svc build` is what benches time).
  *
@@ -39,6 +45,8 @@ export function generatePortal(options: {
   site: boolean;
   /** The portal's baseUrl instead of the repository's (a loopback server that serves the site). */
   baseUrl?: string;
+  /** Also the ownership records and the changes feed a portal that published every release holds. */
+  history?: boolean;
 }): GeneratedPortal {
   const { root, mods, versions } = options;
   const recordsDir = join(root, "records");
@@ -48,13 +56,44 @@ export function generatePortal(options: {
   writeFileSync(join(root, "portal.config.json"), `${JSON.stringify(configured, null, 2)}\n`);
   const config = loadPortalConfig(join(root, "portal.config.json"));
   const started = performance.now();
+  const write = (path: string, text: string) => {
+    mkdirSync(dirname(join(recordsDir, path)), { recursive: true });
+    writeFileSync(join(recordsDir, path), text);
+  };
+  const owners = new Map<string, ModOwnership[]>();
   for (let m = 0; m < mods; m++) {
     const modId = benchModId(m);
-    mkdirSync(join(recordsDir, "mods", modId), { recursive: true });
-    for (let v = 0; v < versions; v++) {
-      const record = releaseRecord(config, m, v, versions, options.artifacts);
-      writeFileSync(join(recordsDir, RECORD_PATHS.release(modId, record.version)), serializeDocument(record));
+    const releases = Array.from({ length: versions }, (_, v) =>
+      releaseRecord(config, m, v, versions, options.artifacts),
+    );
+    write(RECORD_PATHS.modRecords(modId), modRecordsText(modId, releases));
+    if (options.history) {
+      const shard = recordShard(modId);
+      const owner = { github: `author${m % 500}` };
+      const at = releases[0]!.publishedAt;
+      owners.set(shard, [...(owners.get(shard) ?? []), claimOwnership({ modId, owner, at })]);
     }
+  }
+  if (options.history) {
+    for (const [shard, list] of owners)
+      write(`${RECORD_PATHS.ownersDir}/${shard}.json`, ownersShardText(shard, list));
+    // One change per publication, oldest first: version by version, mod by mod.
+    let page: ChangesPage | null = null;
+    for (let v = 0; v < versions; v++)
+      for (let m = 0; m < mods; m++) {
+        const modId = benchModId(m);
+        const next = appendChange(page, {
+          modId,
+          version: `1.${v}.0`,
+          kind: "publish",
+          latestVersion: `1.${v}.0`,
+          at: new Date(Date.UTC(2026, 0, 1 + v, 0, m % 60)).toISOString(),
+        });
+        if (page && next.page !== page.page)
+          write(RECORD_PATHS.changesPage(page.page), serializeChangesPage(page));
+        page = next;
+      }
+    if (page) write(RECORD_PATHS.changesPage(page.page), serializeChangesPage(page));
   }
   const recordsMs = performance.now() - started;
   let siteMs = 0;

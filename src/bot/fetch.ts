@@ -3,7 +3,7 @@
  * Nothing here decides anything.
  */
 import type { ModOwnership } from "../contracts/ownership.ts";
-import { RECORD_PATHS } from "../contracts/records.ts";
+import { type OwnersShard, RECORD_PATHS, recordShard } from "../contracts/records.ts";
 import { formatIssues, SOURCE_SCHEMA_BASE, schemaRegistry } from "../contracts/schemas.ts";
 import { isNotFound, type GitHubApi, type RepoRef } from "../github/api.ts";
 import type { ChangedFile } from "../github/submission-files.ts";
@@ -194,10 +194,29 @@ export type OwnershipRead =
   | { kind: "claimed"; ownership: ModOwnership }
   | { kind: "unreadable"; message: string };
 
+/** A file of the default branch through the contents API: its bytes, null when absent, or why it is unreadable. */
+async function fetchFile(
+  api: GitHubApi,
+  repo: RepoRef,
+  path: string,
+  ref: string,
+): Promise<{ bytes: Buffer } | { unreadable: string } | null> {
+  try {
+    const { data } = await api.rest.repos.getContent({ ...repo, path, ref });
+    if (Array.isArray(data) || data.type !== "file" || !("content" in data))
+      return { unreadable: `${path} is not a file` };
+    return { bytes: Buffer.from(data.content, "base64") };
+  } catch (error) {
+    if (isNotFound(error)) return null;
+    throw error;
+  }
+}
+
 /**
- * records/owners/{modId}.json on the default branch, read through the contents API and checked
- * against its schema. A record that exists but cannot be read is never taken for "unclaimed": the
- * callers refuse what they cannot decide.
+ * The mod's entry of its owners shard (records/owners/{shard}.json) on the default branch, read
+ * through the contents API and checked against its schema. A record that exists but cannot be read
+ * is never taken for "unclaimed": the callers refuse what they cannot decide. So is a portal still on
+ * the layout before sharding (records/owners/{modId}.json): unreadable until `svc records migrate`.
  */
 export async function fetchOwnership(
   api: GitHubApi,
@@ -205,22 +224,26 @@ export async function fetchOwnership(
   modId: string,
   defaultBranch: string,
 ): Promise<OwnershipRead> {
-  const path = `records/${RECORD_PATHS.ownership(modId)}`;
-  let bytes: Buffer;
-  try {
-    const { data } = await api.rest.repos.getContent({ ...repo, path, ref: defaultBranch });
-    if (Array.isArray(data) || data.type !== "file" || !("content" in data))
-      return { kind: "unreadable", message: `${path} is not a file` };
-    bytes = Buffer.from(data.content, "base64");
-  } catch (error) {
-    if (isNotFound(error)) return { kind: "unclaimed" };
-    throw error;
+  const path = `records/${RECORD_PATHS.ownersShard(modId)}`;
+  const file = await fetchFile(api, repo, path, defaultBranch);
+  if (file === null) {
+    const old = `records/owners/${modId}.json`;
+    if (old !== path && (await fetchFile(api, repo, old, defaultBranch)) !== null)
+      return {
+        kind: "unreadable",
+        message: `${old} is in the records layout before sharding; run svc records migrate and commit the result`,
+      };
+    return { kind: "unclaimed" };
   }
-  const parsed = parseUntrustedJson(bytes, { maxBytes: 256 * 1024, maxDepth: 32 });
+  if ("unreadable" in file) return { kind: "unreadable", message: file.unreadable };
+  // The contents API serves files up to 1 MB: a shard reaches that only past ~250,000 mods.
+  const parsed = parseUntrustedJson(file.bytes, { maxBytes: 1024 * 1024, maxDepth: 32 });
   if (!parsed.ok) return { kind: "unreadable", message: `${path}: ${parsed.message}` };
-  const checked = schemaRegistry(SOURCE_SCHEMA_BASE).validate<ModOwnership>("mod-ownership", parsed.value);
+  const registry = schemaRegistry(SOURCE_SCHEMA_BASE);
+  const checked = registry.validate<OwnersShard<ModOwnership>>("owners-shard", parsed.value);
   if (!checked.ok) return { kind: "unreadable", message: `${path}: ${formatIssues(checked.issues, 3)}` };
-  if (checked.value.modId !== modId)
-    return { kind: "unreadable", message: `${path} names ${checked.value.modId}` };
-  return { kind: "claimed", ownership: checked.value };
+  if (checked.value.shard !== recordShard(modId))
+    return { kind: "unreadable", message: `${path} names shard ${checked.value.shard}` };
+  const ownership = checked.value.owners.find((o) => o.modId === modId);
+  return ownership ? { kind: "claimed", ownership } : { kind: "unclaimed" };
 }

@@ -3,17 +3,36 @@ import { join } from "node:path";
 import { formatIssues, type SchemaRegistry } from "../contracts/schemas.ts";
 import { CHANGES_PAGE_SIZE, type ChangesPage } from "../contracts/changes.ts";
 import { SvcError } from "../errors.ts";
-import { RECORD_PATHS } from "../contracts/records.ts";
+import { CHANGES_PAGES_PER_FOLDER, RECORD_PATHS } from "../contracts/records.ts";
+import { layoutOutdated } from "./records.ts";
 
-/** The page numbers records/changes holds, ascending (a directory listing, no file read). */
+/**
+ * The page numbers records/changes holds, ascending (directory listings, no file read): pages live
+ * in folders of CHANGES_PAGES_PER_FOLDER (records/changes/{floor(page/1000)}/{page}.json). A page at
+ * the top of records/changes is the layout before sharding (records_layout_outdated).
+ */
 export function changesPageNumbers(recordsDir: string): number[] {
   const dir = join(recordsDir, RECORD_PATHS.changesDir);
   if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .map((name) => /^(0|[1-9]\d*)\.json$/.exec(name))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => Number(m[1]))
-    .sort((a, b) => a - b);
+  const pages: number[] = [];
+  for (const name of readdirSync(dir)) {
+    if (/^(0|[1-9]\d*)\.json$/.test(name))
+      throw layoutOutdated(recordsDir, `${RECORD_PATHS.changesDir}/${name}`);
+    const folder = /^(0|[1-9]\d*)$/.exec(name);
+    if (!folder) continue;
+    for (const page of readdirSync(join(dir, name))) {
+      const m = /^(0|[1-9]\d*)\.json$/.exec(page);
+      if (!m) continue;
+      const n = Number(m[1]);
+      if (Math.floor(n / CHANGES_PAGES_PER_FOLDER) !== Number(folder[1]))
+        throw new SvcError(
+          "invalid_payload",
+          `${join(dir, name, page)} is in the wrong folder: page ${n} belongs in records/${RECORD_PATHS.changesPage(n)}`,
+        );
+      pages.push(n);
+    }
+  }
+  return pages.sort((a, b) => a - b);
 }
 
 function readPage(recordsDir: string, page: number, registry: SchemaRegistry): ChangesPage {
@@ -50,7 +69,7 @@ export function loadChangesPages(recordsDir: string, registry: SchemaRegistry): 
     if (i < pages.length - 1 && !full)
       throw new SvcError(
         "invalid_payload",
-        `records/changes/${page.page}.json is not full but is not the last page`,
+        `records/${RECORD_PATHS.changesPage(page.page)} is not full but is not the last page`,
       );
     if (i > 0 && pages[i - 1]!.page !== page.page - 1)
       throw new SvcError("invalid_payload", `records/changes has a gap before page ${page.page}`);

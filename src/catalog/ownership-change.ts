@@ -1,18 +1,17 @@
 /**
  * Changes of who may publish a mod (collaborators, trusted publishers, source repository, transfer):
- * one journaled commit of records/owners/{modId}.json and the mod's detail document, under the
+ * one journaled commit of the mod's owners shard (records/owners/{shard}.json) and its detail document, under the
  * publish lock, signed after the commit like a publication.
  */
 import { join, relative } from "node:path";
 import type { ModOwnership } from "../contracts/ownership.ts";
-import { RECORD_PATHS } from "../contracts/records.ts";
 import { formatIssues, schemaRegistry } from "../contracts/schemas.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
 import { SvcError } from "../errors.ts";
 import { commitFiles } from "./atomic-files.ts";
 import { owingSignature } from "./owed-signing.ts";
 import { locked, type PublisherOptions } from "./publisher.ts";
-import { loadOwnership, ownershipText } from "./records.ts";
+import { loadOwnership, ownershipWrite } from "./records.ts";
 import { loadSiteInputs, renderSite } from "./site.ts";
 
 export interface OwnershipChangeResult {
@@ -45,8 +44,9 @@ export async function changeOwnership(
     const inputs = loadSiteInputs(options.config, options.recordsDir);
     const ownerships = new Map(inputs.ownerships);
     ownerships.set(modId, next);
+    const owners = ownershipWrite(options.recordsDir, next, registry);
     const write = new Map<string, string>([
-      [rel(options.root, join(options.recordsDir, RECORD_PATHS.ownership(modId))), ownershipText(next)],
+      [rel(options.root, join(options.recordsDir, owners.path)), owners.text],
     ]);
     // A mod with no visible version has no detail document: the record alone changes.
     const detail = renderSite({ ...inputs, ownerships }, options.siteDir, now, {

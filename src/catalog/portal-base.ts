@@ -32,10 +32,10 @@ export function recordsAtBase(records: readonly ReleaseRecord[], baseUrl: string
   if (stranded.length > 0) {
     const first = stranded[0]!;
     const oldBase = publishedBase(first)!;
-    const files = stranded.map((r) => `records/${RECORD_PATHS.release(r.modId, r.version)}`);
+    const files = [...new Set(stranded.map((r) => `records/${RECORD_PATHS.modRecords(r.modId)}`))];
     throw new SvcError(
       "config_invalid",
-      `portal.config.json baseUrl is ${baseUrl}, but ${stranded.length} release(s) were published on the local portal at ${oldBase} (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", ..." : ""}); published artifact URLs never change. Either set baseUrl back to ${oldBase}, or remove those local releases and their files (for example: rm -r records/mods/${first.modId} site/downloads/mods/${first.modId}) and publish them again on this portal (svc import or an upload), then run svc build.`,
+      `portal.config.json baseUrl is ${baseUrl}, but ${stranded.length} release(s) were published on the local portal at ${oldBase} (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", ..." : ""}); published artifact URLs never change. Either set baseUrl back to ${oldBase}, or remove those local releases and their files (for example: rm records/${RECORD_PATHS.modRecords(first.modId)} && rm -r site/downloads/mods/${first.modId}) and publish them again on this portal (svc import or an upload), then run svc build.`,
       { details: { reason: "base_url_changed", baseUrl, publishedAt: oldBase, records: files } },
     );
   }

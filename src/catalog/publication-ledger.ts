@@ -1,6 +1,6 @@
 /**
  * The publish pipeline's memory of one submitted version, beside its release record:
- * records/publication/{modId}/{version}.json, committed with records/ and site/ by the same catalog
+ * records/publication/{shard}/{modId}/{version}.json (RECORD_PATHS.ledger), committed with records/ and site/ by the same catalog
  * commit. It holds what the next run must know and the release record cannot say:
  *
  * - `refusal`: why the sidecar was not published, when, how often, and when it may be judged again.
@@ -18,9 +18,11 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { writeFileAtomic } from "../lib/atomic-write.ts";
 import { parseUntrustedJson } from "../lib/untrusted-json.ts";
+import { RECORD_PATHS } from "../contracts/records.ts";
+import { layoutOutdated } from "./records.ts";
 
 export const LEDGER_SCHEMA = "svc.publication-ledger.v1";
-export const LEDGER_DIR = "publication";
+export const LEDGER_DIR = RECORD_PATHS.publicationDir;
 
 export interface RefusalEntry {
   code: string;
@@ -66,7 +68,7 @@ export interface LedgerEntry {
 
 /** Path below records/. */
 export function ledgerPath(modId: string, version: string): string {
-  return `${LEDGER_DIR}/${modId}/${version}.json`;
+  return RECORD_PATHS.ledger(modId, version);
 }
 
 export function emptyLedgerEntry(modId: string, version: string): LedgerEntry {
@@ -144,7 +146,12 @@ function readVisibility(v: unknown): VisibilityDecision | null | undefined {
 /** The entry of a version, or null when there is none or it cannot be read (module comment). */
 export function readLedgerEntry(recordsDir: string, modId: string, version: string): LedgerEntry | null {
   const path = join(recordsDir, ledgerPath(modId, version));
-  if (!existsSync(path)) return null;
+  if (!existsSync(path)) {
+    // Before sharding: records/publication/{modId}/{version}.json.
+    const old = `${LEDGER_DIR}/${modId}/${version}.json`;
+    if (existsSync(join(recordsDir, old))) throw layoutOutdated(recordsDir, old);
+    return null;
+  }
   const parsed = parseUntrustedJson(readFileSync(path), { maxBytes: 64 * 1024, maxDepth: 8 });
   if (!parsed.ok || !isObject(parsed.value)) return null;
   const v = parsed.value;

@@ -28,7 +28,14 @@ import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
 import { clearOwedSigning, owedSigningError, owingSignature, settleOwedSigning } from "./owed-signing.ts";
 import { renderModChange } from "./mod-change.ts";
 import { recordsAtBase } from "./portal-base.ts";
-import { loadModRecords, loadOptionalJson, loadOwnership, ownershipText } from "./records.ts";
+import {
+  findReleaseRecord,
+  loadModRecords,
+  loadOptionalJson,
+  loadOwnership,
+  modRecordsText,
+  ownershipWrite,
+} from "./records.ts";
 import {
   claimOwnership,
   describePrincipal,
@@ -143,10 +150,6 @@ export interface PublicationResult {
 
 const SIDECAR_SCHEMA = "svc.mod-release-submission.v1";
 
-function recordText(record: ReleaseRecord): string {
-  return `${JSON.stringify(record, null, 2)}\n`;
-}
-
 function rel(root: string, path: string): string {
   const r = relative(root, path);
   if (r.startsWith(".."))
@@ -214,10 +217,6 @@ function isSameRelease(existing: ReleaseRecord, sidecar: ReleaseSubmission, sha2
     releaseIdentity(existing, existing.sha256, existing.packageSizeBytes) ===
       releaseIdentity(sidecar, sha256, sidecar.package.sizeBytes)
   );
-}
-
-function readRecord(path: string): ReleaseRecord | null {
-  return existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as ReleaseRecord) : null;
 }
 
 function failedChecks(report: ValidationReport): ValidationCheckResult[] {
@@ -342,11 +341,20 @@ function commitPlan(
     );
   }
   const write = new Map<string, string | Uint8Array>();
-  for (const record of plan.touched) {
-    write.set(`${recordsRel}/${RECORD_PATHS.release(record.modId, record.version)}`, recordText(record));
+  // The mod's one records file, rewritten whole: the touched records as the plan has them, every
+  // other version byte-identical to what is stored (not as this portal's base reads it).
+  const registry = schemaRegistry(options.config.baseUrl);
+  const touched = new Map(plan.touched.map((r) => [r.version, r]));
+  const stored = loadModRecords(options.recordsDir, plan.modId, registry);
+  const releases = [
+    ...stored.map((r) => touched.get(r.version) ?? r),
+    ...plan.touched.filter((r) => !stored.some((s) => s.version === r.version)),
+  ];
+  write.set(`${recordsRel}/${RECORD_PATHS.modRecords(plan.modId)}`, modRecordsText(plan.modId, releases));
+  if (plan.claimed && plan.ownership) {
+    const owners = ownershipWrite(options.recordsDir, plan.ownership, registry);
+    write.set(`${recordsRel}/${owners.path}`, owners.text);
   }
-  if (plan.claimed && plan.ownership)
-    write.set(`${recordsRel}/${RECORD_PATHS.ownership(plan.modId)}`, ownershipText(plan.ownership));
   write.set(
     `${recordsRel}/${RECORD_PATHS.changesPage(rendered.changesPage.page)}`,
     serializeChangesPage(rendered.changesPage),
@@ -447,12 +455,11 @@ export async function publishRelease(
     { timeoutMs: options.lockTimeoutMs ?? 60_000 },
   );
   // A cheap early answer; the authoritative check repeats under the lock on freshly loaded records.
-  const recordPath = join(options.recordsDir, RECORD_PATHS.release(key.modId, key.version));
-  const existing = readRecord(recordPath);
+  const existing = findReleaseRecord(options.recordsDir, key.modId, key.version);
   if (existing) {
     if (!isSameRelease(existing, sidecar, sha256)) throw versionExists(existing);
     return locked(options, async () => {
-      const current = readRecord(recordPath);
+      const current = findReleaseRecord(options.recordsDir, key.modId, key.version);
       if (!current || !isSameRelease(current, sidecar, sha256)) throw versionExists(current ?? existing);
       return alreadyPublished(options, current);
     });
@@ -582,7 +589,7 @@ export function findPublishedRelease(
   sidecar: ReleaseSubmission,
   sha256: string,
 ): ReleaseRecord | null {
-  const record = readRecord(join(options.recordsDir, RECORD_PATHS.release(sidecar.modId, sidecar.version)));
+  const record = findReleaseRecord(options.recordsDir, sidecar.modId, sidecar.version);
   return record && isSameRelease(record, sidecar, sha256) ? record : null;
 }
 
@@ -595,7 +602,7 @@ export function findRelease(
   modId: string,
   version: string,
 ): ReleaseRecord | null {
-  return readRecord(join(options.recordsDir, RECORD_PATHS.release(modId, version)));
+  return findReleaseRecord(options.recordsDir, modId, version);
 }
 
 function notAnOwner(modId: string, who: Principal): SvcError {

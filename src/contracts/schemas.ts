@@ -19,6 +19,8 @@ export type SchemaName =
   | "mods-index"
   | "mod-detail"
   | "mod-ownership"
+  | "mod-records"
+  | "owners-shard"
   | "mod-versions"
   | "runtime"
   | "framework"

@@ -26,10 +26,14 @@ export function loadValidator(name) {
       return (sourceRequire ? sourceRequire("./validators/mod-manifest.cjs") : require("./validators/mod-manifest.cjs")).validate;
     case "mod-ownership":
       return (sourceRequire ? sourceRequire("./validators/mod-ownership.cjs") : require("./validators/mod-ownership.cjs")).validate;
+    case "mod-records":
+      return (sourceRequire ? sourceRequire("./validators/mod-records.cjs") : require("./validators/mod-records.cjs")).validate;
     case "mod-versions":
       return (sourceRequire ? sourceRequire("./validators/mod-versions.cjs") : require("./validators/mod-versions.cjs")).validate;
     case "mods-index":
       return (sourceRequire ? sourceRequire("./validators/mods-index.cjs") : require("./validators/mods-index.cjs")).validate;
+    case "owners-shard":
+      return (sourceRequire ? sourceRequire("./validators/owners-shard.cjs") : require("./validators/owners-shard.cjs")).validate;
     case "portal-config":
       return (sourceRequire ? sourceRequire("./validators/portal-config.cjs") : require("./validators/portal-config.cjs")).validate;
     case "post-publish-smoke":

@@ -35,7 +35,7 @@ import {
 } from "../catalog/publication-ledger.ts";
 import type { PublisherOptions } from "../catalog/publisher.ts";
 import { publishRelease } from "../catalog/publisher.ts";
-import { RECORD_PATHS, type ReleaseRecord } from "../contracts/records.ts";
+import { findReleaseRecord, hasRelease } from "../catalog/records.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
 import { isSvcError } from "../errors.ts";
 import { parseUntrustedJson } from "../lib/untrusted-json.ts";
@@ -150,7 +150,7 @@ export function listSidecars(root: string): SubmissionPath[] {
  */
 export function pendingSidecars(root: string, recordsDir: string, now: Date = new Date()): SubmissionPath[] {
   return listSidecars(root).filter((s) => {
-    if (existsSync(join(recordsDir, RECORD_PATHS.release(s.modId, s.version)))) return false;
+    if (hasRelease(recordsDir, s.modId, s.version)) return false;
     const refusal = readLedgerEntry(recordsDir, s.modId, s.version)?.refusal;
     if (!refusal) return true;
     const blob = gitBlobSha(readFileSync(join(root, s.path)));
@@ -329,9 +329,8 @@ async function reconcileOne(
         "sidecar_path_mismatch",
         `${path} names ${String(sidecar.modId)}@${String(sidecar.version)}, not ${modId}@${version}`,
       );
-    const recordPath = join(input.publisher.recordsDir, RECORD_PATHS.release(modId, version));
-    if (existsSync(recordPath)) {
-      const record = JSON.parse(readFileSync(recordPath, "utf8")) as ReleaseRecord;
+    const record = findReleaseRecord(input.publisher.recordsDir, modId, version);
+    if (record) {
       if (record.sha256 === sidecar.package?.sha256)
         return entry("already_published", null, {
           ok: true,
@@ -440,7 +439,7 @@ export async function reconcilePublications(input: ReconcileInput): Promise<Publ
   const recordsDir = input.publisher.recordsDir;
   const sidecars = listSidecars(input.publisher.root).map((s) => {
     const bytes = readFileSync(join(input.publisher.root, s.path));
-    const published = existsSync(join(recordsDir, RECORD_PATHS.release(s.modId, s.version)));
+    const published = hasRelease(recordsDir, s.modId, s.version);
     return {
       sidecar: s,
       sidecarBlob: gitBlobSha(bytes),

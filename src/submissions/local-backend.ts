@@ -387,7 +387,7 @@ export class LocalSubmissionBackend implements SubmissionBackend {
     if (!records)
       throw new SvcError(
         "not_implemented",
-        "mod ownership is served by the local portal only: here the records live in git on the portal repository (records/owners/{modId}.json), which this deployment does not write",
+        "mod ownership is served by the local portal only: here the records live in git on the portal repository (records/owners/{shard}.json), which this deployment does not write",
       );
     return records;
   }
@@ -468,7 +468,7 @@ export class LocalSubmissionBackend implements SubmissionBackend {
             submitter: { identity: [uploader], claimAs: uploader },
           });
       const claimed = published.written.some((path) =>
-        path.endsWith(`/${RECORD_PATHS.ownership(row.mod_id)}`),
+        path.endsWith(`/${RECORD_PATHS.ownersShard(row.mod_id)}`),
       );
       const done = await completePublication(
         this.deps,

@@ -6,6 +6,7 @@ import * as validatorsBuild from "../../bin/build-validators.mjs";
 import { generateDocuments, type SiteInputs } from "../../src/catalog/site.ts";
 import { ENDPOINTS } from "../../src/contracts/endpoints.ts";
 import { type SchemaName, SchemaRegistry, schemaFiles, schemaRegistry } from "../../src/contracts/schemas.ts";
+import { recordShard } from "../../src/contracts/records.ts";
 import { releaseRecord, repoConfig } from "../support/temp-project.ts";
 
 const config = repoConfig();
@@ -131,6 +132,12 @@ const VALID: Record<SchemaName, unknown> = {
   "mods-index": generated.get("mods-index"),
   "mod-detail": generated.get("mod-detail"),
   "mod-ownership": ownership,
+  "mod-records": {
+    schema: "svc.mod-records.v1",
+    modId: "better-hud",
+    releases: [releaseRecord({ version: "0.9.0", status: "superseded" }), releaseRecord()],
+  },
+  "owners-shard": { schema: "svc.owners-shard.v1", shard: recordShard(ownership.modId), owners: [ownership] },
   "mod-versions": generated.get("mod-versions"),
   runtime: generated.get("runtime"),
   framework: generated.get("framework"),
@@ -315,6 +322,18 @@ const INVALID: Array<[SchemaName, string, Mutation, { path: string; keyword: str
     "per-file hashes (they live in versions.json and the mod detail)",
     (d) => (d.mods[0].versions[0].files = [{ path: "svc-mod.json", sizeBytes: 1, sha256: "e".repeat(64) }]),
     { path: "/mods/0/versions/0", keyword: "additionalProperties" },
+  ],
+  [
+    "mod-records",
+    "a release that is not a valid release record",
+    (d) => (d.releases[1].sha256 = "0".repeat(64)),
+    { path: "/releases/1/sha256", keyword: "not" },
+  ],
+  [
+    "owners-shard",
+    "a shard that is not two hex characters",
+    (d) => (d.shard = "better-hud"),
+    { path: "/shard", keyword: "pattern" },
   ],
   [
     "release-record",
