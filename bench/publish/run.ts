@@ -10,7 +10,13 @@
  * (into a fresh folder each run), nothing else. Also catalog bytes and gzip bytes per version, a
  * manager's full fetch (catalog.json; and, as a figure without a goal, a mirror of every
  * versions.json too), and the bytes the reference manager reader transfers to refresh after the
- * publication (read from the site on disk). Each goal prints MET or MISSED; a MISSED exits 1.
+ * publication (read from the site on disk). And what the portal costs git (issue 24, item 10): the
+ * generated portal is made a git repository (records/ and portal.config.json; site/ is a build
+ * output the publish job deploys, not committed; the submissions/ inbox is empty once published
+ * sidecars are removed), and the files and bytes on the default branch (those plus this
+ * repository's own files outside site/), its widest directory, and the blob bytes the first
+ * publication's commit changes under records/ are goals too. Each goal prints MET or MISSED; a
+ * MISSED exits 1.
  *
  *   npm run bench:publish   (or: node --import tsx bench/publish/run.ts [--mods N] [--versions N] [--runs N] [--keep])
  */
@@ -30,8 +36,9 @@ import {
 } from "../../src/contracts/manager-reader.ts";
 import { modRelease, stubValidator } from "../../test/support/catalog-project.ts";
 import { startBenchScanner } from "../lib/bench-scanner.ts";
-import { cliBundleIsFresh, ensureCliBundle, SVC, staleBundleNote } from "../lib/cli-bundle.ts";
+import { cliBundleIsFresh, ensureCliBundle, REPO_ROOT, SVC, staleBundleNote } from "../lib/cli-bundle.ts";
 import { benchModId, generatePortal } from "../lib/generate-portal.ts";
+import { commitAndMeasure, commitPortal, filesAt, widestDirectory } from "../lib/git-footprint.ts";
 import { describeStats, printTable, repeat, runPairs, verdict, verdictSummary } from "../lib/harness.ts";
 import { timeProcess } from "../lib/timed-process.ts";
 
@@ -77,9 +84,18 @@ if (!scanner) {
 const root = mkdtempSync(join(tmpdir(), "svc-bench-publish-"));
 const scratch = mkdtempSync(join(tmpdir(), "svc-bench-floor-"));
 try {
-  const portal = generatePortal({ root, mods: MODS, versions: VERSIONS, artifacts: "portal", site: false });
+  const portal = generatePortal({
+    root,
+    mods: MODS,
+    versions: VERSIONS,
+    artifacts: "portal",
+    site: false,
+    history: true,
+  });
   const { config, recordsDir, siteDir } = portal;
   const initial = time(() => writeSite(siteDir, renderSite(loadSiteInputs(config, recordsDir), siteDir)));
+  // The portal's default branch: records/ and its configuration (site/ is not committed).
+  const committed = time(() => commitPortal(root, ["records", "portal.config.json"]));
 
   // A manager reading the generated site from disk (the same bytes a static host serves), counting them.
   let transferred = 0;
@@ -124,6 +140,14 @@ try {
     modRelease({ modId: benchModId(42), name: "Mod 42", version: "2.0.0" }),
   );
   const written = publish.value.written;
+  // What that publication's commit changes on the default branch (records/ only: site/ is deployed).
+  const publicationCommit = commitAndMeasure(root, ["records"]);
+  const branchFiles = [
+    ...filesAt(root),
+    ...filesAt(REPO_ROOT).filter((f) => !f.path.startsWith("site/") && !f.path.startsWith("records/")),
+  ];
+  const branchBytes = branchFiles.reduce((sum, f) => sum + f.bytes, 0);
+  const widest = widestDirectory(branchFiles.map((f) => f.path));
 
   transferred = 0;
   const refresh = await refreshManagerIndex(managerFull.value, diskFetch);
@@ -290,6 +314,27 @@ try {
       "-",
       verdict(refresh.mode === "changes" && refreshBytes <= 10_000, "<= 10 KB", "manager refresh"),
     ],
+    [
+      "default branch: files (records/, config, this repository outside site/)",
+      `${branchFiles.length.toLocaleString("en")} files, ${(branchBytes / 1e6).toFixed(1)} MB`,
+      "-",
+      "-",
+      verdict(branchFiles.length < 15_000, "< 15,000 files", "default branch files"),
+    ],
+    [
+      "default branch: widest directory",
+      `${widest.dir}/: ${widest.entries.toLocaleString("en")} entries`,
+      "-",
+      "-",
+      verdict(widest.entries <= 1_000, "<= 1,000 entries", "widest directory"),
+    ],
+    [
+      "changed blobs of one publication (records/)",
+      `${publicationCommit.bytes.toLocaleString("en")} B in ${publicationCommit.files.length} files (${publicationCommit.deleted.length} deleted)`,
+      "-",
+      "-",
+      verdict(publicationCommit.bytes < 200_000, "< 200 KB", "changed blobs per publication"),
+    ],
   ];
   console.log(
     `catalog: ${MODS.toLocaleString("en")} mods x ${VERSIONS} versions; records ${s(portal.recordsMs)}, ` +
@@ -318,6 +363,9 @@ try {
   console.log("");
   for (const [k, v] of info) console.log(`${k.padEnd(44)}  ${v}`);
   console.log(`files written by the first publication:\n${written.map((p) => `  ${p}`).join("\n")}`);
+  console.log(
+    `its commit on the default branch (git init in the portal, committed in ${s(committed.ms)}):\n${publicationCommit.files.map((p) => `  ${p}`).join("\n")}`,
+  );
   if (otherModFiles.length > 0) {
     console.error(`FAIL: the publication rewrote other mods' files: ${otherModFiles.join(", ")}`);
     process.exitCode = 1;
