@@ -58,6 +58,7 @@ export const ERROR_CODES = {
   version_exists: http(409, "this version is already published"),
   last_admin: http(409, "the last admin cannot lose the admin role"),
   data_dir_locked: http(409, "another portal process holds the data folder"),
+  site_locked: http(409, "another portal process serves this checkout's site/ and records/"),
   account_not_verified: http(409, "the account's email is not verified yet"),
   token_invalid: http(400, "the verification or magic-link token is unknown, used or expired"),
   payload_too_large: http(413, "the body or package exceeds its cap"),

@@ -1,5 +1,7 @@
-import { isLoopbackBaseUrl } from "../config/portal-config.ts";
-import { portalUrls } from "../contracts/urls.ts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { isLoopbackBaseUrl, type PortalConfig } from "../config/portal-config.ts";
+import { portalUrls, SITE_PATHS } from "../contracts/urls.ts";
 import { SvcError } from "../errors.ts";
 import { RECORD_PATHS, type ReleaseRecord } from "../contracts/records.ts";
 
@@ -40,4 +42,32 @@ export function recordsAtBase(records: readonly ReleaseRecord[], baseUrl: string
     );
   }
   return shown;
+}
+
+/** The base URL the site on disk was built for (its backend contract names it), or null. */
+function builtBaseUrl(siteDir: string): string | null {
+  try {
+    const doc = JSON.parse(readFileSync(join(siteDir, SITE_PATHS.backendContract), "utf8")) as {
+      baseUrl?: unknown;
+    };
+    return typeof doc.baseUrl === "string" ? doc.baseUrl : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The configuration a command that publishes into siteDir (svc import) works with. A development
+ * portal (npm start on any port) builds the site for the origin it listens on; a publication beside
+ * it with portal.config.json's loopback base would put two origins in one catalog (refused as
+ * "packageUrl must be https") and links the running portal cannot serve. So while the site on disk
+ * was built for another loopback base, the publication follows it; the portal rebuilds the site for
+ * the configured base when it stops, and release records on loopback follow that (recordsAtBase).
+ * A public baseUrl is never replaced.
+ */
+export function configForSite(config: PortalConfig, siteDir: string): PortalConfig {
+  if (!isLoopbackBaseUrl(config.baseUrl)) return config;
+  const built = builtBaseUrl(siteDir);
+  if (built === null || built === config.baseUrl || !isLoopbackBaseUrl(built)) return config;
+  return { ...config, baseUrl: built };
 }

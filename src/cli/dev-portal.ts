@@ -1,8 +1,14 @@
+import { mkdirSync } from "node:fs";
 import { createServer } from "node:net";
+import { join } from "node:path";
 import { SUMMARISED_BUCKET_PREFIX } from "../accounts/rate-limit.ts";
 import { withPublishLock } from "../catalog/atomic-files.ts";
+import { clearOwedSigning, owingSignature } from "../catalog/owed-signing.ts";
 import { loadSiteInputs, type ProjectPaths, renderSite, writeSite } from "../catalog/site.ts";
 import { listeningBaseUrl, type PortalConfig } from "../config/portal-config.ts";
+import { assertCanSign, type SiteSigning, signAfterCommit } from "../distribution/tuf-repository.ts";
+import { SvcError } from "../errors.ts";
+import { describeHolder, tryLock } from "../lib/lock-file.ts";
 import type { Store } from "../store/store.ts";
 
 /** How a development portal's user clears rate limits; named in every rate_limit_exceeded it answers. */
@@ -59,9 +65,39 @@ export async function resetLimits(store: Store | undefined): Promise<string> {
  * When a development portal served another base than portal.config.json's, the site goes back to
  * what `svc build` writes once it stops, so the working tree passes `svc check` again.
  */
-export async function restoreConfiguredSite(paths: ProjectPaths, configured: PortalConfig): Promise<number> {
+export async function restoreConfiguredSite(
+  paths: ProjectPaths,
+  configured: PortalConfig,
+  signing: SiteSigning | null = null,
+): Promise<number> {
   return withPublishLock(paths, () => {
     const files = renderSite(loadSiteInputs(configured, paths.recordsDir), paths.siteDir);
-    return writeSite(paths.siteDir, files).written.length;
+    // Signed like any publication: a signed site left described for another port is a tampered one.
+    assertCanSign(paths.siteDir, signing);
+    const written = writeSite(paths.siteDir, files, owingSignature(paths, signing));
+    signAfterCommit(paths.siteDir, signing, written);
+    if (signing) clearOwedSigning(paths);
+    return written.written.length;
   });
+}
+
+/** The lock a running portal holds on its checkout (records/ and site/), beside the publish lock. */
+export const PORTAL_LOCK = join(".svc-tmp", "portal.lock");
+
+/**
+ * One portal per checkout. A portal rebuilds site/ for the origin it serves and writes records/; the
+ * PGlite data folder lock keeps a second portal away only when both use that folder, so two portals
+ * on one DATABASE_URL (or two data folders) would overwrite each other's site/. Returns the release.
+ */
+export function lockPortalCheckout(paths: ProjectPaths): () => void {
+  const path = join(paths.root, PORTAL_LOCK);
+  mkdirSync(join(path, ".."), { recursive: true });
+  const lock = tryLock(path, "svc serve");
+  if (!lock.ok)
+    throw new SvcError(
+      "site_locked",
+      `${paths.root} is served by ${describeHolder(lock.holder)}: one portal per checkout, since each rebuilds its site/ (stop that one, or run this one from another checkout)`,
+      { details: { root: paths.root, holder: lock.holder } },
+    );
+  return lock.release;
 }

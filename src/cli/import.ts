@@ -2,6 +2,8 @@ import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import Table from "cli-table3";
 import { filesystemArtifactStore } from "../catalog/artifact-store.ts";
+import { configForSite } from "../catalog/portal-base.ts";
+import { withPackageFileName } from "../contracts/package-file-name.ts";
 import { publishRelease, type ValidationReport } from "../catalog/publisher.ts";
 import { runnerValidator } from "../catalog/validator.ts";
 import { isSvcError } from "../errors.ts";
@@ -9,7 +11,7 @@ import { parseClamdTarget, createClamdScanner } from "../validation/antivirus/cl
 import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
-import { siteSigningFromEnv } from "./keys.ts";
+import { portalSigning } from "./keys.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
 
 const HELP = `usage: svc import --package FILE.zip --metadata release.json [--clamd SPEC | --clamscan [--clamscan-db DIR]] [--json]
@@ -58,6 +60,23 @@ export function scannerFrom(
   return spec ? createClamdScanner(parseClamdTarget(spec)) : null;
 }
 
+/** A sidecar shaped enough to name its package (the publisher validates the whole of it). */
+function isPortalHeldSidecar(
+  value: unknown,
+): value is { modId: string; version: string; package: { fileName: string; url?: string } } {
+  const s = value as { modId?: unknown; version?: unknown; package?: { fileName?: unknown; url?: unknown } };
+  return (
+    typeof s === "object" &&
+    s !== null &&
+    typeof s.modId === "string" &&
+    typeof s.version === "string" &&
+    typeof s.package === "object" &&
+    s.package !== null &&
+    typeof s.package.fileName === "string" &&
+    s.package.url === undefined
+  );
+}
+
 function isReadableFile(path: string): boolean {
   try {
     return statSync(path).isFile();
@@ -97,7 +116,9 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     io.stderr.write(`svc import: --package and --metadata are required\n\n${HELP}`);
     return EXIT_USAGE;
   }
-  const { paths, config } = openProject(values, io);
+  const { paths, config: configured } = openProject(values, io);
+  // Beside a development portal on another port, publish at the origin its site is built for.
+  const config = configForSite(configured, paths.siteDir);
   const packagePath = resolve(io.cwd, values.package);
   const metadataPath = resolve(io.cwd, values.metadata);
   for (const [code, flag, given, path] of [
@@ -125,6 +146,8 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     io.stderr.write(`svc import: ${values.metadata} is not valid JSON: ${(error as Error).message}\n`);
     return EXIT_FAILED;
   }
+  // The portal names a package it stores {modId}-{version}.zip, as every other path does.
+  if (isPortalHeldSidecar(sidecar)) sidecar = withPackageFileName(sidecar);
   const scanner = scannerFrom(values, io);
   if (!scanner)
     io.stderr.write(
@@ -139,7 +162,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
         config,
         store: filesystemArtifactStore({ root: paths.root, siteDir: paths.siteDir, baseUrl: config.baseUrl }),
         validate: runnerValidator({ siteDir: paths.siteDir, scanner }),
-        signing: siteSigningFromEnv(io),
+        signing: portalSigning(io),
       },
       { packageBytes: readFileSync(packagePath), sidecar, source: { kind: "import" } },
     );
@@ -167,6 +190,11 @@ export async function run(args: string[], io: CliIo): Promise<number> {
         `  ${result.written.length} file(s) written, ${result.deleted.length} removed, in one transaction:`,
         ...result.written.map((p) => `    ${p}`),
         ...result.deleted.map((p) => `    removed ${p}`),
+        ...(config === configured
+          ? []
+          : [
+              `  base URL  ${config.baseUrl}: the site is built for a development portal there (portal.config.json says ${configured.baseUrl})`,
+            ]),
         `next: svc smoke --base-url ${config.baseUrl} --record`,
         "",
       ].join("\n"),

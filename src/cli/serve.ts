@@ -1,7 +1,7 @@
 import { defaultRandomBytes } from "../accounts/secrets.ts";
 import { createSubmissionsRuntime } from "../pipeline/submissions-runtime.ts";
 import { assertCanSign, signAfterCommit } from "../distribution/tuf-repository.ts";
-import { siteSigningFromEnv } from "./keys.ts";
+import { portalSigning } from "./keys.ts";
 import { join, relative } from "node:path";
 import { withPublishLock } from "../catalog/atomic-files.ts";
 import {
@@ -22,6 +22,7 @@ import { type CliIo, EXIT_OK, EXIT_USAGE } from "./io.ts";
 import {
   describeBaseUrl,
   devPortalConfig,
+  lockPortalCheckout,
   RESET_LIMITS_HINT,
   resetLimits,
   resolvePort,
@@ -70,11 +71,20 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   // The store first: on PGlite it locks the data folder, so a second portal on the same folder is
   // refused (data_dir_locked) before it touches anything.
   const store = await createStore(settings);
+  // With DATABASE_URL there is no data folder to lock: the checkout's own lock keeps site/ to one portal.
+  let unlockCheckout: () => void;
+  try {
+    unlockCheckout = lockPortalCheckout(paths);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
   // Under the publish lock (a running import or publication finishes first), a publication a crash
   // interrupted is recovered before anything is served, and the site regenerated: the portal always
   // serves what svc build would write, so a fresh clone needs no separate build step.
   let recovered = "";
-  const signing = siteSigningFromEnv({ env, cwd: io.cwd });
+  // Looked up at each publication (keys made while it runs count); a signed site without them refuses.
+  const signing = portalSigning({ env, cwd: io.cwd }, settings.dataDir);
   let owed = "none" as SigningSettlement;
   const build = await withPublishLock(
     paths,
@@ -94,6 +104,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     { onRecovered: (r) => (recovered = recoveredLine("serve", r)) },
   ).catch(async (error) => {
     await store.close();
+    unlockCheckout();
     throw error;
   });
   if (recovered) io.stderr.write(recovered);
@@ -140,7 +151,8 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     await pipeline.worker.stop();
     await app.accounts?.flushPendingWrites();
     await app.store?.close();
-    if (config !== configured) await restoreConfiguredSite(paths, configured);
+    if (config !== configured) await restoreConfiguredSite(paths, configured, signing);
+    unlockCheckout();
     if ((error as { code?: string }).code === "EADDRINUSE")
       throw new SvcError(
         "address_in_use",
@@ -192,10 +204,11 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     process.once("SIGTERM", stop);
   });
   await example;
-  if (config !== configured) await restoreConfiguredSite(paths, configured);
+  if (config !== configured) await restoreConfiguredSite(paths, configured, signing);
   await pipeline.worker.stop();
   await app.accounts?.flushPendingWrites();
   await app.store?.close();
+  unlockCheckout();
   return EXIT_OK;
 }
 

@@ -1,3 +1,4 @@
+import { withPackageFileName } from "../contracts/package-file-name.ts";
 import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import busboy from "busboy";
@@ -122,7 +123,8 @@ export function readMultipartUpload<T extends StagingTarget>(
     };
     const acceptMetadata = (raw: Buffer): Sidecar => {
       if (sidecar) throw new SvcError("invalid_request", "send exactly one metadata part");
-      sidecar = parseMetadata(raw);
+      // The portal stores these bytes, so it names them: {modId}-{version}.zip, whatever was stated.
+      sidecar = withPackageFileName(parseMetadata(raw));
       metadataSha256 = sha256Of(raw);
       return sidecar;
     };

@@ -507,7 +507,7 @@ describe.skipIf(SKIP_BROWSER || SKIP_CLAMSCAN)(
       const measured = createHash("sha256").update(bad).digest("hex");
       expect((await statusFromPage(modder, id)).packageSha256).toBe(measured);
       expect(await modder.locator("#message").innerText()).toBe(
-        `Uploaded map-pins 0.1.0; validation has started. The JSON file named another SHA-256 (${"0".repeat(64)}); the chosen package's was sent.`,
+        `Uploaded map-pins 0.1.0 as map-pins-0.1.0.zip. The JSON file named another SHA-256 (${"0".repeat(64)}); the chosen package's was sent.`,
       );
 
       await modder.getByRole("button", { name: "Cancel this submission" }).click();

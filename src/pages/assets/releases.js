@@ -18,7 +18,6 @@ const container = document.querySelector("[data-page]");
 const page = container?.getAttribute("data-page");
 const siteRoot = new URL("../", import.meta.url);
 const SUBMISSION_ID = /^sub_[0-9a-z]{16,40}$/;
-const PACKAGE_FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*\.zip$/;
 /** Validation is still running in these: the submission page checks again on its own. */
 const IN_FLIGHT = ["draft", "uploaded", "validating"];
 /** The state machine's moves for a modder (workflow.json); the server has the final word. */
@@ -351,11 +350,9 @@ async function uploadPage() {
         sidecar = metadataFromForm(data, found);
       }
       const stated = sidecar.package && typeof sidecar.package === "object" ? sidecar.package : {};
-      const fileName = PACKAGE_FILE_NAME.test(stated.fileName ?? "")
-        ? stated.fileName
-        : PACKAGE_FILE_NAME.test(file.name)
-          ? file.name
-          : `${sidecar.modId}-${sidecar.version}.zip`;
+      // The portal names what it stores {modId}-{version}.zip (docs/modders.md); the name on this
+      // disk ("lantern-1.0.0-rev2.zip") never becomes the public one. A URL-held package keeps its own.
+      const fileName = stated.url ? stated.fileName : `${sidecar.modId}-${sidecar.version}.zip`;
       sidecar.package = { ...stated, fileName, sha256, sizeBytes: file.size };
       const body = new FormData();
       body.append(
@@ -367,7 +364,8 @@ async function uploadPage() {
       say(`Uploading ${fileName} (${formatBytes(file.size)})…`);
       const view = await request("POST", "uploads", { body, csrf: session.csrfToken });
       remember(session, view.submissionId, fromFile ? null : typedDetails(data));
-      const done = `Uploaded ${view.modId} ${view.version}; validation has started.${note}`;
+      // Shown again on the submission page, beside its live state: it says nothing that can go stale.
+      const done = `Uploaded ${view.modId} ${view.version} as ${fileName}.${note}`;
       say(`${done} Opening the submission…`);
       // The next page says it again: what the upload changed must not vanish with this page.
       try {
