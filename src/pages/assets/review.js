@@ -397,7 +397,7 @@ function renderChecks(s) {
       const details = el("details");
       if (check.status === "failed") details.open = true;
       details.append(
-        el("summary", `Log (${check.log.length} lines)`),
+        el("summary", `Log (${check.log.length} line${check.log.length === 1 ? "" : "s"})`),
         el("pre", check.log.join("\n"), { class: "log" }),
       );
       item.append(details);
