@@ -25,6 +25,7 @@ import {
   decideReview,
   decideStatusEdited,
 } from "./decide-moderation.ts";
+import { releaseDiffFor } from "./decide-diff.ts";
 import type { SubmissionView } from "./derive.ts";
 import {
   type BotAction,
@@ -91,7 +92,12 @@ export function decide(view: SubmissionView, event: BotEvent): Plan {
     case "pushed":
       return decidePush(view, event.action);
     case "report":
-      return decideReport(view, event.report, event.runUrl);
+      return decideReport(
+        view,
+        event.report,
+        event.runUrl,
+        releaseDiffFor(view, event.report, event.releases),
+      );
     case "review":
       return decideReview(view, event);
     case "command":
@@ -276,7 +282,12 @@ function withDismissals(view: SubmissionView, action: string, plan: Plan): Plan 
   return { ...plan, actions: [...dismissals, ...plan.actions] };
 }
 
-function decideReport(view: SubmissionView, report: SubmissionReport, runUrl: string | null): Plan {
+function decideReport(
+  view: SubmissionView,
+  report: SubmissionReport,
+  runUrl: string | null,
+  releaseDiff: string | null,
+): Plan {
   if (report.pullRequest !== view.number) return nothing(view, `the report is for #${report.pullRequest}`);
   if (report.headSha !== view.headSha) {
     return nothing(view, `stale report: it validated ${report.headSha}, the head is now ${view.headSha}`);
@@ -296,7 +307,7 @@ function decideReport(view: SubmissionView, report: SubmissionReport, runUrl: st
       to: moved.to,
       actions: [
         shapeCheckRun(view, mismatches),
-        ...statusActions(view, moved.to, { problems: mismatches, runUrl }),
+        ...statusActions(view, moved.to, { problems: mismatches, runUrl, releaseDiff: null }),
       ],
       log: ["the report does not match the pull request; none of its checks is shown"],
     };
@@ -340,7 +351,7 @@ function decideReport(view: SubmissionView, report: SubmissionReport, runUrl: st
     });
   }
   const retryable = !passed && isRetryable(problems, failedChecks);
-  actions.push(...statusActions(view, moved.to, { failedChecks, problems, runUrl, retryable }));
+  actions.push(...statusActions(view, moved.to, { failedChecks, problems, runUrl, retryable, releaseDiff }));
   return { from: view.state, to: moved.to, actions, log: [] };
 }
 

@@ -3,8 +3,11 @@
  */
 import { classifySubmission, type SubmissionShape } from "../github/submission-files.ts";
 import { STATES, type SubmissionState } from "../workflow/machine.ts";
+import { sha256Hex } from "../lib/hash.ts";
 import {
   AWAITING_RUN_APPROVAL_LABEL,
+  DIFF_END_MARKER,
+  DIFF_MARKER,
   REMINDER_MARKER,
   type ReminderRecord,
   STATE_LABEL_PREFIX,
@@ -61,6 +64,11 @@ export interface SubmissionView {
   packageFileName: string | null;
   /** What the sidecar at the head commit says, read by the bot itself: a report is checked against it. */
   sidecarIdentity: SidecarIdentity | null;
+  /**
+   * The release diff section of the status comment whose digest the stored state seals: a later
+   * write for the same commit keeps it. null when there is none (or it does not hash to the seal).
+   */
+  releaseDiff: string | null;
 }
 
 export interface SidecarIdentity {
@@ -81,6 +89,7 @@ export function parseStoredStatus(body: string): StoredStatus | null {
       state?: unknown;
       headSha?: unknown;
       retryable?: unknown;
+      diff?: unknown;
       at?: unknown;
       sig?: unknown;
     };
@@ -90,6 +99,7 @@ export function parseStoredStatus(body: string): StoredStatus | null {
       state: value.state as SubmissionState,
       headSha: value.headSha,
       ...(value.retryable === true ? { retryable: true } : {}),
+      ...(typeof value.diff === "string" && /^[0-9a-f]{64}$/.test(value.diff) ? { diff: value.diff } : {}),
       ...(typeof value.at === "string" ? { at: value.at } : {}),
       ...(typeof value.sig === "string" ? { sig: value.sig } : {}),
     };
@@ -165,16 +175,40 @@ export function readStoredStatus(
   comments: ReadonlyArray<{ id: number; body: string; authorLogin: string }>,
   scope: { repository: string; pullRequest: number },
   trust: TrustOptions,
-): { commentId: number | null; stored: StoredStatus | null; void: boolean } {
+): { commentId: number | null; stored: StoredStatus | null; void: boolean; releaseDiff: string | null } {
   // The oldest one: when two were ever written at once, the execute step keeps the oldest.
   const comment = comments
     .filter((c) => isBot(c.authorLogin, trust.botLogins) && c.body.startsWith(STATUS_MARKER))
     .sort((a, b) => a.id - b.id)[0];
-  if (!comment) return { commentId: null, stored: null, void: false };
+  if (!comment) return { commentId: null, stored: null, void: false, releaseDiff: null };
   const stored = parseStoredStatus(comment.body);
   const sealed =
     stored !== null && (trust.statusKey === null || verifyStatus(trust.statusKey, scope, stored));
-  return { commentId: comment.id, stored: sealed ? stored : null, void: !sealed };
+  return {
+    commentId: comment.id,
+    stored: sealed ? stored : null,
+    void: !sealed,
+    releaseDiff: sealed && stored.diff ? readDiffSection(comment.body, stored.diff) : null,
+  };
+}
+
+/**
+ * The release diff section of a status comment body: the text from DIFF_MARKER to a DIFF_END_MARKER
+ * whose sha256 is the sealed digest. Anything else (an edited section, a marker inside a file name)
+ * is no diff at all.
+ */
+export function readDiffSection(body: string, digest: string): string | null {
+  const start = body.indexOf(DIFF_MARKER);
+  if (start < 0) return null;
+  for (
+    let end = body.indexOf(DIFF_END_MARKER, start);
+    end >= 0;
+    end = body.indexOf(DIFF_END_MARKER, end + 1)
+  ) {
+    const section = body.slice(start, end + DIFF_END_MARKER.length);
+    if (sha256Hex(section) === digest) return section;
+  }
+  return null;
 }
 
 /**
@@ -236,6 +270,7 @@ export function deriveSubmission(info: PullRequestInfo, trust: TrustOptions): Su
     state: stored?.state ?? "draft",
     stored,
     statusCommentId: status.commentId,
+    releaseDiff: status.void ? null : status.releaseDiff,
     stateLabels: info.labels.filter((l) => l.startsWith(STATE_LABEL_PREFIX)),
     awaitingRunApproval: info.labels.includes(AWAITING_RUN_APPROVAL_LABEL),
     approvals,

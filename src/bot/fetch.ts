@@ -3,6 +3,7 @@
  * Nothing here decides anything.
  */
 import type { ModOwnership } from "../contracts/ownership.ts";
+import type { ModRecords, ReleaseRecord } from "../contracts/records.ts";
 import { type OwnersShard, RECORD_PATHS, recordShard } from "../contracts/records.ts";
 import { formatIssues, SOURCE_SCHEMA_BASE, schemaRegistry } from "../contracts/schemas.ts";
 import { isNotFound, type GitHubApi, type RepoRef } from "../github/api.ts";
@@ -168,6 +169,38 @@ export async function fetchModeratorPolicy(
     : [];
   const team = typeof config?.moderators?.team === "string" ? config.moderators.team : null;
   return { logins, team };
+}
+
+/** The mod's published records on the default branch, as the release diff reads them. */
+export type ModReleasesRead =
+  | { kind: "none" }
+  | { kind: "found"; releases: ReleaseRecord[] }
+  | { kind: "unreadable"; message: string };
+
+/**
+ * The mod's records file (records/mods/{shard}/{modId}.json) on the default branch, read through
+ * the contents API as data and checked against its schema: the baseline of the release diff. No
+ * file: nothing of the mod is published (a first release). A file that exists but cannot be read is
+ * never taken for a first release: the status comment says the diff is unknown.
+ */
+export async function fetchModReleases(
+  api: GitHubApi,
+  repo: RepoRef,
+  modId: string,
+  defaultBranch: string,
+): Promise<ModReleasesRead> {
+  const path = `records/${RECORD_PATHS.modRecords(modId)}`;
+  const file = await fetchFile(api, repo, path, defaultBranch);
+  if (file === null) return { kind: "none" };
+  if ("unreadable" in file) return { kind: "unreadable", message: file.unreadable };
+  // The contents API serves files up to 1 MB; past that the diff is unknown, never a first release.
+  const parsed = parseUntrustedJson(file.bytes, { maxBytes: 1024 * 1024, maxDepth: 32 });
+  if (!parsed.ok) return { kind: "unreadable", message: `${path}: ${parsed.message}` };
+  const checked = schemaRegistry(SOURCE_SCHEMA_BASE).validate<ModRecords>("mod-records", parsed.value);
+  if (!checked.ok) return { kind: "unreadable", message: `${path}: ${formatIssues(checked.issues, 3)}` };
+  if (checked.value.modId !== modId || checked.value.releases.some((r) => r.modId !== modId))
+    return { kind: "unreadable", message: `${path} holds records of another mod` };
+  return { kind: "found", releases: checked.value.releases };
 }
 
 export async function isModerator(api: GitHubApi, policy: ModeratorPolicy, login: string): Promise<boolean> {

@@ -27,6 +27,7 @@ import { deriveSubmission, isBot, parseStoredStatus, type SubmissionView } from 
 import { type ExecutedAction, executePlan } from "./execute.ts";
 import {
   fetchModeratorPolicy,
+  fetchModReleases,
   fetchOwnership,
   fetchPullRequestInfo,
   isModerator,
@@ -85,6 +86,20 @@ async function membershipOf(
   if (read.kind === "unreadable") return "unreadable";
   if (read.kind === "unclaimed") return "none";
   return maySubmit(read.ownership, [{ github: login }]) ? "member" : "none";
+}
+
+/**
+ * The mod's published records are read for a report only when it can be applied (for the head, a
+ * submission waiting for it) and carries the package facts a release diff compares with them.
+ */
+function reportNeedsReleases(view: SubmissionView, report: SubmissionReport): boolean {
+  return (
+    report.package !== undefined &&
+    view.shape.kind === "submission" &&
+    report.headSha === view.headSha &&
+    view.state === "validating" &&
+    view.stored?.headSha === view.headSha
+  );
 }
 
 /** Runs one pull-request-scoped event through the whole pipeline. */
@@ -159,6 +174,9 @@ export async function handleSubmissionEvent(
       view.submitter.toLowerCase() !== actor.toLowerCase()
     )
       event.membership = await membershipOf(api, repo, info, view, actor);
+  } else if (pending.kind === "report" && reportNeedsReleases(view, pending.report)) {
+    const { modId } = view.shape.kind === "submission" ? view.shape.sidecar : { modId: "" };
+    event = { ...pending, releases: await fetchModReleases(api, repo, modId, info.defaultBranch) };
   } else {
     event = pending;
   }

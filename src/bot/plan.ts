@@ -4,6 +4,7 @@
  */
 import type { SubmissionProblem } from "../github/submission-files.ts";
 import type { ReportCheck, SubmissionReport } from "../github/submission-report.ts";
+import { sha256Hex } from "../lib/hash.ts";
 import { type Action, type Actor, type SubmissionState, transition } from "../workflow/machine.ts";
 import {
   AWAITING_RUN_APPROVAL_LABEL,
@@ -17,6 +18,7 @@ import {
   stateLabel,
 } from "./comments.ts";
 import type { SubmissionView } from "./derive.ts";
+import type { ModReleasesRead } from "./fetch.ts";
 
 export type SvcCommand =
   | { name: "reject"; reason: string }
@@ -34,7 +36,13 @@ export interface ValidationRunRef {
 
 export type BotEvent =
   | { kind: "pushed"; action: "opened" | "reopened" | "synchronize" }
-  | { kind: "report"; report: SubmissionReport; runUrl: string | null }
+  | {
+      kind: "report";
+      report: SubmissionReport;
+      runUrl: string | null;
+      /** The mod's published records, read when the report carries the facts of a release diff. */
+      releases?: ModReleasesRead;
+    }
   | {
       kind: "review";
       reviewer: string;
@@ -163,6 +171,11 @@ export interface StatusExtras {
   headSha?: string;
   /** Keep AWAITING_RUN_APPROVAL_LABEL (every other status write removes it). */
   keepAwaitingLabel?: boolean;
+  /**
+   * The release diff section (releaseDiffSection) a report brought; null: none. Undefined keeps the
+   * comment's sealed section while the state is written for the same commit.
+   */
+  releaseDiff?: string | null;
 }
 
 /** What the gate lets merge in each state: only an approval (or what follows it) passes. */
@@ -230,10 +243,18 @@ export function statusActions(
   const inQueue = view.pendingQueue.indexOf(view.number);
   const queueLength = view.pendingQueue.length + (inQueue < 0 && to === "pending_review" ? 1 : 0);
   const position = to === "pending_review" ? (inQueue < 0 ? queueLength : inQueue + 1) : null;
+  const headSha = extras.headSha ?? view.headSha;
+  const releaseDiff =
+    extras.releaseDiff !== undefined
+      ? extras.releaseDiff
+      : view.stored?.headSha === headSha
+        ? view.releaseDiff
+        : null;
   const stored: StoredStatus = {
     state: to,
-    headSha: extras.headSha ?? view.headSha,
+    headSha,
     ...(extras.retryable ? { retryable: true } : {}),
+    ...(releaseDiff ? { diff: sha256Hex(releaseDiff) } : {}),
   };
   const record = view.submitterRecord;
   const body = renderStatusComment({
@@ -253,6 +274,7 @@ export function statusActions(
       record?.claim && view.shape.kind === "submission"
         ? { modId: view.shape.sidecar.modId, repository: record.repository?.fullName ?? null }
         : null,
+    releaseDiff,
   });
   const actions: BotAction[] = [];
   const label = stateLabel(to);

@@ -47,7 +47,7 @@ export interface StatusScope {
 }
 
 function statusFields(scope: StatusScope, stored: StoredStatus): unknown[] {
-  return [
+  const fields = [
     "svc.status.v1",
     scope.repository.toLowerCase(),
     scope.pullRequest,
@@ -56,6 +56,9 @@ function statusFields(scope: StatusScope, stored: StoredStatus): unknown[] {
     stored.retryable === true,
     stored.at ?? null,
   ];
+  // The release diff's digest is sealed with the state; a state without one keeps the fields (and
+  // the MACs) it always had, and dropping the digest from a sealed state breaks its MAC.
+  return stored.diff === undefined ? fields : [...fields, stored.diff];
 }
 
 /** The stored state with the time it was written and its MAC. */

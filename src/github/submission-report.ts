@@ -1,4 +1,6 @@
+import type { Dependency, Entrypoint } from "../contracts/records.ts";
 import { SOURCE_SCHEMA_BASE, type SchemaName, schemaRegistry } from "../contracts/schemas.ts";
+import type { ModConfig, PackageInventory, Sidecar } from "../validation/types.ts";
 import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import type { SubmissionProblem } from "./submission-files.ts";
 
@@ -40,6 +42,22 @@ export interface ReportValidation {
   finishedAt: string;
 }
 
+/** At most this many files in a report: a report stays a few hundred kilobytes at worst. */
+export const REPORT_MAX_FILES = 1000;
+
+/**
+ * What the release diff needs of a validated package: its files as the validator measured them (a
+ * release record's files, with the detected signature) and the manifest facts of the valid sidecar.
+ */
+export interface ReportPackage {
+  /** Files in the package; more than files.length when the list was capped at REPORT_MAX_FILES. */
+  fileCount: number;
+  files: Array<{ path: string; sizeBytes: number; sha256: string; signature: string | null }>;
+  entrypoints: Entrypoint[];
+  dependencies: Dependency[];
+  modConfig: ModConfig | null;
+}
+
 /** The artifact of the validate-submission workflow (schemas/schemas/submission-report.schema.json). */
 export interface SubmissionReport {
   schema: typeof SUBMISSION_REPORT_SCHEMA;
@@ -49,6 +67,32 @@ export interface SubmissionReport {
   sidecarPath: string | null;
   problems: SubmissionProblem[];
   report: ReportValidation | null;
+  /** Absent when the package's files are not all known or the sidecar is invalid (and from older validators). */
+  package?: ReportPackage;
+}
+
+/**
+ * The report's package facts: only from a complete inventory (every entry inflated and verified)
+ * and a valid sidecar, so a diff is never drawn from a partial list. The list keeps archive order
+ * and stops at REPORT_MAX_FILES; fileCount keeps the true count.
+ */
+export function reportPackage(
+  inventory: PackageInventory | null,
+  sidecar: Sidecar | null,
+): ReportPackage | null {
+  if (!inventory?.complete || !sidecar) return null;
+  return {
+    fileCount: inventory.files.length,
+    files: inventory.files.slice(0, REPORT_MAX_FILES).map((f) => ({
+      path: f.path,
+      sizeBytes: f.sizeBytes,
+      sha256: f.sha256,
+      signature: f.signature,
+    })),
+    entrypoints: sidecar.entrypoints,
+    dependencies: sidecar.dependencies,
+    modConfig: sidecar.modConfig ?? null,
+  };
 }
 
 export type ReportIntake =

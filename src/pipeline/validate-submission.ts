@@ -8,13 +8,19 @@ import { catalogWithSubmissionVersions } from "../catalog/validation-catalog.ts"
 import type { CatalogDocument } from "../contracts/catalog.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
-import { runValidation } from "../validation/runner.ts";
+import { SOURCE_SCHEMA_BASE } from "../contracts/schemas.ts";
+import { validateSidecar } from "../validation/documents.ts";
+import { validatePackage } from "../validation/runner.ts";
 import type { GameBuildsDocument } from "../validation/types.ts";
 import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import { type GitHubApi, isNotFound, type RepoRef } from "../github/api.ts";
 import { downloadCapped, type FetchLike } from "../github/download.ts";
 import { classifySubmission, stagedUploadId, type SubmissionProblem } from "../github/submission-files.ts";
-import { SUBMISSION_REPORT_SCHEMA, type SubmissionReport } from "../github/submission-report.ts";
+import {
+  reportPackage,
+  SUBMISSION_REPORT_SCHEMA,
+  type SubmissionReport,
+} from "../github/submission-report.ts";
 
 export interface ValidateSubmissionInput {
   repo: RepoRef;
@@ -119,18 +125,25 @@ export async function validateSubmission(
       },
     ]);
   // Size and sha256 are compared with the sidecar by the artifact_hash check, over these very bytes.
-  const report = await runValidation({
+  const catalog = input.siteDir
+    ? catalogWithSubmissionVersions(input.catalog, input.siteDir, sidecar)
+    : input.catalog;
+  const { report, inventory } = await validatePackage({
     package: { bytes: download.bytes },
     sidecar,
     policy: input.policy,
-    catalog: input.siteDir
-      ? catalogWithSubmissionVersions(input.catalog, input.siteDir, sidecar)
-      : input.catalog,
+    catalog,
     gameBuilds: input.gameBuilds,
     scanner: input.scanner,
     ...(input.clock ? { clock: input.clock } : {}),
   });
-  return { ...base, sidecarPath: path, problems: [], report };
+  // The files and manifest facts the bot's release diff compares with the last published record.
+  const valid = validateSidecar(
+    sidecar,
+    typeof catalog?.baseUrl === "string" ? catalog.baseUrl : SOURCE_SCHEMA_BASE,
+  );
+  const facts = reportPackage(inventory, valid.ok ? valid.value : null);
+  return { ...base, sidecarPath: path, problems: [], report, ...(facts ? { package: facts } : {}) };
 }
 
 /**
