@@ -42,6 +42,13 @@ export interface ValidationInput {
   clock?: () => Date;
   /** Concurrent scanner requests (clamd); default 4. */
   scanConcurrency?: number;
+  /**
+   * Whether a worker thread inflates, verifies and hashes a share of the entries (inflate-pool.ts):
+   * "auto" (default) for an in-memory package of many entries, "never", "always", or
+   * "worker_only", where the main thread leaves every entry to the worker (tests prove each path
+   * gives the same outcome).
+   */
+  inflateWorker?: "auto" | "never" | "always" | "worker_only";
 }
 
 export type CheckStatus = "passed" | "failed" | "skipped";

@@ -1,6 +1,5 @@
-import * as zlib from "node:zlib";
 import type { ReasonCode } from "../checks/index.ts";
-import { crc32 } from "./crc32.ts";
+import { inflateFacts } from "./inflate-raw.mjs";
 import { ExtraFieldChecker } from "./extra-fields.ts";
 
 /** Random access to the package bytes: a Buffer in memory, or positional reads from an open file. */
@@ -757,92 +756,57 @@ export type InflateResult =
   | { ok: true; data: Buffer }
   | { ok: false; code: "declared_size_mismatch" | "corrupt_entry_data" | "crc_mismatch"; message: string };
 
-/**
- * Raw inflate of one entry's data with its output capped at the declared size plus one byte, so a
- * lying size is caught without ever allocating more than the cap allows: the data, and how many
- * input bytes the deflate stream left unread; or why it failed.
- */
-type Inflate = (
-  compressed: Buffer,
-  declaredSize: number,
-) => { data: Buffer; unread: number } | { failure: "too_large" | { corrupt: string } };
-
-/** One inflateRawSync call per entry: every entry on a runtime without the reused inflater, and large ones. */
-export const inflateOneShot: Inflate = (compressed, declaredSize) => {
-  try {
-    const result = zlib.inflateRawSync(compressed, {
-      maxOutputLength: declaredSize + 1,
-      // Output chunks sized to the declared size: small entries no longer allocate 16 KiB each.
-      chunkSize: Math.min(Math.max(declaredSize + 1, 64), 1 << 20),
-      info: true,
-    }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
-    return { data: result.buffer, unread: compressed.length - result.engine.bytesWritten };
-  } catch (error) {
-    if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") return { failure: "too_large" };
-    return { failure: { corrupt: (error as Error).message } };
-  }
-};
-
-/** Entries up to this declared size inflate through one reused zlib stream. */
-const SMALL_ENTRY_BYTES = 256 * 1024;
-
-interface ZlibHandle {
-  writeSync(
-    flush: number,
-    input: Uint8Array,
-    inputOffset: number,
-    inputLength: number,
-    output: Uint8Array,
-    outputOffset: number,
-    outputLength: number,
-  ): void;
-  reset(): void;
-  onerror: (message: string, errno: number) => void;
-}
-
-let reused: Inflate | null | undefined;
+/** The verdict on one entry's inflate facts, whichever thread inflated it (the inflate worker too). */
+export type InflateVerdict =
+  | { ok: true }
+  | { ok: false; code: "declared_size_mismatch" | "corrupt_entry_data" | "crc_mismatch"; message: string };
 
 /**
- * zlib.inflateRawSync builds a zlib stream for every call and frees it after: ~10 µs an entry
- * before a byte is inflated, most of the cost of a package of 20,000 small files. This inflater resets one stream per thread instead and writes each entry through the
- * handle Node's own inflateRawSync writes through (lib/zlib.js processChunkSync: writeSync into a
- * buffer, then the two counters it leaves in _writeState), with the same Z_FINISH and the same
- * errors. Those are Node internals: when a runtime lacks them this returns null and every entry
- * takes inflateRawSync; test/validation/fast-paths.test.ts checks both answer alike.
+ * Judges what inflating an entry gave (inflate-raw.mjs's inflateFacts): a deflate stream that is
+ * corrupt, ends early or late, or inflates to more or fewer bytes than declared, or a CRC-32 that
+ * differs from the header's. The one place those reason codes and messages are written.
  */
-export function reusedInflater(): Inflate | null {
-  if (reused !== undefined) return reused;
-  const stream = zlib.createInflateRaw() as unknown as { _handle?: ZlibHandle; _writeState?: unknown };
-  const handle = stream._handle;
-  const state = stream._writeState;
-  if (
-    !handle ||
-    typeof handle.writeSync !== "function" ||
-    typeof handle.reset !== "function" ||
-    !(state instanceof Uint32Array) ||
-    state.length < 2
-  ) {
-    reused = null;
-    return null;
+export function judgeInflate(
+  entry: Pick<ZipEntry, "name" | "uncompressedSize" | "crc32">,
+  facts: { failure: "too_large" | { corrupt: string } } | { length: number; unread: number; crc: number },
+): InflateVerdict {
+  if ("failure" in facts) {
+    const { failure } = facts;
+    if (failure === "too_large") {
+      return {
+        ok: false,
+        code: "declared_size_mismatch",
+        message: `${entry.name}: inflates to more than its declared ${entry.uncompressedSize} bytes`,
+      };
+    }
+    return {
+      ok: false,
+      code: "corrupt_entry_data",
+      message: `${entry.name}: deflate data is corrupt (${failure.corrupt})`,
+    };
   }
-  let error: string | null = null;
-  // Errors come back through this callback during writeSync; the stream is never destroyed.
-  handle.onerror = (message) => {
-    error = message;
-  };
-  reused = (compressed, declaredSize) => {
-    handle.reset();
-    error = null;
-    // Room for the cap and one byte past it: a full buffer means more than the cap, as for
-    // inflateRawSync's maxOutputLength.
-    const output = Buffer.allocUnsafe(declaredSize + 2);
-    handle.writeSync(zlib.constants.Z_FINISH, compressed, 0, compressed.length, output, 0, output.length);
-    if (error !== null) return { failure: { corrupt: error } };
-    const outputLeft = state[0]!;
-    if (outputLeft === 0) return { failure: "too_large" };
-    return { data: output.subarray(0, output.length - outputLeft), unread: state[1]! };
-  };
-  return reused;
+  if (facts.unread > 0) {
+    return {
+      ok: false,
+      code: "declared_size_mismatch",
+      message: `${entry.name}: ${facts.unread} byte(s) hide after the end of the deflate stream`,
+    };
+  }
+  if (facts.length !== entry.uncompressedSize) {
+    return {
+      ok: false,
+      code: "declared_size_mismatch",
+      message: `${entry.name}: inflates to ${facts.length} bytes, not its declared ${entry.uncompressedSize}`,
+    };
+  }
+  if (facts.crc !== entry.crc32) {
+    return {
+      ok: false,
+      code: "crc_mismatch",
+      message: `${entry.name}: CRC-32 is ${hex(facts.crc)}, the header says ${hex(entry.crc32)}`,
+    };
+  }
+  return { ok: true };
 }
 
 /**
@@ -852,55 +816,12 @@ export function reusedInflater(): Inflate | null {
 export function inflateEntry(input: Buffer | ByteSource, entry: ZipEntry): InflateResult {
   const source = Buffer.isBuffer(input) ? bufferSource(input) : input;
   const compressed = source.read(entry.dataOffset, entry.compressedSize);
-  let data: Buffer;
-  if (entry.method === 0) {
-    data = compressed;
-  } else {
-    const inflated =
-      entry.uncompressedSize <= SMALL_ENTRY_BYTES
-        ? (reusedInflater() ?? inflateOneShot)(compressed, entry.uncompressedSize)
-        : inflateOneShot(compressed, entry.uncompressedSize);
-    if ("failure" in inflated) {
-      const { failure } = inflated;
-      if (failure === "too_large") {
-        return {
-          ok: false,
-          code: "declared_size_mismatch",
-          message: `${entry.name}: inflates to more than its declared ${entry.uncompressedSize} bytes`,
-        };
-      }
-      return {
-        ok: false,
-        code: "corrupt_entry_data",
-        message: `${entry.name}: deflate data is corrupt (${failure.corrupt})`,
-      };
-    }
-    if (inflated.unread > 0) {
-      return {
-        ok: false,
-        code: "declared_size_mismatch",
-        message: `${entry.name}: ${inflated.unread} byte(s) hide after the end of the deflate stream`,
-      };
-    }
-    data = inflated.data;
-  }
-  if (data.length !== entry.uncompressedSize) {
-    return {
-      ok: false,
-      code: "declared_size_mismatch",
-      message: `${entry.name}: inflates to ${data.length} bytes, not its declared ${entry.uncompressedSize}`,
-    };
-  }
-  const actual = crc32(data);
-  if (actual !== entry.crc32) {
-    return {
-      ok: false,
-      code: "crc_mismatch",
-      message: `${entry.name}: CRC-32 is ${hex(actual)}, the header says ${hex(entry.crc32)}`,
-    };
-  }
-  return { ok: true, data };
+  const facts = inflateFacts(compressed, entry.method, entry.uncompressedSize);
+  const verdict = judgeInflate(entry, "failure" in facts ? facts : { ...facts, length: facts.data.length });
+  return verdict.ok ? { ok: true, data: (facts as { data: Buffer }).data } : verdict;
 }
+
+export { inflateOneShot, reusedInflater } from "./inflate-raw.mjs";
 
 function hex(n: number): string {
   return n.toString(16).padStart(8, "0");
