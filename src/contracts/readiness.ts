@@ -173,7 +173,9 @@ export function computeReadiness(inputs: ReadinessInputs): Readiness {
     if (service.id === "auth_service" && !email)
       missing.push("verification email delivery not configured (deployment.emailDelivery)");
     if (service.id === "upload_storage" && !config.deployment.liveUploads)
-      missing.push("live uploads off (SVC_LIVE_UPLOADS is not 1)");
+      missing.push(
+        "the deployment takes no uploads (portal.config.json deployment.liveUploads is false: the deployed API does not run with SVC_LIVE_UPLOADS=1)",
+      );
     return {
       id: service.id,
       required: true,

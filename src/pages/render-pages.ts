@@ -74,6 +74,7 @@ export const ASSET_FILES = [
   "package.js",
   "releases.js",
   "admin.js",
+  "status.js",
 ] as const;
 
 const ASSET_DIR = join(import.meta.dirname, "assets");

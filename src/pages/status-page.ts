@@ -51,11 +51,29 @@ function overallSentence(view: ReadinessView): SafeHtml {
   return html`<strong>Ready for release:</strong> ${ready} of ${view.gates.length} go-live gates are ready.`;
 }
 
+/**
+ * Two questions, answered apart: what the portal answering this page does right now (its
+ * backend_health, read by assets/status.js; a development portal takes uploads while the deployment
+ * described below may not), and what the deployment portal.config.json describes still lacks.
+ */
 export function renderStatusPage(ctx: PageContext, view: ReadinessView): string {
   const main = html`<h1>Portal status</h1>
+<section aria-labelledby="running-h">
+<h2 id="running-h">This portal, now</h2>
+<p id="running-state" role="status">This page asks the running portal what it does; without JavaScript or without its API there is nothing to show here.</p>
+<dl class="facts" id="running" hidden>
+<dt>Uploads</dt><dd id="running-uploads"></dd>
+<dt>Email</dt><dd id="running-email"></dd>
+<dt>Database</dt><dd id="running-database"></dd>
+</dl>
+</section>
+<section aria-labelledby="deployment-h">
+<h2 id="deployment-h">The deployment</h2>
+<p>What <code>portal.config.json</code> says is deployed, and what a release still needs. It describes the public deployment, not the process answering this page.</p>
 <p class="overall status-${view.overallStatus === "not_release_ready" ? "blocked" : "ready"}">${overallSentence(view)}</p>
 <p>${view.summary}</p>
-<p>Backend services live: <strong>${view.liveBackend ? "yes" : "no"}</strong>. Last change: <time datetime="${view.generatedAt}">${view.generatedAt.replace("T", " ").replace(/\.\d+Z$/, " UTC")}</time>.</p>
+<p>Deployed backend services live: <strong>${view.liveBackend ? "yes" : "no"}</strong>. Last change: <time datetime="${view.generatedAt}">${view.generatedAt.replace("T", " ").replace(/\.\d+Z$/, " UTC")}</time>.</p>
+</section>
 <section aria-labelledby="blockers-h">
 <h2 id="blockers-h">What blocks a release (${plural(view.releaseBlockers.length, "item")})</h2>
 ${
@@ -86,7 +104,8 @@ ${Object.entries(view.evidence).map(([key, value]) => html`<dt>${EVIDENCE_LABELS
     title: "Status",
     root: ROOT,
     section: "status",
-    description: "Production readiness of the portal: go-live gates and release blockers.",
+    description: "What the running portal does now, and the deployment's go-live gates and release blockers.",
+    scripts: ["status.js"],
     main,
   });
 }

@@ -134,3 +134,32 @@ describe.skipIf(SKIP_BROWSER || SKIP_CLAMSCAN)("every page fits a 390 px phone (
     expect(counted).toContain("Log (1 line)");
   });
 });
+
+describe.skipIf(SKIP_BROWSER || SKIP_CLAMSCAN)(
+  "/status/ tells the running portal from the deployment",
+  () => {
+    it("says this portal takes uploads while the deployment portal.config.json describes does not", async () => {
+      expect(portal.h.app.settings.liveUploads).toBe(true);
+      expect(portal.h.app.config.deployment.liveUploads).toBe(false);
+      const { page, errors } = await phonePage();
+      await page.goto(`${portal.h.origin}/status/`);
+      await expect.poll(() => page.locator("#running").isVisible()).toBe(true);
+      expect(await page.locator("#running-uploads").innerText()).toBe(
+        "On: this portal takes uploads (SVC_LIVE_UPLOADS=1).",
+      );
+      expect(await page.locator("#running-database").innerText()).toMatch(/^PGlite|^PostgreSQL/);
+      expect(await page.locator("#running-state").innerText()).toBe(
+        `Answered by the portal at ${portal.h.origin}.`,
+      );
+      // The deployment's own section still says what it lacks, and names where that comes from.
+      const deployment = await page.locator('section[aria-labelledby="deployment-h"]').innerText();
+      expect(deployment).toContain(
+        "It describes the public deployment, not the process answering this page.",
+      );
+      const gates = await page.locator("#gate-4").innerText();
+      expect(gates).toContain("portal.config.json deployment.liveUploads is false");
+      expect(gates).not.toContain("live uploads off");
+      expect(errors).toEqual([]);
+    });
+  },
+);
