@@ -13,7 +13,12 @@
  * catalog must already be within it there). A MISSED exits 1.
  *
  *   npm run bench:growth   (or: node --max-old-space-size=8192 --import tsx bench/growth/run.ts
- *                           [--sizes 1000,10000,50000] [--versions 5] [--runs 1] [--keep])
+ *                           [--sizes 1000,10000,50000] [--versions 5] [--runs 1] [--keep]
+ *                           [--rows validate,upload])
+ *
+ * --rows measures only the rows named (ids of ROWS below; the rows measured together are measured
+ * together: importSigned with bytesRewritten, firstSync with refresh and publishWarm, rebuildRatio
+ * with rebuildCost), and skips the signing keys when no row named needs them.
  *
  * The bench process renders the whole site to generate it and again for the rebuild's floor: at
  * 5,000 mods that peaked at 395 MB, so 50,000 needs more than Node's default heap. The limit is the
@@ -53,6 +58,7 @@ const { values } = parseArgs({
     versions: { type: "string" },
     runs: { type: "string" },
     keep: { type: "boolean" },
+    rows: { type: "string" },
   },
 });
 const SIZES = (values.sizes ?? "1000,10000,50000").split(",").map((s) => Number(s.replace(/_/g, "")));
@@ -121,6 +127,11 @@ const ROWS = {
   },
 } satisfies Record<string, Row>;
 type RowId = keyof typeof ROWS;
+
+const ONLY = values.rows ? new Set(values.rows.split(",")) : null;
+for (const id of ONLY ?? []) if (!(id in ROWS)) throw new Error(`--rows: no row ${id}`);
+/** Whether any of these rows is measured in this run. */
+const wants = (...ids: RowId[]) => !ONLY || ids.some((id) => ONLY.has(id));
 
 /** One size's cells: the figure with MET/MISSED where the row's goal applies at that size. */
 class SizeResults {
@@ -221,77 +232,94 @@ async function measure(n: number, scanner: BenchScanner, results: SizeResults): 
       `\n${mods} mods x ${VERSIONS} versions: records ${seconds(portal.recordsMs / 1000)}, site ${seconds(portal.siteMs / 1000)}`,
     );
     const plain = childEnv();
-    await svc(["keys", "init", "--keys", keysDir, "--site", siteDir], { cwd: root, env: plain });
     const keysFile = join(keysDir, "online.keys.json");
     const signed = childEnv({ SVC_TUF_ONLINE_KEYS: keysFile });
-    const signing = { keys: parseOnlineKeys(readFileSync(keysFile, "utf8"), keysFile) };
-
-    const sign = await svc(["keys", "sign", "--site", siteDir], { cwd: root, env: signed });
-    results.record("keysSign", `${seconds(sign.seconds)}, ${mb(sign.maxRssKiB ?? 0)}`, sign.seconds <= 5);
+    let signing: { keys: ReturnType<typeof parseOnlineKeys> } | null = null;
+    if (
+      wants(
+        "keysSign",
+        "importSigned",
+        "bytesRewritten",
+        "firstSync",
+        "refresh",
+        "publishWarm",
+        "rebuildRatio",
+        "rebuildCost",
+      )
+    ) {
+      await svc(["keys", "init", "--keys", keysDir, "--site", siteDir], { cwd: root, env: plain });
+      signing = { keys: parseOnlineKeys(readFileSync(keysFile, "utf8"), keysFile) };
+      const sign = await svc(["keys", "sign", "--site", siteDir], { cwd: root, env: signed });
+      results.record("keysSign", `${seconds(sign.seconds)}, ${mb(sign.maxRssKiB ?? 0)}`, sign.seconds <= 5);
+    }
 
     const probe = writeRelease(work, probeRelease("growth-probe", "1.0.0"));
-    const validate = await repeat(
-      RUNS,
-      async () => {
-        const t = await timeProcess(
-          process.execPath,
-          [
-            SVC,
-            "validate",
-            "--package",
-            probe.zip,
-            "--metadata",
-            probe.metadata,
-            "--site",
-            siteDir,
-            "--json",
-            "--no-antivirus",
-          ],
-          { cwd: root, env: plain },
-        );
-        const failed = (
-          JSON.parse(t.stdout) as { checks: Array<{ status: string; reasonCode: string | null }> }
-        ).checks
-          .filter((c) => c.status !== "passed")
-          .map((c) => c.reasonCode);
-        if (failed.join() !== "antivirus_disabled")
-          throw new Error(`svc validate failed: ${failed.join(", ")}`);
-        return t;
-      },
-      (t) => t.seconds,
-    );
-    results.record(
-      "validate",
-      `${describeStats(validate.stats, seconds)} (${(probe.size / KB).toFixed(1)} KB package)`,
-      validate.stats.median <= 0.3,
-    );
-
-    const tufBefore = tufListing(siteDir);
-    const imported = await svc(
-      ["import", "--package", probe.zip, "--metadata", probe.metadata, "--json", ...scanner.cliArgs],
-      { cwd: root, env: signed },
-    );
-    results.record(
-      "importSigned",
-      `${seconds(imported.seconds)}, ${mb(imported.maxRssKiB ?? 0)}`,
-      imported.seconds <= 0.5 && ((imported.maxRssKiB ?? Infinity) * 1024) / MB <= 200,
-    );
-    const written = (JSON.parse(imported.stdout) as { written: string[] }).written;
-    const fileBytes = written.reduce((sum, path) => sum + statSync(join(root, path)).size, 0);
-    let tufBytes = 0;
-    let tufFiles = 0;
-    for (const [name, now] of tufListing(siteDir)) {
-      const before = tufBefore.get(name);
-      if (before && before.size === now.size && before.mtimeMs === now.mtimeMs) continue;
-      tufBytes += now.size;
-      tufFiles++;
+    if (wants("validate")) {
+      const validate = await repeat(
+        RUNS,
+        async () => {
+          const t = await timeProcess(
+            process.execPath,
+            [
+              SVC,
+              "validate",
+              "--package",
+              probe.zip,
+              "--metadata",
+              probe.metadata,
+              "--site",
+              siteDir,
+              "--json",
+              "--no-antivirus",
+            ],
+            { cwd: root, env: plain },
+          );
+          const failed = (
+            JSON.parse(t.stdout) as { checks: Array<{ status: string; reasonCode: string | null }> }
+          ).checks
+            .filter((c) => c.status !== "passed")
+            .map((c) => c.reasonCode);
+          if (failed.join() !== "antivirus_disabled")
+            throw new Error(`svc validate failed: ${failed.join(", ")}`);
+          return t;
+        },
+        (t) => t.seconds,
+      );
+      results.record(
+        "validate",
+        `${describeStats(validate.stats, seconds)} (${(probe.size / KB).toFixed(1)} KB package)`,
+        validate.stats.median <= 0.3,
+      );
     }
-    results.record(
-      "bytesRewritten",
-      `${kb(fileBytes + tufBytes)} (${written.length} files ${kb(fileBytes)}, ${tufFiles} TUF files ${kb(tufBytes)})`,
-    );
 
-    {
+    if (wants("importSigned", "bytesRewritten")) {
+      const tufBefore = tufListing(siteDir);
+      const imported = await svc(
+        ["import", "--package", probe.zip, "--metadata", probe.metadata, "--json", ...scanner.cliArgs],
+        { cwd: root, env: signed },
+      );
+      results.record(
+        "importSigned",
+        `${seconds(imported.seconds)}, ${mb(imported.maxRssKiB ?? 0)}`,
+        imported.seconds <= 0.5 && ((imported.maxRssKiB ?? Infinity) * 1024) / MB <= 200,
+      );
+      const written = (JSON.parse(imported.stdout) as { written: string[] }).written;
+      const fileBytes = written.reduce((sum, path) => sum + statSync(join(root, path)).size, 0);
+      let tufBytes = 0;
+      let tufFiles = 0;
+      for (const [name, now] of tufListing(siteDir)) {
+        const before = tufBefore.get(name);
+        if (before && before.size === now.size && before.mtimeMs === now.mtimeMs) continue;
+        tufBytes += now.size;
+        tufFiles++;
+      }
+      results.record(
+        "bytesRewritten",
+        `${kb(fileBytes + tufBytes)} (${written.length} files ${kb(fileBytes)}, ${tufFiles} TUF files ${kb(tufBytes)})`,
+      );
+    }
+
+    if (wants("firstSync", "refresh", "publishWarm")) {
       const install = () =>
         svc(
           [
@@ -338,7 +366,7 @@ async function measure(n: number, scanner: BenchScanner, results: SizeResults): 
             config: portal.config,
             store: filesystemArtifactStore({ root, siteDir, baseUrl: portal.config.baseUrl }),
             validate: async () => ({ passed: true, checks: [], files }),
-            signing,
+            signing: signing!,
           },
           { packageBytes: release.packageBytes, sidecar: release.sidecar, source: { kind: "import" } },
         );
@@ -359,30 +387,42 @@ async function measure(n: number, scanner: BenchScanner, results: SizeResults): 
       results.record("publishWarm", describeStats(warm.stats, ms), warm.stats.median <= 300);
     }
 
-    const review = await startReviewPortal(portal, scanner.env, signing);
-    try {
-      const uploads = await repeat(
-        RUNS,
-        (i) => review.uploadUntilReview(probeRelease(`growth-upload-${i}`, "1.0.0")),
-        (t) => t,
-      );
-      results.record("upload", describeStats(uploads.stats, ms), uploads.stats.median <= 500);
-    } finally {
-      await review.stop();
+    if (wants("upload")) {
+      const review = await startReviewPortal(portal, scanner.env, signing);
+      try {
+        const uploads = await repeat(
+          RUNS,
+          (i) => review.uploadUntilReview(probeRelease(`growth-upload-${i}`, "1.0.0")),
+          (t) => t,
+        );
+        results.record("upload", describeStats(uploads.stats, ms), uploads.stats.median <= 500);
+      } finally {
+        await review.stop();
+      }
     }
 
-    const fresh = await repeat(
-      RUNS,
-      async (i) => {
-        const plainRelease = writeRelease(work, probeRelease(`growth-plain-${i}`, "1.0.0"));
-        return svc(
-          ["import", "--package", plainRelease.zip, "--metadata", plainRelease.metadata, ...scanner.cliArgs],
-          { cwd: root, env: plain },
-        );
-      },
-      (t) => t.seconds,
-    );
-    results.record("importFresh", describeStats(fresh.stats, seconds), fresh.stats.median <= 0.5);
+    if (wants("importFresh")) {
+      const fresh = await repeat(
+        RUNS,
+        async (i) => {
+          const plainRelease = writeRelease(work, probeRelease(`growth-plain-${i}`, "1.0.0"));
+          return svc(
+            [
+              "import",
+              "--package",
+              plainRelease.zip,
+              "--metadata",
+              plainRelease.metadata,
+              ...scanner.cliArgs,
+            ],
+            { cwd: root, env: plain },
+          );
+        },
+        (t) => t.seconds,
+      );
+      results.record("importFresh", describeStats(fresh.stats, seconds), fresh.stats.median <= 0.5);
+    }
+    if (!wants("rebuildRatio", "rebuildCost")) return;
 
     // The floor of a rebuild: serialize every document and write every file atomically into a
     // fresh folder, nothing else. Paired with the real `svc build` (with signing: it also re-hashes
@@ -454,7 +494,8 @@ async function main(): Promise<void> {
         const message = error instanceof Error ? error.message.split("\n")[0]! : String(error);
         console.log(`  [${n.toLocaleString("en")}] FAILED: ${message}`);
         for (const id of Object.keys(ROWS) as RowId[])
-          if (!results.cells.has(id)) results.record(id, "not measured (the size failed)", false);
+          if (wants(id) && !results.cells.has(id))
+            results.record(id, "not measured (the size failed)", false);
       }
     }
   } finally {
@@ -463,11 +504,9 @@ async function main(): Promise<void> {
   console.log("");
   printTable(
     ["figure", "goal", ...all.map((r) => `${r.mods.toLocaleString("en")} mods`)],
-    (Object.keys(ROWS) as RowId[]).map((id) => [
-      ROWS[id].label,
-      ROWS[id].goal,
-      ...all.map((r) => r.cells.get(id) ?? "-"),
-    ]),
+    (Object.keys(ROWS) as RowId[])
+      .filter((id) => wants(id))
+      .map((id) => [ROWS[id].label, ROWS[id].goal, ...all.map((r) => r.cells.get(id) ?? "-")]),
   );
   process.stdout.write(staleBundleNote(await cliBundleIsFresh()));
   console.log(verdictSummary());

@@ -93,20 +93,40 @@ export async function analyzePackage(
       scan: { state: input.antivirusDisabled ? "disabled" : input.scanner ? "not_run" : "not_configured" },
     };
   }
+  const worker = startInflateWorker(input, opened.source);
   try {
-    const analysis = await analyzeSource(input, opened.source, stepDone);
+    const analysis = await analyzeSource(input, opened.source, stepDone, worker);
     if (!(await opened.unchanged())) throw new Error("the package file changed while it was being validated");
     return analysis;
   } finally {
+    // Not awaited: an idle worker's end is no part of the result.
+    void worker?.close();
     await opened.close();
   }
+}
+
+/**
+ * The inflate worker for this package, started before anything else is read so its start-up
+ * overlaps hashing and the structure; null when the package stays on one thread.
+ */
+function startInflateWorker(input: ValidationInput, source: ByteSource): InflateWorker | null {
+  const mode = input.inflateWorker ?? "auto";
+  if (mode === "never" || !source.bytes) return null;
+  if (
+    mode === "auto" &&
+    (source.size > WORKER_MAX_PACKAGE_BYTES || announcedEntries(source.bytes) < WORKER_MIN_ENTRIES)
+  )
+    return null;
+  return InflateWorker.start(source.bytes);
 }
 
 async function analyzeSource(
   input: ValidationInput,
   source: ByteSource,
   stepDone: (step: string) => void,
+  worker: InflateWorker | null,
 ): Promise<PackageAnalysis> {
+  const workerMode = input.inflateWorker ?? "auto";
   const policy = input.policy;
   const progress = input.onProgress ?? (() => {});
   const reportsProgress = input.onProgress !== undefined;
@@ -125,176 +145,155 @@ async function analyzeSource(
     queue && scanner
       ? await startPackageScan(queue, scanner, source)
       : { packageScan: null, alertsOnLimits: Promise.resolve(false) };
-  // Started before anything else is read, so its start-up overlaps hashing and the structure.
-  const workerMode = input.inflateWorker ?? "auto";
-  const worker =
-    workerMode !== "never" &&
-    source.bytes &&
-    (workerMode !== "auto" ||
-      (source.size <= WORKER_MAX_PACKAGE_BYTES && announcedEntries(source.bytes) >= WORKER_MIN_ENTRIES))
-      ? InflateWorker.start(source.bytes)
-      : null;
-  try {
-    return await analyzeWith(worker);
-  } finally {
-    void worker?.close();
-  }
-
-  async function analyzeWith(worker: InflateWorker | null): Promise<PackageAnalysis> {
-    const hashPackage = () => {
-      const hash = createHash("sha256");
-      let hashed = 0;
-      for (const chunk of chunksOf(source, HASH_CHUNK)) {
-        hash.update(chunk);
-        hashed += chunk.length;
-        progress({ phase: "hashing", doneBytes: hashed, totalBytes: total });
-      }
-      stepDone("hash the package");
-      return hash.digest("hex");
-    };
-    // With a worker, the package is hashed while the worker inflates (below); without, first.
-    let sha256 = worker ? null : hashPackage();
-    const packageKind = sniffFileType(
-      tailAware(source.read(0, 4096), source.read(Math.max(0, total - 4096), 4096), total),
-    );
-    const caps = zipCapsFromPolicy(policy);
-    const structure = readZipStructure(source, caps);
-    stepDone("read the ZIP structure");
-
-    // That scan stands for the entries only when the scanner sees the same entries we do (a sound
-    // layout) and would report, not skip, what lies beyond its limits. Otherwise every entry is also
-    // scanned on its own below (a scanner round trip per batch of small entries).
-    const soundLayout = !structure.unsafeToInflate && structure.findings.length === 0;
-    const entriesInsidePackage = packageScan !== null && soundLayout && (await alertsOnLimits);
-    if (queue && !entriesInsidePackage) scanTotal += structure.totalUncompressedBytes;
-    const fileEntries = structure.unsafeToInflate ? [] : structure.entries.filter((e) => !e.isDirectory);
-    // The worker takes a share of the entries unless each entry's bytes go to the scanner one by one
-    // (they would have to come back from the worker), or there are too few to pay for it.
-    const parallel =
-      worker !== null &&
-      !(queue && !entriesInsidePackage) &&
-      fileEntries.length > 0 &&
-      (workerMode !== "auto" || fileEntries.length >= WORKER_MIN_ENTRIES)
-        ? worker
-        : null;
-    parallel?.begin(fileEntries, { mainThreadHelps: workerMode !== "worker_only" });
-    sha256 ??= hashPackage();
-    const nameFindings: ZipFinding[] = [];
-    for (const entry of structure.entries) {
-      const found = analyzeName(entry, caps);
-      if (found.length > 0) nameFindings.push(...found);
+  const hashPackage = () => {
+    const hash = createHash("sha256");
+    let hashed = 0;
+    for (const chunk of chunksOf(source, HASH_CHUNK)) {
+      hash.update(chunk);
+      hashed += chunk.length;
+      progress({ phase: "hashing", doneBytes: hashed, totalBytes: total });
     }
-    for (const finding of analyzeCollisions(structure.entries)) nameFindings.push(finding);
-    stepDone("check the names");
-    const entries: InspectedEntry[] = structure.entries.map((entry) => ({ entry, kind: null }));
-    const inflateFindings: ZipFinding[] = [];
-    const files = new Map<string, Buffer>();
-    const installFiles: PackageFile[] = [];
-    const inventory: InventoryFile[] = [];
+    stepDone("hash the package");
+    return hash.digest("hex");
+  };
+  // With a worker, the package is hashed while the worker inflates (below); without, first.
+  let sha256 = worker ? null : hashPackage();
+  const packageKind = sniffFileType(
+    tailAware(source.read(0, 4096), source.read(Math.max(0, total - 4096), 4096), total),
+  );
+  const caps = zipCapsFromPolicy(policy);
+  const structure = readZipStructure(source, caps);
+  stepDone("read the ZIP structure");
 
-    if (!structure.unsafeToInflate) {
-      const manifestName = policy.manifestFileName;
-      const manifestEntry = entries.find((e) => e.entry.name === manifestName && !e.entry.isDirectory);
-      let manifestBytes: Buffer | undefined;
-      if (manifestEntry) {
-        const r = inflateEntry(source, manifestEntry.entry);
-        if (r.ok) manifestBytes = r.data;
-      }
-      const keep = configFileNames(input.sidecar, manifestBytes);
-      keep.add(manifestName);
-      let inspected = 0;
-      const record = (item: InspectedEntry, file: PackageFile, window: Buffer) => {
-        installFiles.push(file);
-        item.kind = sniffFileType(window);
-        inventory.push({ ...file, signature: item.kind });
-      };
-      if (parallel) {
-        const inspections = await parallel.finish((done) => {
-          for (const e of done) inspected += e.compressedSize;
-          if (reportsProgress) progress({ phase: "inspecting", doneBytes: inspected, totalBytes: total });
-        });
-        const byIndex = new Map(fileEntries.map((e, i) => [e.index, inspections[i]!]));
-        for (const item of entries) {
-          const { entry } = item;
-          const inspection = byIndex.get(entry.index);
-          if (!inspection) continue;
-          const { verdict } = inspection;
-          if (!verdict.ok) {
-            inflateFindings.push({ code: verdict.code, entry: entry.name, message: verdict.message });
-            continue;
-          }
-          record(
-            item,
-            { path: entry.name, sizeBytes: inspection.sizeBytes, sha256: inspection.sha256! },
-            inspection.window!,
-          );
-          if (keep.has(entry.name) && !files.has(entry.name)) {
-            const again = inflateEntry(source, entry);
-            if (again.ok) files.set(entry.name, Buffer.from(again.data));
-          }
-        }
-      }
-      for (const item of parallel ? [] : entries) {
-        const { entry } = item;
-        if (entry.isDirectory) continue;
-        const result = inflateEntry(source, entry);
-        inspected += entry.compressedSize;
+  // That scan stands for the entries only when the scanner sees the same entries we do (a sound
+  // layout) and would report, not skip, what lies beyond its limits. Otherwise every entry is also
+  // scanned on its own below (a scanner round trip per batch of small entries).
+  const soundLayout = !structure.unsafeToInflate && structure.findings.length === 0;
+  const entriesInsidePackage = packageScan !== null && soundLayout && (await alertsOnLimits);
+  if (queue && !entriesInsidePackage) scanTotal += structure.totalUncompressedBytes;
+  const fileEntries = structure.unsafeToInflate ? [] : structure.entries.filter((e) => !e.isDirectory);
+  // The worker takes a share of the entries unless each entry's bytes go to the scanner one by one
+  // (they would have to come back from the worker), or there are too few to pay for it.
+  const parallel =
+    worker !== null &&
+    !(queue && !entriesInsidePackage) &&
+    fileEntries.length > 0 &&
+    (workerMode !== "auto" || fileEntries.length >= WORKER_MIN_ENTRIES)
+      ? worker
+      : null;
+  parallel?.begin(fileEntries, { mainThreadHelps: workerMode !== "worker_only" });
+  sha256 ??= hashPackage();
+  const nameFindings: ZipFinding[] = [];
+  for (const entry of structure.entries) {
+    const found = analyzeName(entry, caps);
+    if (found.length > 0) nameFindings.push(...found);
+  }
+  for (const finding of analyzeCollisions(structure.entries)) nameFindings.push(finding);
+  stepDone("check the names");
+  const entries: InspectedEntry[] = structure.entries.map((entry) => ({ entry, kind: null }));
+  const inflateFindings: ZipFinding[] = [];
+  const files = new Map<string, Buffer>();
+  const installFiles: PackageFile[] = [];
+  const inventory: InventoryFile[] = [];
+
+  if (!structure.unsafeToInflate) {
+    const manifestName = policy.manifestFileName;
+    const manifestEntry = entries.find((e) => e.entry.name === manifestName && !e.entry.isDirectory);
+    let manifestBytes: Buffer | undefined;
+    if (manifestEntry) {
+      const r = inflateEntry(source, manifestEntry.entry);
+      if (r.ok) manifestBytes = r.data;
+    }
+    const keep = configFileNames(input.sidecar, manifestBytes);
+    keep.add(manifestName);
+    let inspected = 0;
+    const record = (item: InspectedEntry, file: PackageFile, window: Buffer) => {
+      installFiles.push(file);
+      item.kind = sniffFileType(window);
+      inventory.push({ ...file, signature: item.kind });
+    };
+    if (parallel) {
+      const inspections = await parallel.finish((done) => {
+        for (const e of done) inspected += e.compressedSize;
         if (reportsProgress) progress({ phase: "inspecting", doneBytes: inspected, totalBytes: total });
-        if (!result.ok) {
-          inflateFindings.push({ code: result.code, entry: entry.name, message: result.message });
+      });
+      const byIndex = new Map(fileEntries.map((e, i) => [e.index, inspections[i]!]));
+      for (const item of entries) {
+        const { entry } = item;
+        const inspection = byIndex.get(entry.index);
+        if (!inspection) continue;
+        const { verdict } = inspection;
+        if (!verdict.ok) {
+          inflateFindings.push({ code: verdict.code, entry: entry.name, message: verdict.message });
           continue;
         }
-        const data = result.data;
-        // Hashed from the buffer just inflated for the CRC and the scanner: the per-file hashes a
-        // manager verifies an installation with cost no second read of the package.
         record(
           item,
-          { path: entry.name, sizeBytes: data.length, sha256: sha256Hex(data) },
-          sniffWindow(data),
+          { path: entry.name, sizeBytes: inspection.sizeBytes, sha256: inspection.sha256! },
+          inspection.window!,
         );
-        // First one wins, as for the manifest above; duplicates fail zip_path_safety anyway.
-        if (keep.has(entry.name) && !files.has(entry.name)) files.set(entry.name, Buffer.from(data));
-        if (queue && !entriesInsidePackage) await queue.add(entry.index, JSON.stringify(entry.name), data);
-      }
-      // A finding inside the package is attributed: its entries are scanned one by one so the log
-      // names the infected ones. A limits finding is about the package as a whole and needs none.
-      const packageVerdict = entriesInsidePackage && packageScan ? await packageScan : null;
-      if (queue && packageVerdict?.status === "infected" && !isLimitsVerdict(packageVerdict)) {
-        for (const { entry } of entries) {
-          if (entry.isDirectory) continue;
+        if (keep.has(entry.name) && !files.has(entry.name)) {
           const again = inflateEntry(source, entry);
-          if (again.ok) await queue.add(entry.index, JSON.stringify(entry.name), again.data);
+          if (again.ok) files.set(entry.name, Buffer.from(again.data));
         }
       }
     }
-    if (!structure.unsafeToInflate) stepDone("inflate, verify and hash the entries");
-    const contentInspected = !structure.unsafeToInflate && inflateFindings.length === 0;
-    let scan: PackageAnalysis["scan"];
-    if (scanState) scan = { state: scanState };
-    else if (queue && scanner) {
-      scan = {
-        state: "ran",
-        scanner: scanner.description,
-        verdicts: await queue.drain(),
-        complete: contentInspected,
-        entryCoverage: entriesInsidePackage ? "package" : "each",
-      };
-    } else scan = { state: "not_run" };
-    if (queue) stepDone("wait for the antivirus scanner");
-    return {
-      sizeBytes: total,
-      sha256,
-      unreadable: null,
-      packageKind,
-      structure,
-      nameFindings,
-      entries,
-      contentInspected,
-      inflateFindings,
-      files,
-      installFiles,
-      inventory,
-      scan,
-    };
+    for (const item of parallel ? [] : entries) {
+      const { entry } = item;
+      if (entry.isDirectory) continue;
+      const result = inflateEntry(source, entry);
+      inspected += entry.compressedSize;
+      if (reportsProgress) progress({ phase: "inspecting", doneBytes: inspected, totalBytes: total });
+      if (!result.ok) {
+        inflateFindings.push({ code: result.code, entry: entry.name, message: result.message });
+        continue;
+      }
+      const data = result.data;
+      // Hashed from the buffer just inflated for the CRC and the scanner: the per-file hashes a
+      // manager verifies an installation with cost no second read of the package.
+      record(item, { path: entry.name, sizeBytes: data.length, sha256: sha256Hex(data) }, sniffWindow(data));
+      // First one wins, as for the manifest above; duplicates fail zip_path_safety anyway.
+      if (keep.has(entry.name) && !files.has(entry.name)) files.set(entry.name, Buffer.from(data));
+      if (queue && !entriesInsidePackage) await queue.add(entry.index, JSON.stringify(entry.name), data);
+    }
+    // A finding inside the package is attributed: its entries are scanned one by one so the log
+    // names the infected ones. A limits finding is about the package as a whole and needs none.
+    const packageVerdict = entriesInsidePackage && packageScan ? await packageScan : null;
+    if (queue && packageVerdict?.status === "infected" && !isLimitsVerdict(packageVerdict)) {
+      for (const { entry } of entries) {
+        if (entry.isDirectory) continue;
+        const again = inflateEntry(source, entry);
+        if (again.ok) await queue.add(entry.index, JSON.stringify(entry.name), again.data);
+      }
+    }
   }
+  if (!structure.unsafeToInflate) stepDone("inflate, verify and hash the entries");
+  const contentInspected = !structure.unsafeToInflate && inflateFindings.length === 0;
+  let scan: PackageAnalysis["scan"];
+  if (scanState) scan = { state: scanState };
+  else if (queue && scanner) {
+    scan = {
+      state: "ran",
+      scanner: scanner.description,
+      verdicts: await queue.drain(),
+      complete: contentInspected,
+      entryCoverage: entriesInsidePackage ? "package" : "each",
+    };
+  } else scan = { state: "not_run" };
+  if (queue) stepDone("wait for the antivirus scanner");
+  return {
+    sizeBytes: total,
+    sha256,
+    unreadable: null,
+    packageKind,
+    structure,
+    nameFindings,
+    entries,
+    contentInspected,
+    inflateFindings,
+    files,
+    installFiles,
+    inventory,
+    scan,
+  };
 }
