@@ -1,12 +1,20 @@
 import type { RuntimeSettings } from "../config/settings.ts";
 import { migrate } from "./migrate.ts";
-import { createPostgresStore } from "./postgres-store.ts";
+import type { PostgresStoreOptions } from "./postgres-store.ts";
 import type { Store } from "./store.ts";
 
 export type { Migration } from "./migrate.ts";
 export { MIGRATIONS, migrate } from "./migrate.ts";
-export { createPostgresStore } from "./postgres-store.ts";
 export type { QueryResult, SqlExecutor, Store } from "./store.ts";
+
+/**
+ * pg is loaded when a pool is opened, not when the store module is: a Vercel function's cold import
+ * (docs/api.md, "Small cold starts") then parses and runs none of it before its first request.
+ */
+export async function createPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<Store> {
+  const postgres = await import("./postgres-store.ts");
+  return postgres.createPostgresStore(url, options);
+}
 
 /**
  * PGlite (16 MB of WASM) is loaded only when it is used: nothing imports pglite-store.ts statically,

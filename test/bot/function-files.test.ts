@@ -1,6 +1,7 @@
 /**
- * The function files themselves (api/github/*.ts, as Vercel loads them): a bad signature is
- * answered 400 before anything else, and a missing variable is answered 500 config_invalid naming it.
+ * The GitHub App's function entries (api/_entries/github/*.ts, what api/github/*.js run bundled;
+ * test/http/vercel-build.test.ts runs the bundles): a bad signature is answered 400 before anything
+ * else, and a missing variable is answered 500 config_invalid naming it.
  */
 import { createServer, type RequestListener } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -24,7 +25,7 @@ async function call(
   }
 }
 
-describe("api/github/*.ts as Vercel loads them, with only WEBHOOK_SECRET and SVC_PORTAL_REPOSITORY set", () => {
+describe("the GitHub App's function entries, with only WEBHOOK_SECRET and SVC_PORTAL_REPOSITORY set", () => {
   let portal: RequestListener;
   let intake: RequestListener;
   let drain: RequestListener;
@@ -33,9 +34,9 @@ describe("api/github/*.ts as Vercel loads them, with only WEBHOOK_SECRET and SVC
     vi.stubEnv("SVC_PORTAL_REPOSITORY", PORTAL);
     for (const name of ["DATABASE_URL", "INTAKE_WEBHOOK_SECRET", "CRON_SECRET", "APP_ID", "PRIVATE_KEY"])
       vi.stubEnv(name, undefined);
-    portal = (await import("../../api/github/webhooks.ts")).default as RequestListener;
-    intake = (await import("../../api/github/intake.ts")).default as RequestListener;
-    drain = (await import("../../api/github/drain.ts")).default as RequestListener;
+    portal = (await import("../../api/_entries/github/webhooks.ts")).default as RequestListener;
+    intake = (await import("../../api/_entries/github/intake.ts")).default as RequestListener;
+    drain = (await import("../../api/_entries/github/drain.ts")).default as RequestListener;
   });
   afterAll(() => {
     vi.unstubAllEnvs();

@@ -39,7 +39,7 @@ describe("the webhook endpoint refuses from the headers alone", () => {
   beforeAll(async () => {
     vi.stubEnv("WEBHOOK_SECRET", WEBHOOK_SECRET);
     vi.stubEnv("SVC_PORTAL_REPOSITORY", PORTAL);
-    const portal = (await import("../../api/github/webhooks.ts")).default as RequestListener;
+    const portal = (await import("../../api/_entries/github/webhooks.ts")).default as RequestListener;
     server = createServer(portal);
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     port = (server.address() as AddressInfo).port;

@@ -30,6 +30,7 @@ import { runSmoke } from "../../src/catalog/smoke.ts";
 import { ENDPOINTS, type EndpointDefinition } from "../../src/contracts/endpoints.ts";
 import { EXTENSIONLESS_ROUTES } from "../../src/contracts/urls.ts";
 import { MISS_RECHECK_MS } from "../../src/http/pages-versions.ts";
+import { COLD_IMPORT_BUDGET_MS, describeColdImport, measureColdImport } from "../support/cold-import.ts";
 import { REPO_ROOT } from "../support/repo-root.ts";
 import { releaseRecord } from "../support/temp-project.ts";
 
@@ -820,6 +821,36 @@ describe.skipIf(!VERCEL_CLI)("vercel build output", () => {
     }
     for (const { name, bytes } of sizes) expect(bytes, name).toBeLessThan(MAX_FUNCTION_BYTES);
   });
+
+  it("ships each function as its bundle (bin/build-functions.mjs), no TypeScript source", () => {
+    for (const f of functions) {
+      const bundle = join(
+        f.dir,
+        "dist",
+        "functions",
+        f.name.replace(/^api\//, "").replaceAll("/", "-"),
+        "index.js",
+      );
+      expect(existsSync(bundle), `${f.name}: ${bundle}`).toBe(true);
+      expect(
+        hasPath(f.dir, (rel) => rel.endsWith(".ts") && !rel.startsWith("node_modules/")),
+        `${f.name} ships TypeScript sources`,
+      ).toBe(false);
+    }
+  });
+
+  it("imports each function cold in at most 100 ms (plain Node, a fresh process, median of 5)", () => {
+    // Issue 27, item 6. Each run imports the handler as the launcher does, in the function's own
+    // folder, just after an empty module (the floor) in the same conditions. The gate is CPU time
+    // (test/support/cold-import.ts says why); wall time and the floor are printed beside it.
+    for (const f of functions) {
+      const figures = measureColdImport(join(f.dir, f.config.handler), { cwd: f.dir, env: { VERCEL: "1" } });
+      console.log(describeColdImport(f.name, figures));
+      expect(figures.cpuMs, `${f.name}: CPU time of its cold import`).toBeLessThanOrEqual(
+        COLD_IMPORT_BUDGET_MS,
+      );
+    }
+  }, 120_000);
 
   it("the router fails closed without DATABASE_URL, naming it", async () => {
     const router = await start("api/router", {});

@@ -46,12 +46,18 @@ interface VercelJson {
 
 const vercel = JSON.parse(readFileSync(join(REPO_ROOT, "vercel.json"), "utf8")) as VercelJson;
 
-/** Every function file under api/, as Vercel's file-system routing names it (api/router.ts -> api/router). */
+/**
+ * Every function file under api/, as Vercel's file-system routing names it (api/router.js ->
+ * api/router); a path with a segment that starts with `_` is no function (api/_entries/).
+ */
 const functionFiles = walk(API_DIR)
-  .filter((file) => file.endsWith(".ts"))
   .map((file) => relative(REPO_ROOT, file))
+  .filter((file) => /\.(js|mjs|ts)$/.test(file) && !file.includes("/_"))
   .sort();
-const functionNames = new Set(functionFiles.map((file) => file.replace(/\.ts$/, "")));
+const functionNames = new Set(functionFiles.map((file) => file.replace(/\.(js|mjs|ts)$/, "")));
+
+/** The source each function bundles (bin/build-functions.mjs): api/_entries/<same path>.ts. */
+const entryOf = (file: string) => file.replace(/^api\//, "api/_entries/").replace(/\.js$/, ".ts");
 
 /** The glob subset vercel.json uses (minimatch): `**` any path, `*` any run within one segment. */
 function globMatches(glob: string, path: string): boolean {
@@ -116,17 +122,25 @@ const samplePath = (path: string) => path.replace(/\{(\w+)\}/g, (_m, name: strin
 describe("Vercel functions", () => {
   it("are the router and the GitHub App's three: within the Hobby plan's 12, each an adapter", () => {
     expect(functionFiles).toEqual([
-      "api/github/drain.ts",
-      "api/github/intake.ts",
-      "api/github/webhooks.ts",
-      "api/router.ts",
+      "api/github/drain.js",
+      "api/github/intake.js",
+      "api/github/webhooks.js",
+      "api/router.js",
     ]);
     expect(functionFiles.length).toBeLessThanOrEqual(HOBBY_MAX_FUNCTIONS);
     for (const file of functionFiles) {
-      const lines = readFileSync(join(REPO_ROOT, file), "utf8").trim().split("\n").length;
-      expect(lines, `${file} is an adapter, not logic`).toBeLessThanOrEqual(10);
+      // The function file re-exports its bundle; the adapter is the entry the bundle is made from.
+      const bundle = `dist/functions/${relative("api", file).replace(/\.js$/, "").replaceAll("/", "-")}/index.js`;
+      const text = readFileSync(join(REPO_ROOT, file), "utf8");
+      expect(text.replace(/^\/\/.*\n/gm, "").trim(), file).toBe(
+        `export { default } from "${relative(dirname(file), bundle)}";`,
+      );
+      const lines = readFileSync(join(REPO_ROOT, entryOf(file)), "utf8")
+        .trim()
+        .split("\n").length;
+      expect(lines, `${entryOf(file)} is an adapter, not logic`).toBeLessThanOrEqual(10);
     }
-    expect(readFileSync(join(REPO_ROOT, "api/router.ts"), "utf8")).toMatch(
+    expect(readFileSync(join(REPO_ROOT, "api/_entries/router.ts"), "utf8")).toMatch(
       /export default createVercelHandler\(\);/,
     );
   });
@@ -156,7 +170,7 @@ describe("Vercel functions", () => {
     for (const [glob, config] of Object.entries(vercel.functions)) {
       // The lane reads versions.json from Pages; a copy per deployment was 51 MB at 10,000 mods.
       expect(config.includeFiles, glob).not.toMatch(/site\//);
-      expect(config.includeFiles.includes("records/owners/"), glob).toBe(glob === "api/router.ts");
+      expect(config.includeFiles.includes("records/owners/"), glob).toBe(glob === "api/router.js");
       expect(config.excludeFiles, glob).toMatch(/node_modules\/@electric-sql/);
     }
   });
@@ -181,9 +195,8 @@ describe("Vercel functions", () => {
       expect(file, "test files under api/ would be deployed as functions").not.toMatch(
         /\.(test|spec)\.[cm]?[jt]sx?$|__tests__/,
       );
-      // api/tsconfig.json narrows the type check vercel build runs on each function; it is no function.
-      if (relative(API_DIR, file) === "tsconfig.json") continue;
-      expect(file).toMatch(/\.ts$/);
+      // A function file (.js, re-exporting its bundle) or the entry a bundle is made from.
+      expect(relative(API_DIR, file)).toMatch(/^_entries\/.+\.ts$|^[^_].*\.js$/);
     }
   });
 

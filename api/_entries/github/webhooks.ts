@@ -3,6 +3,6 @@
 // the work running after the response (src/bot/deployment.ts). A missing variable is answered
 // 500 config_invalid, naming it.
 import { waitUntil } from "@vercel/functions";
-import { createBotFunctions } from "../../src/bot/app.ts";
+import { createBotFunctions } from "../../../src/bot/app.ts";
 
 export default createBotFunctions(process.env, { defer: waitUntil }).portalWebhook;

@@ -1,0 +1,4 @@
+// The GitHub App's drain function (api/_entries/github/drain.ts), bundled into one tree-shaken
+// file by bin/build-functions.mjs, which vercel.json's buildCommand runs before the functions are
+// traced (docs/api.md, "Small cold starts"). dist/ is built, never committed.
+export { default } from "../../dist/functions/github-drain/index.js";
