@@ -52,10 +52,7 @@ export const ERROR_CODES = {
   not_found: http(404, "no such resource"),
   method_not_allowed: http(405, "the route does not take this method"),
   request_timeout: http(408, "the request body arrived too slowly"),
-  conflict: http(
-    409,
-    "the request collides with what exists: an open submission of the version, a key or owner limit, a registration already made, or a lock another publication holds",
-  ),
+  conflict: http(409, "the resource changed or is busy; retry"),
   illegal_transition: http(409, "the submission's state does not allow this move"),
   artifact_exists: http(409, "an artifact already exists for this version; artifacts are immutable"),
   version_exists: http(409, "this version is already published"),
@@ -121,6 +118,14 @@ export const ERROR_CODES = {
   tuf_key_mismatch: manager("the keys do not match the roles of the current root", 500),
   tuf_keys_in_repository: manager("refusing to write private keys inside a git repository", 500),
   tuf_not_initialized: manager("the site has no root metadata yet", 500),
+  not_signed_yet: manager(
+    "the portal is not signed yet (no tuf/timestamp.json), or its signed metadata does not list a document the mirror serves (published after its last signing): nothing unsigned is used",
+    503,
+  ),
+  mod_not_listed: manager(
+    "the signed catalog lists no such mod (no signed versions.json, and the mirror serves none)",
+    404,
+  ),
 
   zip_staged: github("a catalog commit would stage a package (packages live in the artifact store)"),
   unexpected_staged_path: github("a catalog commit would stage a path outside records/ and site/"),

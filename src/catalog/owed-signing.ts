@@ -1,7 +1,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { binForTarget, TUF_DIR, targetPathOfCommitted } from "../distribution/tuf-layout.ts";
-import { type SiteSigning, signChanges, signSite } from "../distribution/tuf-repository.ts";
+import { resolveSigning, type SiteSigning, signChanges, signSite } from "../distribution/tuf-repository.ts";
 import { loadLatestRoot } from "../distribution/tuf-root.ts";
 import { loadBin, loadSignedState } from "../distribution/tuf-signed-state.ts";
 import { hashSiteFile } from "../distribution/tuf-site-targets.ts";
@@ -83,7 +83,8 @@ export function owingSignature(
   signing: SiteSigning | null | undefined,
   hooks: CommitOptions = {},
 ): CommitOptions {
-  if (!signing) return hooks;
+  // A local portal without keys on an unsigned site: nothing to owe (with a root, assertCanSign refused).
+  if (!resolveSigning(signing)) return hooks;
   return {
     ...hooks,
     beforeCommit: (change) => {
@@ -116,10 +117,11 @@ export function settleOwedSigning(
     clearOwedSigning(tree);
     return "covered";
   }
-  if (signing) {
-    const now = signing.now ?? (() => new Date());
-    if (owed.length > 0) signChanges(tree.siteDir, signing.keys, { written: owed, deleted: [] }, now);
-    else signSite(tree.siteDir, signing.keys, now);
+  const resolved = resolveSigning(signing);
+  if (resolved) {
+    const now = resolved.now ?? (() => new Date());
+    if (owed.length > 0) signChanges(tree.siteDir, resolved.keys, { written: owed, deleted: [] }, now);
+    else signSite(tree.siteDir, resolved.keys, now);
     clearOwedSigning(tree);
     return "signed";
   }

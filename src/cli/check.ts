@@ -1,6 +1,6 @@
 import { checkSite } from "../catalog/site-check.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK } from "./io.ts";
-import { siteSigningFromEnv } from "./keys.ts";
+import { portalSigning } from "./keys.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags, recoveredLine } from "./project.ts";
 
 const HELP = `usage: svc check [--root DIR] [--config FILE] [--records DIR] [--site DIR] [--hashes]
@@ -26,7 +26,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   const { problems, files, artifacts } = await checkSite(paths, config, {
     hashes: values.hashes === true,
     onRecovered: (r) => io.stderr.write(recoveredLine("check", r)),
-    signing: siteSigningFromEnv(io),
+    signing: portalSigning(io),
   });
   if (problems.length > 0) {
     io.stderr.write(

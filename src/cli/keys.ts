@@ -100,10 +100,37 @@ export function onlineKeysFromEnv(env: NodeJS.ProcessEnv, cwd: string): OnlineKe
   return parseOnlineKeys(readFileSync(file, "utf8"), file);
 }
 
-/** The signing every local publication path does when SVC_TUF_ONLINE_KEYS is set (null: unsigned). */
+/**
+ * Where a local portal keeps its online keys: online.keys.json in its data folder (SVC_DATA_DIR, else
+ * .data/, never in git). `svc keys sign` with SVC_TUF_ONLINE_KEYS puts a copy there, so the portal
+ * (`npm start`, `svc import`) signs every later publication without the variable.
+ */
+export function localKeysFile(env: NodeJS.ProcessEnv, cwd: string, dataDir?: string): string {
+  return resolve(cwd, dataDir ?? (env.SVC_DATA_DIR?.trim() || ".data"), "online.keys.json");
+}
+
+/** The online keys of this project: SVC_TUF_ONLINE_KEYS, else the local portal's copy, else null. */
+export function projectOnlineKeys(env: NodeJS.ProcessEnv, cwd: string, dataDir?: string): OnlineKeys | null {
+  const fromEnv = onlineKeysFromEnv(env, cwd);
+  if (fromEnv) return fromEnv;
+  const file = localKeysFile(env, cwd, dataDir);
+  return existsSync(file) ? parseOnlineKeys(readFileSync(file, "utf8"), file) : null;
+}
+
+/** The signing `svc build` does when online keys are found (null: unsigned, signed later by `svc keys sign`). */
 export function siteSigningFromEnv(io: Pick<CliIo, "env" | "cwd">): SiteSigning | null {
-  const keys = onlineKeysFromEnv(io.env, io.cwd);
+  const keys = projectOnlineKeys(io.env, io.cwd);
   return keys ? { keys } : null;
+}
+
+/**
+ * The signing of a local portal's publications (svc import, svc serve, smoke --record): the keys are
+ * looked up at each publication, so keys made while the portal runs are used at once, and a
+ * publication on a signed site (site/tuf has a root) without them is refused before anything is
+ * committed (signing_keys_missing, naming SVC_TUF_ONLINE_KEYS).
+ */
+export function portalSigning(io: Pick<CliIo, "env" | "cwd">, dataDir?: string): SiteSigning {
+  return { keys: () => projectOnlineKeys(io.env, io.cwd, dataDir) };
 }
 
 export async function run(args: string[], io: CliIo): Promise<number> {
@@ -172,10 +199,13 @@ function writeGithubOutput(io: CliIo, name: string, value: string): void {
   if (file) appendFileSync(file, `${name}=${value}\n`);
 }
 
-function sign(siteDir: string, io: CliIo, liveTimestampVersion?: number): number {
-  const keys = onlineKeysFromEnv(io.env, io.cwd);
+function sign(siteDir: string, io: CliIo, workflow?: { liveTimestampVersion: number | undefined }): number {
+  const liveTimestampVersion = workflow?.liveTimestampVersion;
+  const keys = projectOnlineKeys(io.env, io.cwd);
   if (!keys) {
-    io.stderr.write("svc keys sign: SVC_TUF_ONLINE_KEYS is not set; the site stays unsigned\n");
+    io.stderr.write(
+      `svc keys sign: SVC_TUF_ONLINE_KEYS is not set (and there is no ${localKeysFile(io.env, io.cwd)}); the site stays unsigned\n`,
+    );
     return EXIT_FAILED;
   }
   const result = signSite(
@@ -187,7 +217,20 @@ function sign(siteDir: string, io: CliIo, liveTimestampVersion?: number): number
   io.stdout.write(
     `svc keys sign: root v${result.rootVersion}, targets v${result.targetsVersion} (${result.targetCount} targets; ${result.binsSigned.length} of 1024 bins re-signed), snapshot v${result.snapshotVersion}, timestamp v${result.timestampVersion}\n`,
   );
+  // Signed once by hand, signed ever after: the local portal signs each publication with this copy.
+  // Not in a workflow (--if-due): the publish job's secret stays in its environment.
+  if (!workflow && onlineKeysFromEnv(io.env, io.cwd)) keepLocalKeys(io, keys);
   return EXIT_OK;
+}
+
+function keepLocalKeys(io: CliIo, keys: OnlineKeys): void {
+  const file = localKeysFile(io.env, io.cwd);
+  if (existsSync(file) && readFileSync(file, "utf8") === `${JSON.stringify(keys, null, 2)}\n`) return;
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  writeSecret(file, keys);
+  io.stdout.write(
+    `  kept the online keys in ${file} (mode 600, outside git): this local portal signs every publication with them; delete the file to stop\n`,
+  );
 }
 
 /** Hours before the live timestamp's expiry at which a scheduled run re-signs (runs come every 30 minutes). */
@@ -195,6 +238,16 @@ const RESIGN_WITHIN_HOURS = 12;
 
 async function signIfDue(siteDir: string, io: CliIo, published: boolean): Promise<number> {
   if (!onlineKeysFromEnv(io.env, io.cwd)) {
+    const root = loadLatestRoot(siteDir);
+    if (root) {
+      // Deploying would serve documents the signed metadata does not describe: every manager's
+      // install would fail. The live site stays as it is until the secret is back.
+      io.stderr.write(
+        `svc keys sign: config_invalid: signing_keys_missing: ${siteDir}/${TUF_DIR} holds root v${root.version} but SVC_TUF_ONLINE_KEYS is not set (the publish job's secret); not deployed\n`,
+      );
+      writeGithubOutput(io, "deploy", "false");
+      return EXIT_FAILED;
+    }
     io.stdout.write("svc keys sign: unsigned (SVC_TUF_ONLINE_KEYS is not set)\n");
     writeGithubOutput(io, "deploy", String(published));
     return EXIT_OK;
@@ -224,7 +277,7 @@ async function signIfDue(siteDir: string, io: CliIo, published: boolean): Promis
     writeGithubOutput(io, "deploy", "false");
     return EXIT_OK;
   }
-  const code = sign(siteDir, io, live?.version);
+  const code = sign(siteDir, io, { liveTimestampVersion: live?.version });
   writeGithubOutput(io, "deploy", String(code === EXIT_OK));
   return code;
 }

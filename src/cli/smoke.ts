@@ -7,7 +7,7 @@ import { commitRecordUpdates } from "../catalog/rebuild.ts";
 import { runSmoke, type SmokeReport } from "../catalog/smoke.ts";
 import { serializeDocument } from "../catalog/site.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
-import { siteSigningFromEnv } from "./keys.ts";
+import { portalSigning } from "./keys.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
 
 const HELP = `usage: svc smoke [--base-url URL] [--retry-for SECS] [--only MOD@VERSION,...] [--only-from receipts.json] [--out report.json] [--record] [--json] [--all]
@@ -70,11 +70,40 @@ function render(report: SmokeReport, all: boolean): string {
     `manager reader: ${m.ok ? "ok" : "FAILED"} (${m.mods ?? 0} mods, ${m.versions ?? 0} versions)${m.errors.length ? `\n  ${m.errors.join("\n  ")}` : ""}`,
   );
   for (const f of report.ruleFailures) lines.push(`contract ${f.rule}: ${f.message}`);
+  lines.push(`signature: ${describeSignature(report.signature)}`);
   const s = report.summary;
   lines.push(
-    `svc smoke ${report.baseUrl}: ${report.passed ? "PASSED" : "FAILED"} — routes ${s.routesChecked - s.routesFailed}/${s.routesChecked} ok, artifacts ${s.artifactsChecked - s.artifactsFailed}/${s.artifactsChecked} ok${s.artifactsNotDownloaded ? ` (${s.artifactsNotDownloaded} listed, not downloaded: unchanged by this run)` : ""}, ${report.ruleFailures.length} rule failure(s), ${report.durationMs} ms`,
+    `svc smoke ${report.baseUrl}: ${report.passed ? "PASSED" : "FAILED"} — routes ${s.routesChecked - s.routesFailed}/${s.routesChecked} ok, artifacts ${s.artifactsChecked - s.artifactsFailed}/${s.artifactsChecked} ok${s.artifactsNotDownloaded ? ` (${s.artifactsNotDownloaded} listed, not downloaded: unchanged by this run)` : ""}, ${report.ruleFailures.length} rule failure(s), signature ${report.signature?.state ?? "not checked"}, ${report.durationMs} ms`,
   );
+  if (!report.passed) lines.push(...failingItems(report).map((item) => `  failed: ${item}`));
   return `${lines.join("\n")}\n`;
+}
+
+function describeSignature(signature: SmokeReport["signature"]): string {
+  if (!signature) return "not checked";
+  if (signature.state === "verified")
+    return `verified (${signature.documents} documents, as a manager checks them)`;
+  if (signature.state === "unsigned") return `unsigned (${signature.detail})`;
+  return `FAILED ${signature.code}: ${signature.detail}`;
+}
+
+/** Every item that failed, each with its reason: what a FAILED line must never leave out. */
+export function failingItems(report: SmokeReport): string[] {
+  const items: string[] = [];
+  for (const r of report.routes) if (!r.ok) items.push(`route ${r.path}: ${(r.errors ?? []).join("; ")}`);
+  for (const a of report.artifacts)
+    if (!a.ok)
+      items.push(
+        `artifact ${a.modId ?? ""}${a.version ? `@${a.version}` : ""} ${a.url}: ${(a.errors ?? []).join("; ")}`,
+      );
+  if (!report.managerParse.ok)
+    items.push(`manager reader: ${report.managerParse.errors.join("; ") || "failed"}`);
+  for (const f of report.ruleFailures) items.push(`contract ${f.rule}: ${f.message}`);
+  if (report.signature?.state === "failed")
+    items.push(`signature ${report.signature.code}: ${report.signature.detail}`);
+  // A report that failed for a reason this list does not know still says so.
+  if (items.length === 0) items.push("no single item failed, yet the report did not pass (see --json)");
+  return items;
 }
 
 /**
@@ -157,7 +186,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
         recordsDir: paths.recordsDir,
         siteDir: paths.siteDir,
         config,
-        signing: siteSigningFromEnv(io),
+        signing: portalSigning(io),
       },
       [
         {

@@ -174,7 +174,15 @@ export class ManagerClient {
         continue;
       }
       // catalog.json lists only each mod's newest version; every version is in its signed versions.json.
-      const listed = await this.mirror.signedModVersions(modId);
+      const listing = await this.mirror.modListing(modId);
+      if (listing === null) {
+        throw new DistributionError(
+          "mod_not_listed",
+          `${modId} is not listed in the signed catalog of ${this.mirror.mirrorUrl} (its signed metadata names no api/v1/mods/${modId}/versions.json and the mirror serves none): check the id`,
+          { modId, range, gameBuild, newestVisible: null },
+        );
+      }
+      const listed = listing;
       const candidates = listed
         .filter((v) => v.downloadEnabled && semver.satisfies(v.version, range))
         .filter((v) => (gameBuild ? v.targetGameBuild === gameBuild : true))
@@ -301,7 +309,11 @@ export class ManagerClient {
    * version was withdrawn, which the player should hear as such, with the newest visible offered.
    */
   private async withdrawnRefusal(manifest: InstallManifest, error: unknown): Promise<unknown> {
-    if (!(error instanceof DistributionError) || error.code !== "dependency_unresolved") return error;
+    if (
+      !(error instanceof DistributionError) ||
+      (error.code !== "dependency_unresolved" && error.code !== "mod_not_listed")
+    )
+      return error;
     const { modId, range, newestVisible } = (error.details ?? {}) as {
       modId?: string;
       range?: string;

@@ -85,6 +85,12 @@ class BoundedFetcher extends BaseFetcher {
       const response = await openBounded(this.fetchImpl, url, {}, this.limits);
       if (!response.ok) {
         await response.cancel();
+        // No timestamp at all: a portal that was never signed (or not yet), not a broken mirror.
+        if (response.status === 404 && url.endsWith(`/${TUF_DIR}/timestamp.json`))
+          this.failure = new DistributionError(
+            "not_signed_yet",
+            `${url} does not exist: the portal is not signed yet (its operator runs \`svc keys init\` and \`svc keys sign\`; docs/distribution.md)`,
+          );
         throw new DownloadHTTPError("Failed to download", response.status);
       }
       return await response.readAll(maxLength);
@@ -198,7 +204,7 @@ export class SignedMirror {
     if (!this.updater || !this.fetcher) await this.refresh();
     const updater = this.updater!;
     const info = await this.tufStep(this.fetcher!, () => updater.getTargetInfo(path));
-    if (!info) throw new DistributionError("target_unknown", `the signed targets do not list ${path}`);
+    if (!info) throw await this.unlistedTarget(path);
     // The hash names a cache file: signed metadata (a leaked key) must not get to pick a path.
     if (!/^[0-9a-f]{64}$/.test(info.hashes.sha256 ?? "") || !Number.isSafeInteger(info.length)) {
       throw new DistributionError(
@@ -207,6 +213,35 @@ export class SignedMirror {
       );
     }
     return info;
+  }
+
+  /**
+   * Why the signed targets do not list a path: the mirror serving the file means the portal published
+   * it after its last signing (not signed yet: the operator's signing is behind); otherwise the file
+   * is not listed at all (never published, or removed). Either way nothing unsigned is used: the
+   * answer only names the cause.
+   */
+  private async unlistedTarget(path: string): Promise<DistributionError> {
+    let served = false;
+    try {
+      const response = await openBounded(
+        this.fetchImpl,
+        `${this.options.mirrorUrl}/${path}`,
+        {},
+        this.limits,
+      );
+      served = response.ok;
+      await response.cancel();
+    } catch {
+      // Unreachable: reported as not listed, which is what the signed metadata says.
+    }
+    if (served)
+      return new DistributionError(
+        "not_signed_yet",
+        `the mirror serves ${path} but the portal's signed metadata does not list it yet: it was published after the portal's last signing (its operator runs \`svc keys sign\`, or sets SVC_TUF_ONLINE_KEYS so every publication signs); nothing unsigned is used`,
+        { path },
+      );
+    return new DistributionError("target_unknown", `the signed targets do not list ${path}`, { path });
   }
 
   /** A signed document's bytes; an unchanged document (same sha256) comes from the cache, not the network. */
@@ -219,11 +254,22 @@ export class SignedMirror {
       if (bytes.length === info.length && sha256Hex(bytes) === sha256) return bytes;
     }
     const response = await this.get(`${this.options.mirrorUrl}/${path}`);
-    const bytes = await response.readAll(info.length);
+    let bytes: Buffer;
+    try {
+      bytes = await response.readAll(info.length);
+    } catch (error) {
+      if (!(error instanceof DistributionError) || error.code !== "response_too_large") throw error;
+      throw new DistributionError(
+        "response_too_large",
+        `${path} runs past its signed ${info.length} bytes: the mirror serves other bytes than the portal signed (an endless or swapped document, or a portal that rewrote it without signing: its operator runs \`svc keys sign\`); ${error.message}`,
+        error.details,
+      );
+    }
     if (bytes.length !== info.length || sha256Hex(bytes) !== sha256) {
       throw new DistributionError(
         "catalog_tampered",
-        `${path} does not match its signed length/sha256 (got ${bytes.length} bytes, signed ${info.length})`,
+        `${path} does not match its signed length/sha256 (got ${bytes.length} bytes, signed ${info.length}): the mirror serves other bytes than the portal signed (changed on the way or on the mirror, or by a portal that rewrote it without signing: its operator runs \`svc keys sign\`)`,
+        { path, length: bytes.length, signedLength: info.length },
       );
     }
     writeFileSynced(cached, bytes);
@@ -249,13 +295,22 @@ export class SignedMirror {
 
   /** Every listed version of one mod, from its signed versions.json; none when the mod is not listed. */
   async signedModVersions(modId: string): Promise<CatalogVersion[]> {
+    return (await this.modListing(modId)) ?? [];
+  }
+
+  /**
+   * One mod's signed versions.json: its versions, or null when the signed metadata does not list the
+   * mod (and the mirror serves no such document). A document the mirror serves but the signed
+   * metadata does not list yet is `not_signed_yet`, never "not listed".
+   */
+  async modListing(modId: string): Promise<CatalogVersion[] | null> {
     // The id becomes a path segment: one that is not a slug names no mod (and no other document).
-    if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(modId)) return [];
+    if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(modId)) return null;
     let bytes: Buffer;
     try {
       bytes = await this.fetchDocument(`api/v1/mods/${modId}/versions.json`);
     } catch (error) {
-      if (error instanceof DistributionError && error.code === "target_unknown") return [];
+      if (error instanceof DistributionError && error.code === "target_unknown") return null;
       throw error;
     }
     const document = JSON.parse(bytes.toString("utf8")) as { versions?: CatalogVersion[] };

@@ -41,22 +41,52 @@ export interface SignResult {
 }
 
 /**
- * How a local publication path signs (the adapters build it from SVC_TUF_ONLINE_KEYS). `now` is the
- * wall clock by default, not the publication's clock: expiry is judged by managers' real clocks.
+ * How a local publication path signs (the adapters build it from SVC_TUF_ONLINE_KEYS, or the local
+ * portal's data folder). `keys` is the bundle itself, or a loader a local portal reads at each
+ * publication: its keys may appear while it runs (`svc keys init` in another shell), and a portal
+ * whose site is signed must never publish without them. `now` is the wall clock by default, not the
+ * publication's clock: expiry is judged by managers' real clocks.
  */
 export interface SiteSigning {
-  keys: OnlineKeys;
+  keys: OnlineKeys | (() => OnlineKeys | null);
   now?: () => Date;
+}
+
+/** The signing a publication does now: the keys resolved (a loader that finds none: unsigned). */
+export function resolveSigning(
+  signing: SiteSigning | null | undefined,
+): { keys: OnlineKeys; now?: () => Date } | null {
+  if (!signing) return null;
+  const keys = typeof signing.keys === "function" ? signing.keys() : signing.keys;
+  if (!keys) return null;
+  return signing.now ? { keys, now: signing.now } : { keys };
+}
+
+/** The refusal of a local publication on a signed site whose online keys cannot be found. */
+export function signingKeysMissingError(siteDir: string, rootVersion: number): SvcError {
+  return new SvcError(
+    "config_invalid",
+    `signing_keys_missing: ${siteDir}/${TUF_DIR} holds root v${rootVersion}, so every publication must be signed, but no online keys are configured: set SVC_TUF_ONLINE_KEYS to the online.keys.json \`svc keys init\` wrote (or keep that file as online.keys.json in the portal's data folder, .data/ or SVC_DATA_DIR, where svc keys init puts a copy); nothing was published`,
+    { details: { code: "signing_keys_missing", variable: "SVC_TUF_ONLINE_KEYS" } },
+  );
 }
 
 /**
  * Refuses a publication up front when its signing could not succeed (no root, or keys the root does
- * not name): checked under the publish lock before the commit, so a committed tree is never left
- * unsignable by a misconfiguration.
+ * not name), and a local portal's publication on a signed site when its keys are missing: checked
+ * under the publish lock before the commit, so a committed tree is never left unsignable (or its
+ * signed metadata stale) by a misconfiguration. No signing at all (null: the GitHub publish job,
+ * whose own step signs) is not checked.
  */
 export function assertCanSign(siteDir: string, signing: SiteSigning | null | undefined): void {
   if (!signing) return;
   const latestRoot = loadLatestRoot(siteDir);
+  const resolved = resolveSigning(signing);
+  if (!resolved) {
+    // A local portal without keys: unsigned is fine until the site has a root.
+    if (latestRoot) throw signingKeysMissingError(siteDir, latestRoot.version);
+    return;
+  }
   try {
     if (!latestRoot) {
       throw new DistributionError(
@@ -64,7 +94,7 @@ export function assertCanSign(siteDir: string, signing: SiteSigning | null | und
         `signing keys are configured but ${siteDir} has no ${TUF_DIR}/N.root.json; run \`svc keys init\` first`,
       );
     }
-    assertOnlineKeysOf(latestRoot.metadata.signed, signing.keys);
+    assertOnlineKeysOf(latestRoot.metadata.signed, resolved.keys);
   } catch (error) {
     // A portal misconfiguration, reported through the portal's own error path (CLI and HTTP alike).
     if (error instanceof DistributionError)
@@ -89,11 +119,12 @@ export function signAfterCommit(
   change: { written: readonly string[]; deleted: readonly string[] },
   options: { full?: boolean } = {},
 ): SignResult | null {
-  if (!signing) return null;
+  const resolved = resolveSigning(signing);
+  if (!resolved) return null;
   if (change.written.length === 0 && change.deleted.length === 0) return null;
-  const now = signing.now ?? (() => new Date());
-  if (options.full) return signSite(siteDir, signing.keys, now);
-  return signChanges(siteDir, signing.keys, change, now);
+  const now = resolved.now ?? (() => new Date());
+  if (options.full) return signSite(siteDir, resolved.keys, now);
+  return signChanges(siteDir, resolved.keys, change, now);
 }
 
 /** A bin the snapshot names is gone (pruned by hand, a partial copy): the full path rebuilds it. */
