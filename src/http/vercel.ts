@@ -12,9 +12,10 @@ import { sendThrown } from "./respond.ts";
 import { dispatchEndpoint, parseRequestUrl } from "./server.ts";
 
 /**
- * The Vercel edge of the API: one function, api/router.ts, is `export default createVercelHandler()`
- * and serves every endpoint of the table; vercel.json rewrites /api/v1/* to it and the request keeps
- * its own path, which dispatches as on the local server. One function per route path counted
+ * The Vercel edge of the API: one function, api/router.js (the bundle of api/_entries/router.ts,
+ * `export default createVercelHandler()`), serves every endpoint of the table; vercel.json
+ * rewrites /api/v1/* to it and the request keeps its own path, which dispatches as on the local
+ * server. One function per route path counted
  * 26 with the bot's; Vercel's Hobby plan deploys at most 12 per deployment. The AppContext is
  * built from process.env once per function instance and reused; a missing variable fails closed
  * with an error that names it.

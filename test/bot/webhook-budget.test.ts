@@ -1,8 +1,8 @@
 /**
  * The bot answers within GitHub's webhook budget: handling a validation report takes longer than the
  * 10 s GitHub gives a webhook, so the delivery is queued, acknowledged, and drained after. Here a
- * cold instance of the real bot (the functions api/github/*.ts export, the Probot app, the real
- * store) receives the workflow_run.completed of a 15-check report from a GitHub that answers every
+ * cold instance of the real bot (the functions api/_entries/github/*.ts export, the Probot app, the
+ * real store) receives the workflow_run.completed of a 15-check report from a GitHub that answers every
  * call in 150 ms (its REST API's usual latency): it acknowledges well within the budget, and the
  * drained work then writes every check run, one status comment and one label, each request checked
  * against GitHub's OpenAPI description.

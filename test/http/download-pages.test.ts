@@ -148,7 +148,7 @@ beforeAll(async () => {
     role: "player",
   });
   apiKey = (await h.app.accounts!.createApiKey(accountId, "fast lane")).apiKey;
-  // The Vercel router over the harness's database, as api/router.ts builds it from the environment.
+  // The Vercel router over the harness's database, as api/_entries/router.ts builds it from the environment.
   const router = createVercelHandler({}, async () => h.app);
   const server = createServer((req, res) => void router(req, res));
   const origin = `http://127.0.0.1:${(await listen(server, 0, "127.0.0.1")).port}`;

@@ -1,5 +1,5 @@
 /**
- * Drives the real bot deployment over real HTTP: the same functions api/github/*.ts export
+ * Drives the real bot deployment over real HTTP: the same functions api/_entries/github/*.ts export
  * (createBotFunctions: signature check on the raw body, the delivery queue in a real store, 202,
  * then the drain through the Probot app), mounted on a loopback server. Webhooks are real payloads
  * from @octokit/webhooks-examples, signed like GitHub signs them; every call the bot makes goes to
@@ -52,7 +52,7 @@ export async function testStore(): Promise<Store> {
   return store;
 }
 
-/** Probot pointed at the loopback GitHub, as api/github/*.ts build it from APP_ID and PRIVATE_KEY. */
+/** Probot pointed at the loopback GitHub, as api/_entries/github/*.ts build it from APP_ID and PRIVATE_KEY. */
 export function testProbot(github: GitHubServer): Probot {
   return new Probot({
     appId: 1,

@@ -2,7 +2,7 @@ import type { Handler } from "../context.ts";
 
 /**
  * A handler whose module is imported on its first request. One Vercel function serves every
- * endpoint (api/router.ts), so eager imports made each cold start load every route's code (the
+ * endpoint (api/router.js), so eager imports made each cold start load every route's code (the
  * upload, ownership and moderation modules and what they pull in) before answering the one route
  * it was asked for. Once loaded the handler is called directly: no await is added to a request.
  */
