@@ -190,7 +190,19 @@ export async function fetchModReleases(
   defaultBranch: string,
 ): Promise<ModReleasesRead> {
   const path = `records/${RECORD_PATHS.modRecords(modId)}`;
-  const file = await fetchFile(api, repo, path, defaultBranch);
+  let file: Awaited<ReturnType<typeof fetchFile>>;
+  try {
+    file = await fetchFile(api, repo, path, defaultBranch);
+  } catch (error) {
+    // A token without contents: read (an Actions reporter set up before the diff) costs the diff,
+    // never the report: the status comment says the records could not be read.
+    const status = (error as { status?: number }).status;
+    if (status !== 401 && status !== 403) throw error;
+    return {
+      kind: "unreadable",
+      message: `${path} answered ${status}: the token cannot read the repository's contents`,
+    };
+  }
   if (file === null) return { kind: "none" };
   if ("unreadable" in file) return { kind: "unreadable", message: file.unreadable };
   // The contents API serves files up to 1 MB; past that the diff is unknown, never a first release.

@@ -9,6 +9,7 @@
 import { Octokit } from "@octokit/rest";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DIFF_MARKER, DIFF_MAX_CHARS, releaseDiffSection } from "../../src/bot/comments.ts";
+import { fetchModReleases } from "../../src/bot/fetch.ts";
 import { RECORD_PATHS, type ReleaseRecord } from "../../src/contracts/records.ts";
 import { computeReleaseDiff } from "../../src/contracts/release-diff.ts";
 import { NATIVE_RULES } from "../../src/contracts/validation-contract.ts";
@@ -18,7 +19,7 @@ import type { AntivirusScanner } from "../../src/validation/antivirus/scanner.ts
 import { validatePackage } from "../../src/validation/runner.ts";
 import { type BotHarness, startBot } from "../support/bot-harness.ts";
 import { modRelease } from "../support/catalog-project.ts";
-import { maskSeals } from "../support/github-server.ts";
+import { maskSeals, startGitHubServer } from "../support/github-server.ts";
 import { expectReportArtifact, PullRequestWorld } from "../support/pull-request-world.ts";
 import { SIDECAR_PATH } from "../support/submission-fixtures.ts";
 import { releaseRecord } from "../support/temp-project.ts";
@@ -203,6 +204,34 @@ describe("the release diff in the status comment", () => {
     expect(recordsReads()).toHaveLength(before);
     expect(stored().state).toBe("pending_review");
     expect(world.statusComment()!.body).not.toContain(DIFF_MARKER);
+  });
+
+  it("a token that cannot read the records costs the diff, never the report", async () => {
+    const github = await startGitHubServer();
+    try {
+      github.expect("GET /repos/{owner}/{repo}/contents/{path}", {
+        status: 403,
+        body: {
+          message: "Resource not accessible by integration",
+          documentation_url: "https://docs.github.com/rest/repos/contents#get-repository-content",
+          status: "403",
+        },
+      });
+      const api = new Octokit({ auth: "ghs_no_contents", baseUrl: github.url, retry: { enabled: false } });
+      const read = await fetchModReleases(
+        api,
+        { owner: "Codertocat", repo: "Hello-World" },
+        "better-hud",
+        "main",
+      );
+      github.assertDone();
+      expect(read).toEqual({
+        kind: "unreadable",
+        message: `${RECORDS_PATH} answered 403: the token cannot read the repository's contents`,
+      });
+    } finally {
+      await github.stop();
+    }
   });
 
   it("stays within its share of a comment however many native binaries a package adds", () => {
