@@ -3,6 +3,7 @@ import { syncGameBuilds, syncReleases, type SyncOptions } from "../catalog/sync.
 import { octokitReleaseReader } from "../github/release-reader.ts";
 import { isSvcError } from "../errors.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
+import { portalSigning } from "./keys.ts";
 import { openProject, PROJECT_OPTIONS } from "./project.ts";
 import { parseArgs } from "node:util";
 
@@ -59,6 +60,8 @@ async function runSync(args: string[], io: CliIo): Promise<number> {
     recordsDir: paths.recordsDir,
     siteDir: paths.siteDir,
     config,
+    // A sync rewrites documents like a publication: signed with the portal's keys, refused without them on a signed site.
+    signing: portalSigning(io),
     reader: octokitReleaseReader(octokit),
     ...(io.env.SVC_GITHUB_DOWNLOAD_URL ? { fetchDownloadBase: io.env.SVC_GITHUB_DOWNLOAD_URL } : {}),
   };
