@@ -250,6 +250,9 @@ async function fetchFile(
     const { data } = await api.rest.repos.getContent({ ...repo, path, ref });
     if (Array.isArray(data) || data.type !== "file" || !("content" in data))
       return { unreadable: `${path} is not a file` };
+    // The contents API leaves out the content of a file over 1 MB (encoding "none").
+    if (data.encoding !== "base64")
+      return { unreadable: `${path} is ${data.size} bytes, over what the contents API serves` };
     return { bytes: Buffer.from(data.content, "base64") };
   } catch (error) {
     if (isNotFound(error)) return null;
@@ -260,8 +263,7 @@ async function fetchFile(
 /**
  * The mod's entry of its owners shard (records/owners/{shard}.json) on the default branch, read
  * through the contents API and checked against its schema. A record that exists but cannot be read
- * is never taken for "unclaimed": the callers refuse what they cannot decide. So is a portal still on
- * the layout before sharding (records/owners/{modId}.json): unreadable until `svc records migrate`.
+ * is never taken for "unclaimed": the callers refuse what they cannot decide.
  */
 export async function fetchOwnership(
   api: GitHubApi,
@@ -271,15 +273,9 @@ export async function fetchOwnership(
 ): Promise<OwnershipRead> {
   const path = `records/${RECORD_PATHS.ownersShard(modId)}`;
   const file = await fetchFile(api, repo, path, defaultBranch);
-  if (file === null) {
-    const old = `records/owners/${modId}.json`;
-    if (old !== path && (await fetchFile(api, repo, old, defaultBranch)) !== null)
-      return {
-        kind: "unreadable",
-        message: `${old} is in the records layout before sharding; run svc records migrate and commit the result`,
-      };
-    return { kind: "unclaimed" };
-  }
+  // A portal still on the layout before sharding has no shard file: its publish job refuses every
+  // publication (records_layout_outdated) until `svc records migrate`, so nothing lands meanwhile.
+  if (file === null) return { kind: "unclaimed" };
   if ("unreadable" in file) return { kind: "unreadable", message: file.unreadable };
   // The contents API serves files up to 1 MB: a shard reaches that only past ~250,000 mods.
   const parsed = parseUntrustedJson(file.bytes, { maxBytes: 1024 * 1024, maxDepth: 32 });

@@ -111,7 +111,9 @@ export function loadReleaseRecords(recordsDir: string, registry: SchemaRegistry)
   for (const shard of readdirSync(modsDir).sort()) {
     const shardDir = join(modsDir, shard);
     if (!SHARD_PATTERN.test(shard) || isOldModDir(shardDir)) {
-      if (isDirectory(shardDir)) throw layoutOutdated(recordsDir, `${RECORD_PATHS.modsDir}/${shard}`);
+      if (isOldModDir(shardDir)) throw layoutOutdated(recordsDir, `${RECORD_PATHS.modsDir}/${shard}`);
+      // An empty folder is nothing (git keeps none; a migration or a deletion may leave one).
+      if (isDirectory(shardDir) && readdirSync(shardDir).length === 0) continue;
       throw new SvcError(
         "invalid_payload",
         `${shardDir} does not belong in records/mods (only the 256 shard folders 00..ff)`,

@@ -16,6 +16,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run: Com
     summary: "publish an approved release (manual fallback): validate, promote, regenerate atomically",
     load: () => import("./import.ts"),
   },
+  records: {
+    summary: "`records migrate`: rewrite records/ from the layout before sharding into the sharded one",
+    load: () => import("./records.ts"),
+  },
   smoke: {
     summary: "public smoke: fetch every route, verify every artifact, run the manager reader",
     load: () => import("./smoke.ts"),

@@ -16,6 +16,7 @@ import { type GitHubServer, maskSeals } from "../support/github-server.ts";
 import { REPO_ROOT } from "../support/repo-root.ts";
 import { sidecar } from "../support/submission-fixtures.ts";
 import { examplePayload } from "../support/webhook-payloads.ts";
+import { ownersPath } from "../support/records.ts";
 
 const SCENARIOS = new URL("./scenarios/", import.meta.url).pathname;
 
@@ -109,7 +110,7 @@ describe("a release published in a mod repository", () => {
         return { status: 404, body: { message: "Not Found" } };
       });
     if (options.limits) read("portal.config.json");
-    read("records/owners/better-hud.json");
+    read(ownersPath("better-hud"));
   };
 
   it("opens the submission PR with the measured sha256 and size, written with the portal's installation token", async () => {

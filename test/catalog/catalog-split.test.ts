@@ -26,6 +26,7 @@ import {
   publisherOptions,
 } from "../support/catalog-project.ts";
 import { startCatalogPortal } from "../support/catalog-portal.ts";
+import { changesPagePath, modRecordsPath } from "../support/records.ts";
 
 let project: CatalogProject;
 let portal: Awaited<ReturnType<typeof startCatalogPortal>> | undefined;
@@ -101,8 +102,8 @@ describe("catalog split: sparse catalog, per-mod versions, changes feed", () => 
     await publish(project, { modId: "alpha-mod", name: "Alpha" });
     await publish(project, { modId: "beta-mod", name: "Beta" });
     // Corrupt another mod's record: a publication that read every record (as before) fails on it.
-    const alpha = join(project.recordsDir, "mods/alpha-mod/1.0.0.json");
-    const alphaText = project.read("records/mods/alpha-mod/1.0.0.json");
+    const alpha = join(project.root, modRecordsPath("alpha-mod"));
+    const alphaText = project.read(modRecordsPath("alpha-mod"));
     writeFileSync(alpha, "not json");
     const result = await publish(project, { modId: "beta-mod", name: "Beta", version: "1.1.0" });
     expect(result.written.filter((p) => p.includes("alpha-mod"))).toEqual([]);
@@ -114,7 +115,7 @@ describe("catalog split: sparse catalog, per-mod versions, changes feed", () => 
     writeFileSync(alpha, "not json");
     await hideRelease(publisherOptions(project), "aa-mod", "1.0.0");
     writeFileSync(alpha, alphaText);
-    expect(JSON.parse(project.read("records/changes/0.json")).entries).toEqual([
+    expect(JSON.parse(project.read(changesPagePath(0))).entries).toEqual([
       expect.objectContaining({ sequence: 1, modId: "alpha-mod", kind: "publish", latestVersion: "1.0.0" }),
       expect.objectContaining({ sequence: 2, modId: "beta-mod", kind: "publish", latestVersion: "1.0.0" }),
       expect.objectContaining({ sequence: 3, modId: "beta-mod", kind: "publish", latestVersion: "1.1.0" }),
@@ -132,7 +133,7 @@ describe("catalog split: sparse catalog, per-mod versions, changes feed", () => 
     // svc build from the records alone (no site at all) renders the same feed and indexes.
     rmSync(project.siteDir, { recursive: true });
     const rebuilt = renderSite(loadSiteInputs(project.config, project.recordsDir), project.siteDir);
-    expect(rebuilt.get("api/v1/changes/0.json")).toBe(project.read("records/changes/0.json"));
+    expect(rebuilt.get("api/v1/changes/0.json")).toBe(project.read(changesPagePath(0)));
     expect(JSON.parse(rebuilt.get("api/v1/changes/head.json")!)).toMatchObject({ sequence: 6, lastPage: 0 });
   });
 

@@ -19,6 +19,7 @@ import {
   treeProblems,
 } from "../support/crash.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
+import { modRecordsPath, readRelease } from "../support/records.ts";
 
 /**
  * `svc import` (the real CLI, its own process) is SIGKILLed at every file operation of a
@@ -28,10 +29,7 @@ import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/c
  * nothing of it.
  */
 const NOW = "2026-11-02T12:00:00.000Z";
-const KILLED = [
-  "records/mods/better-hud/1.1.0.json",
-  "site/downloads/mods/better-hud/1.1.0/better-hud-1.1.0.zip",
-];
+const KILLED = [modRecordsPath("better-hud"), "site/downloads/mods/better-hud/1.1.0/better-hud-1.1.0.zip"];
 type Next = "check" | "build" | "import" | "serve";
 const NEXT: Next[] = ["check", "build", "import"];
 /** Kill points relative to the commit point after which svc serve is the next command. */
@@ -122,7 +120,7 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("svc import killed at ever
       await new Promise((r) => setTimeout(r, 50));
     }
     // The new record is in place (renamed before the catalog); a serve start must not undo it.
-    expect(existsSync(join(root, "records/mods/better-hud/1.1.0.json"))).toBe(true);
+    expect(readRelease(root, "better-hud", "1.1.0")).not.toBeNull();
     let served = false;
     const serving = startServe(root).then((portal) => {
       served = true;
@@ -131,7 +129,7 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("svc import killed at ever
     await new Promise((r) => setTimeout(r, 1500));
     // Still waiting for the publish lock: nothing of the import was rolled back, nothing served.
     expect(served).toBe(false);
-    expect(existsSync(join(root, "records/mods/better-hud/1.1.0.json"))).toBe(true);
+    expect(readRelease(root, "better-hud", "1.1.0")).not.toBeNull();
     process.kill(importing.pid!, "SIGCONT");
     expect(await imported, stderr.join("")).toBe(0);
     expect(stdout.join("")).toMatch(/published better-hud@1\.1\.0/);

@@ -7,6 +7,7 @@ import { catalogProject, modRelease } from "../support/catalog-project.ts";
 import { runCli } from "../support/run-cli.ts";
 import { copyTree, pool, publishedFolders, startServe } from "../support/crash.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
+import { modRecordsPath } from "../support/records.ts";
 
 /**
  * `POST /api/v1/catalog/publish` on a real `svc serve` process, SIGKILLed between the files and the
@@ -16,7 +17,8 @@ import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/c
  * with exactly one catalog.published audit event, its staged bytes are gone, and svc check passes.
  */
 const MOD = { modId: "crash-mod", version: "1.0.0" };
-const RECORD = `records/mods/${MOD.modId}/${MOD.version}.json`;
+/** The mod's records file: crash-mod's first version, so it exists exactly when the record does. */
+const RECORD = modRecordsPath(MOD.modId);
 
 let work: string;
 let base: string;

@@ -18,6 +18,7 @@ import {
 import { asProject, differences, withClock } from "../support/crash-fixtures.ts";
 import { runCli } from "../support/run-cli.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
+import { readRelease } from "../support/records.ts";
 
 /**
  * A signed portal (`svc keys init`, SVC_TUF_ONLINE_KEYS set): every publication signs what it
@@ -229,10 +230,5 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))(
 );
 
 function readRecordExists(root: string, modId: string): boolean {
-  try {
-    readFileSync(join(root, "records/mods", modId, "1.0.0.json"));
-    return true;
-  } catch {
-    return false;
-  }
+  return readRelease(root, modId, "1.0.0") !== null;
 }

@@ -15,6 +15,7 @@ import {
   modRelease,
   publisherOptions,
 } from "../support/catalog-project.ts";
+import { ownershipIn, ownersPath } from "../support/records.ts";
 
 let project: CatalogProject;
 afterEach(() => project?.cleanup());
@@ -54,8 +55,8 @@ describe("mod ownership in the publisher", () => {
   it("claims an unclaimed mod for its first accepted submission, in the release's own commit", async () => {
     project = catalogProject();
     const result = await publish("1.0.0", author);
-    expect(result.written).toContain("records/owners/better-hud.json");
-    const record = JSON.parse(project.read("records/owners/better-hud.json")) as ModOwnership;
+    expect(result.written).toContain(ownersPath("better-hud"));
+    const record = ownershipIn(project.read(ownersPath("better-hud")), "better-hud")!;
     expect(record.owners).toEqual([author]);
     expect(record.sourceRepository).toEqual({ fullName: "author/better-hud", id: 4242 });
     expect(record.history).toEqual([
@@ -99,7 +100,7 @@ describe("mod ownership in the publisher", () => {
     const result = await publish("1.1.0", coAuthor);
     expect(result.record.version).toBe("1.1.0");
     // The claim is not repeated: the owners stay as they were.
-    const record = JSON.parse(project.read("records/owners/better-hud.json")) as ModOwnership;
+    const record = ownershipIn(project.read(ownersPath("better-hud")), "better-hud")!;
     expect(record.owners).toEqual([author]);
     expect(record.history.map((c) => c.action)).toEqual(["claim", "add_collaborator"]);
   });
@@ -107,7 +108,7 @@ describe("mod ownership in the publisher", () => {
   it("publishes without ownership when no submitter is named (an operator's svc import)", async () => {
     project = catalogProject();
     await publish("1.0.0", null);
-    expect(project.snapshot().has("records/owners/better-hud.json")).toBe(false);
+    expect(project.snapshot().has(ownersPath("better-hud"))).toBe(false);
     expect(detailOwnership()).toBeNull();
     expectNoDrift();
   });

@@ -4,7 +4,6 @@ import { afterEach, describe, expect, it } from "vitest";
 import { recoverTransactions, withTreeLock } from "../../src/catalog/atomic-files.ts";
 import { hideRelease, publishRelease, unhideRelease } from "../../src/catalog/publisher.ts";
 import { commitRecordUpdates } from "../../src/catalog/rebuild.ts";
-import type { ReleaseRecord } from "../../src/contracts/records.ts";
 import { loadSiteInputs, renderSite } from "../../src/catalog/site.ts";
 import { checkContractRules } from "../../src/catalog/contract-rules.ts";
 import { SvcError } from "../../src/errors.ts";
@@ -16,6 +15,7 @@ import {
   stubValidator,
 } from "../support/catalog-project.ts";
 import { freezeDisk, withFrozenDisk } from "../support/freeze-fs.ts";
+import { changesPagePath, modRecordsPath, readRelease } from "../support/records.ts";
 
 let project: CatalogProject;
 afterEach(() => project?.cleanup());
@@ -40,6 +40,9 @@ async function expectCode(promise: Promise<unknown>, code: string) {
   expect((error as SvcError).code).toBe(code);
   return error as SvcError;
 }
+
+/** The mod's records file (records/mods/{shard}/better-hud.json). */
+const MOD_FILE = modRecordsPath("better-hud");
 
 /** The changes feed: records/changes and its published copy list every change, so they grow with each. */
 const CHANGES_FEED = /^(records\/changes|site\/api\/v1\/changes)\//;
@@ -69,7 +72,7 @@ describe("publisher", () => {
     });
     expect(result.written).toEqual(
       expect.arrayContaining([
-        "records/mods/better-hud/1.0.0.json",
+        MOD_FILE,
         "site/api/v1/catalog.json",
         "site/api/v1/mods/index.json",
         "site/api/v1/mods/better-hud/index.json",
@@ -77,7 +80,7 @@ describe("publisher", () => {
         artifactPath,
       ]),
     );
-    const record = json<ReleaseRecord>(project.read("records/mods/better-hud/1.0.0.json"));
+    const record = readRelease(project.root, "better-hud", "1.0.0");
     expect(record).toMatchObject({
       status: "published",
       sha256: sidecar.package.sha256,
@@ -127,13 +130,11 @@ describe("publisher", () => {
     await unhideRelease(publisherOptions(project), "better-hud", "1.0.0");
     // Only the record and the changes feed (which lists the hide and the unhide) differ.
     for (const [path, hash] of before) {
-      if (path !== "records/mods/better-hud/1.0.0.json" && !CHANGES_FEED.test(path))
+      if (path !== MOD_FILE && !CHANGES_FEED.test(path))
         expect(project.snapshot().get(path), path).toBe(hash);
     }
     expect(
-      json<{ entries: Array<{ kind: string }> }>(project.read("records/changes/0.json")).entries.map(
-        (e) => e.kind,
-      ),
+      json<{ entries: Array<{ kind: string }> }>(project.read(changesPagePath(0))).entries.map((e) => e.kind),
     ).toEqual(["publish", "hide", "unhide"]);
 
     // A stray artifact at a version's URL (no record): never replaced.
@@ -226,10 +227,9 @@ describe("publisher", () => {
     // Byte for byte the published state again, except the record's updatedAt and the changes feed.
     const after = project.snapshot();
     for (const [path, hash] of published) {
-      if (path !== "records/mods/better-hud/1.0.0.json" && !CHANGES_FEED.test(path))
-        expect(after.get(path), path).toBe(hash);
+      if (path !== MOD_FILE && !CHANGES_FEED.test(path)) expect(after.get(path), path).toBe(hash);
     }
-    expect(json<ReleaseRecord>(project.read("records/mods/better-hud/1.0.0.json")).status).toBe("published");
+    expect(readRelease(project.root, "better-hud", "1.0.0")?.status).toBe("published");
 
     // Hidden while a newer version is published: unhide gives superseded.
     await hideRelease(publisherOptions(project), "better-hud", "1.0.0");
@@ -319,10 +319,7 @@ describe("publisher", () => {
     const commitPoint =
       whole.log.findIndex((op) => op.name === "renameSync" && op.path.includes("/txn-")) + 1;
     expect(commitPoint).toBeGreaterThan(0);
-    const killed = [
-      "records/mods/better-hud/1.1.0.json",
-      "site/downloads/mods/better-hud/1.1.0/better-hud-1.1.0.zip",
-    ];
+    const artifact = "site/downloads/mods/better-hud/1.1.0/better-hud-1.1.0.zip";
     for (const [crashAt, expected] of [
       [commitPoint, "old"],
       [commitPoint + 1, "new"],
@@ -332,10 +329,13 @@ describe("publisher", () => {
       // The next publication of another mod recovers first: rolled back, or completed and kept.
       await publish(project, { modId: "other-mod", name: "Other" });
       const after = project.snapshot();
-      for (const path of killed) {
-        const what = `${path} after a crash at operation ${crashAt} (commit point ${commitPoint})`;
-        if (expected === "new") expect(after.get(path), what).toBe(published.get(path));
-        else expect(after.has(path), what).toBe(false);
+      const what = `after a crash at operation ${crashAt} (commit point ${commitPoint})`;
+      if (expected === "new") {
+        for (const path of [MOD_FILE, artifact])
+          expect(after.get(path), `${path} ${what}`).toBe(published.get(path));
+      } else {
+        expect(readRelease(project.root, "better-hud", "1.1.0"), `1.1.0's record ${what}`).toBeNull();
+        expect(after.has(artifact), `${artifact} ${what}`).toBe(false);
       }
       expectNoDrift(project);
     }
@@ -360,7 +360,7 @@ describe("publisher", () => {
     const disk = freezeDisk(commitPoint + 1);
     await publish(project, { version: "1.1.0" }).catch(() => undefined);
     expect(disk.stop().frozen).toBe(true);
-    expect(project.exists("records/mods/better-hud/1.1.0.json")).toBe(false);
+    expect(readRelease(project.root, "better-hud", "1.1.0")).toBeNull();
     await commitRecordUpdates(
       {
         root: project.root,
@@ -376,7 +376,7 @@ describe("publisher", () => {
         },
       ],
     );
-    expect(project.exists("records/mods/better-hud/1.1.0.json")).toBe(true);
+    expect(readRelease(project.root, "better-hud", "1.1.0")).not.toBeNull();
     expect(project.exists("site/downloads/mods/better-hud/1.1.0/better-hud-1.1.0.zip")).toBe(true);
     expectNoDrift(project);
   });

@@ -10,6 +10,7 @@ import { REPO_ROOT } from "../support/repo-root.ts";
 import { runCli } from "../support/run-cli.ts";
 import { startCatalogPortal } from "../support/catalog-portal.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
+import { modRecordsPath, readRelease } from "../support/records.ts";
 
 const PINNED = JSON.parse(
   readFileSync(join(REPO_ROOT, "pulls-template/submissions/example-mod/1.0.0.json"), "utf8"),
@@ -70,7 +71,7 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("the example on a fresh de
     });
     const stored = readFileSync(join(project.root, ARTIFACT));
     expect(sha256(stored)).toBe(PINNED.package.sha256);
-    const record = JSON.parse(project.read("records/mods/example-mod/1.0.0.json"));
+    const record = readRelease(project.root, "example-mod", "1.0.0");
     expect(record).toMatchObject({
       status: "published",
       sha256: PINNED.package.sha256,
@@ -152,6 +153,8 @@ describe("changing baseUrl after a publish", () => {
       "svc build: config_invalid: portal.config.json baseUrl is https://mods.example.org, but 1 release(s) were published on the local portal at http://127.0.0.1:8787",
     );
     expect(build.stderr).toContain("Either set baseUrl back to http://127.0.0.1:8787");
-    expect(build.stderr).toContain("rm -r records/mods/example-mod site/downloads/mods/example-mod");
+    expect(build.stderr).toContain(
+      `rm ${modRecordsPath("example-mod")} && rm -r site/downloads/mods/example-mod`,
+    );
   });
 });

@@ -79,7 +79,7 @@ describe("incremental signing after a commit", () => {
     s.write("api/v1/changes/head.json", '{"lastPage":2}\n');
     s.write("api/v1/changes/2.json", '{"page":2}\n');
     const result = signAfterCommit(s.dir, s.signing, {
-      written: ["site/api/v1/changes/head.json", "site/api/v1/changes/2.json", "records/changes/2.json"],
+      written: ["site/api/v1/changes/head.json", "site/api/v1/changes/2.json", "records/changes/0/2.json"],
       deleted: [],
     });
     expect(result?.binsSigned).toEqual([binForTarget("api/v1/changes/1.json")]);

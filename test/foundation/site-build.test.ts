@@ -7,6 +7,8 @@ import { listGeneratedFiles, loadSiteInputs, renderSite } from "../../src/catalo
 import type { CatalogDocument, ModDetailDocument, ModsIndexDocument } from "../../src/contracts/catalog.ts";
 import { releaseRecord, tempProject } from "../support/temp-project.ts";
 import { runCli } from "../support/run-cli.ts";
+import { modRecordsPath } from "../support/records.ts";
+import { modRecordsText } from "../../src/catalog/records.ts";
 
 let project: ReturnType<typeof tempProject>;
 afterEach(() => project?.cleanup());
@@ -139,12 +141,13 @@ describe("svc build", () => {
     await runCli(["build"], project.root);
     const before = project.read("site/api/v1/catalog.json");
     project.write(
-      "records/mods/better-hud/1.0.0.json",
-      JSON.stringify({ ...releaseRecord(), sha256: "0".repeat(64) }),
+      modRecordsPath("better-hud"),
+      modRecordsText("better-hud", [{ ...releaseRecord(), sha256: "0".repeat(64) }]),
     );
     const result = await runCli(["build"], project.root);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/records\/mods\/better-hud\/1\.0\.0\.json is not a valid release record/);
+    expect(result.stderr).toContain(`${modRecordsPath("better-hud")} is not a valid mod records file`);
+    expect(result.stderr).toContain("/releases/0/sha256");
     expect(project.read("site/api/v1/catalog.json")).toBe(before);
   });
 

@@ -21,6 +21,7 @@ import {
   startPublishScenario,
 } from "../support/publish-scenario.ts";
 import { clamscanPath, shouldSkip } from "../validation/clamav.ts";
+import { ledgerFile, modRecordsPath, releaseIn } from "../support/records.ts";
 
 const RUNS_TIMEOUT = 180_000;
 const skip = shouldSkip(clamscanPath, "clamscan");
@@ -32,8 +33,7 @@ afterEach(async () => {
 });
 
 const recordOn = (s: PublishScenario, modId: string, version: string) => {
-  const bytes = s.remote.show(`records/mods/${modId}/${version}.json`);
-  return bytes ? JSON.parse(bytes.toString("utf8")) : null;
+  return releaseIn(s.remote.show(modRecordsPath(modId)), version);
 };
 const catalogIds = (s: PublishScenario) =>
   (JSON.parse(s.remote.show("site/api/v1/catalog.json")!.toString("utf8")).mods as Array<{ id: string }>).map(
@@ -134,7 +134,7 @@ describe.skipIf(skip)("publish: visibility is reconciled, not dispatched", { tim
         }),
       ]),
     );
-    const ledger = JSON.parse(s.remote.show("records/publication/better-hud/1.0.0.json")!.toString("utf8"));
+    const ledger = JSON.parse(s.remote.show(ledgerFile("better-hud", "1.0.0"))!.toString("utf8"));
     expect(ledger.visibility).toMatchObject({
       state: "hidden",
       pullRequest: 7,
@@ -157,19 +157,19 @@ describe.skipIf(skip)("publish: visibility is reconciled, not dispatched", { tim
     pr.labels = ["state:hidden"];
     const forged = await publishRun(s, scheduleEvent());
     expect(forged.code, forged.stdout).toBe(0);
-    expect(recordOn(s, "better-hud", "1.0.0").status).toBe("published");
+    expect(recordOn(s, "better-hud", "1.0.0")?.status).toBe("published");
     expect(s.world.published("better-hud-v1.0.0")).toBeDefined();
 
     botDecides(s, pr, "hidden");
     const hidden = await publishRun(s, scheduleEvent());
     expect(hidden.code, hidden.stdout).toBe(0);
-    expect(recordOn(s, "better-hud", "1.0.0").status).toBe("hidden");
+    expect(recordOn(s, "better-hud", "1.0.0")?.status).toBe("hidden");
     expect(s.world.published("better-hud-v1.0.0")).toBeUndefined();
 
     botDecides(s, pr, "published");
     const unhide = await publishRun(s, scheduleEvent());
     expect(unhide.code, unhide.stdout).toBe(0);
-    expect(recordOn(s, "better-hud", "1.0.0").status).toBe("hidden");
+    expect(recordOn(s, "better-hud", "1.0.0")?.status).toBe("hidden");
     expect(unhide.receipts).toEqual([
       expect.objectContaining({
         pullRequest: 7,

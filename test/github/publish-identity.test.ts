@@ -18,6 +18,7 @@ import {
   type Submission,
 } from "../support/publish-scenario.ts";
 import { clamscanPath, shouldSkip } from "../validation/clamav.ts";
+import { modRecordsPath, ownershipIn, ownersPath, releaseIn } from "../support/records.ts";
 
 const RUNS_TIMEOUT = 120_000;
 const skip = shouldSkip(clamscanPath, "clamscan");
@@ -29,8 +30,7 @@ afterEach(async () => {
 });
 
 const ownersOn = (s: PublishScenario, modId: string) => {
-  const bytes = s.remote.show(`records/owners/${modId}.json`);
-  return bytes ? JSON.parse(bytes.toString("utf8")) : null;
+  return ownershipIn(s.remote.show(ownersPath(modId)), modId);
 };
 
 /** Merges the submissions in one push each and runs the publish job on the last push. */
@@ -79,7 +79,7 @@ describe.skipIf(skip)("publish: the approval is the app's sealed one", { timeout
       ok: false,
       error: { code: "not_approved" },
     });
-    expect(s.remote.show("records/mods/better-hud/1.0.0.json")).toBeNull();
+    expect(releaseIn(s.remote.show(modRecordsPath("better-hud")), "1.0.0")).toBeNull();
     expect(receipts.find((r) => r.pullRequest === 8)?.receipt).toMatchObject({ ok: true });
     expect(ownersOn(s, "quick-travel")).toMatchObject({
       owners: [{ github: "ada" }],

@@ -27,6 +27,7 @@ import {
   scheduleEvent,
   startPublishScenario,
 } from "../support/publish-scenario.ts";
+import { ledgerFile, modRecordsPath, releaseIn } from "../support/records.ts";
 
 // Each test runs the bundle several times, as a runner would; the bound guards a hang, not speed.
 const RUNS_TIMEOUT = 120_000;
@@ -46,8 +47,7 @@ const releaseUrl = (modId: string, version: string) =>
   `https://github.com/${REPOSITORY}/releases/download/${modId}-v${version}/${modId}-${version}.zip`;
 
 function recordOn(s: PublishScenario, modId: string, version: string): Record<string, any> | null {
-  const bytes = s.remote.show(`records/mods/${modId}/${version}.json`);
-  return bytes ? JSON.parse(bytes.toString("utf8")) : null;
+  return releaseIn(s.remote.show(modRecordsPath(modId)), version);
 }
 
 const skip = shouldSkip(clamscanPath, "clamscan");
@@ -332,7 +332,7 @@ describe.skipIf(skip)("publish: no bypass of the approval", { timeout: RUNS_TIME
     expect(result.outputs).toMatchObject({ published: "0", commit: s.remote.head() });
     const committed = (await git(s.remote.bare, ["diff", "--name-only", after, s.remote.head()])).stdout;
     expect(committed.trim().split("\n")).toEqual(
-      ["mod-a", "mod-b", "mod-c", "mod-d"].map((m) => `records/publication/${m}/1.0.0.json`),
+      ["mod-a", "mod-b", "mod-c", "mod-d"].map((m) => ledgerFile(m, "1.0.0")).sort(),
     );
     const codes = (
       result.receipts as Array<{ pullRequest: number; receipt: { error: { code: string } } }>

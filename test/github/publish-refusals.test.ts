@@ -1,7 +1,7 @@
 /**
  * Issue 24, item 5: refusals end. A sidecar merged without approval, one whose asset was replaced and
  * one whose URL died are refused once, with their reason in the publication ledger
- * (records/publication/{modId}/{version}.json) and a receipt on each pull request. Later runs do not
+ * (records/publication/{shard}/{modId}/{version}.json) and a receipt on each pull request. Later runs do not
  * download them, read their pull requests or install the scanner for them; they are judged again
  * when something changes (a new approval, `/svc revalidate`) or when their backoff ends. From the
  * committed actions/publish bundle, against the loopback GitHub (every call recorded) and an https
@@ -19,6 +19,7 @@ import {
   type Submission,
 } from "../support/publish-scenario.ts";
 import { clamscanPath, shouldSkip } from "../validation/clamav.ts";
+import { ledgerFile, modRecordsPath, releaseIn } from "../support/records.ts";
 
 const RUNS_TIMEOUT = 180_000;
 const skip = shouldSkip(clamscanPath, "clamscan");
@@ -88,10 +89,7 @@ describe.skipIf(skip)(
         [replaced, "hash_mismatch"],
         [dead, "download_failed"],
       ] as const)
-        expect(
-          json(s.remote.show(`records/publication/${sub.modId}/1.0.0.json`))?.refusal,
-          sub.modId,
-        ).toMatchObject({
+        expect(json(s.remote.show(ledgerFile(sub.modId, "1.0.0")))?.refusal, sub.modId).toMatchObject({
           code,
           pullRequest: sub.pr.number,
           attempts: 1,
@@ -140,8 +138,8 @@ describe.skipIf(skip)(
       const approved = await s.run(await s.checkout(), scheduleEvent());
       expect(approved.code, approved.stdout).toBe(0);
       expect(approved.receipts).toEqual([expect.objectContaining({ pullRequest: 7, outcome: "published" })]);
-      expect(json(s.remote.show("records/mods/mod-a/1.0.0.json"))?.status).toBe("published");
-      expect(s.remote.show("records/publication/mod-a/1.0.0.json")).toBeNull();
+      expect(releaseIn(s.remote.show(modRecordsPath("mod-a")), "1.0.0")?.status).toBe("published");
+      expect(s.remote.show(ledgerFile("mod-a", "1.0.0"))).toBeNull();
     });
 
     it("a refused sidecar is judged again when its backoff ends, or on /svc revalidate from its submitter (not a stranger's)", async () => {

@@ -30,6 +30,7 @@ import {
 import { signatureStatus } from "../../src/pipeline/publish-signatures.ts";
 import { type JobResult, runJob, stepOf } from "../support/workflow-job.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
+import { modRecordsPath, releaseIn } from "../support/records.ts";
 
 const RUNS_TIMEOUT = 180_000;
 const freshclamPath = existsSync("/usr/bin/freshclam")
@@ -156,8 +157,7 @@ function cachedSignatures(c: ActionsCache, hoursAgo: number): string {
 }
 
 const recordOn = (s: PublishScenario, modId: string, version: string) => {
-  const bytes = s.remote.show(`records/mods/${modId}/${version}.json`);
-  return bytes ? JSON.parse(bytes.toString("utf8")) : null;
+  return releaseIn(s.remote.show(modRecordsPath(modId)), version);
 };
 
 describe.skipIf(skip)("publish.yml while ClamAV's CDN answers 429", { timeout: RUNS_TIMEOUT }, () => {

@@ -9,7 +9,7 @@
  */
 import { execFile } from "node:child_process";
 import { createHash, generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -30,7 +30,9 @@ import { checkoutLikeActions, type GitRemote, startGitRemote } from "../support/
 import { BOT_LOGIN } from "../support/github-repository.ts";
 import { type GitHubServer, startGitHubServer } from "../support/github-server.ts";
 import { PullRequestWorld } from "../support/pull-request-world.ts";
+import { REPO_ROOT } from "../support/repo-root.ts";
 import { eventExample, PORTAL } from "../support/webhook-payloads.ts";
+import { modRecordsPath, releaseIn } from "../support/records.ts";
 
 const WORKFLOW_TOKEN = "ghs_workflow_token_read";
 const APP_TOKEN = "ghs_app_installation_token_test";
@@ -79,6 +81,8 @@ const releasesStandIn: ArtifactStore = {
 let template: CatalogProject;
 beforeAll(async () => {
   template = catalogProject();
+  // The repository's own ignore rules: site/ is a build output, never committed.
+  copyFileSync(join(REPO_ROOT, ".gitignore"), join(template.root, ".gitignore"));
   const { packageBytes, sidecar } = modRelease({ version: "1.0.0" });
   await publishRelease(publisherOptions(template, { store: releasesStandIn }), {
     packageBytes,
@@ -146,8 +150,12 @@ function mergedWorld(state: SubmissionState, version = "1.0.0", number = 7): Pul
   return world;
 }
 
+/** The site the last run built or published onto: what its job uploads to Pages. */
+let deployedSite = "";
+
 async function runDispatch(inputs: Record<string, string>, options: { ref?: string } = {}) {
   const workspace = await checkoutLikeActions(remote, { token: WORKFLOW_TOKEN, persistCredentials: false });
+  deployedSite = join(workspace, "site");
   cleanups.push(() => rmSync(workspace, { recursive: true, force: true }));
   const event = eventExample("workflow_dispatch");
   event.inputs = inputs;
@@ -181,18 +189,22 @@ async function runDispatch(inputs: Record<string, string>, options: { ref?: stri
 }
 
 const HIDE = { visibility: "hide", modId: "better-hud", version: "1.0.0", pullRequest: "7" };
-const RECORD = "records/mods/better-hud/1.0.0.json";
+/** better-hud@1.0.0's record, from its mod's records file on the default branch. */
+const record = () => releaseIn(remote.show(modRecordsPath("better-hud")), "1.0.0")!;
 const catalogIds = () =>
-  (readJson(remote.show("site/api/v1/catalog.json")).mods as Array<{ id?: string; modId?: string }>).map(
-    (m) => m.id ?? m.modId,
-  );
+  (
+    JSON.parse(readFileSync(join(deployedSite, "api/v1/catalog.json"), "utf8")).mods as Array<{
+      id?: string;
+      modId?: string;
+    }>
+  ).map((m) => m.id ?? m.modId);
 
 describe("actions/publish from its bundle: /svc hide and /svc unhide (workflow_dispatch)", {
   timeout: RUNS_TIMEOUT,
 }, () => {
   it("hides a release whose pull request the bot moved to hidden, pushed by the app; then unhides it", async () => {
     await publishedPortal();
-    expect(readJson(remote.show(RECORD)).status).toBe("published");
+    expect(record().status).toBe("published");
     allowAppToken();
     const world = mergedWorld("hidden");
     world.expectFetch();
@@ -206,7 +218,7 @@ describe("actions/publish from its bundle: /svc hide and /svc unhide (workflow_d
       commit: remote.head(),
       deploy: "true",
     });
-    expect(readJson(remote.show(RECORD))).toMatchObject({
+    expect(record()).toMatchObject({
       status: "hidden",
       statusBeforeHidden: "published",
     });
@@ -243,8 +255,8 @@ describe("actions/publish from its bundle: /svc hide and /svc unhide (workflow_d
     expect(unhidden.code, unhidden.stdout).toBe(0);
     github.assertDone();
     expect(unhidden.outputs).toMatchObject({ visibility: "unhide", commit: remote.head() });
-    expect(readJson(remote.show(RECORD)).status).toBe("published");
-    expect(readJson(remote.show(RECORD)).statusBeforeHidden).toBeUndefined();
+    expect(record().status).toBe("published");
+    expect(record().statusBeforeHidden).toBeUndefined();
     expect(catalogIds()).toContain("better-hud");
   });
 

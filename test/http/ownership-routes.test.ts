@@ -1,6 +1,6 @@
 // The mod ownership routes over real HTTP on loopback, PGlite and the real publisher's journaled
 // commits: who may read and change a mod's ownership, what each change writes (the record under
-// records/owners/ and the mod's public detail document, together), the audit event it appends,
+// records/owners/{shard}.json and the mod's public detail document, together), the audit event it appends,
 // and the refusals (not an owner, not an admin, no CSRF header, an unclaimed or unknown mod id,
 // bodies that break the record's shapes).
 import { readFileSync } from "node:fs";
@@ -20,6 +20,7 @@ import {
   signUpAndSignIn,
   startHarness,
 } from "../support/http-harness.ts";
+import { ownershipIn, ownersPath } from "../support/records.ts";
 
 let h: Harness;
 let call: Call;
@@ -78,7 +79,7 @@ afterAll(async () => {
 });
 
 const record = (modId: string) =>
-  JSON.parse(readFileSync(join(h.root, "records", "owners", `${modId}.json`), "utf8")) as ModOwnership;
+  ownershipIn(readFileSync(join(h.root, ownersPath(modId))), modId) as ModOwnership;
 
 async function detailOwnership(modId: string) {
   const detail = await call("GET", `/api/v1/mods/${modId}`);

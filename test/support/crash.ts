@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { cpSync, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { checkSignedCatalog } from "../../src/distribution/signature-check.ts";
+import { readAllReleases } from "./records.ts";
 import { REPO_ROOT } from "./repo-root.ts";
 
 /** The preload that SIGKILLs a child at a chosen file operation (see its header for the variables). */
@@ -206,16 +207,7 @@ const readJson = <T>(path: string): T => JSON.parse(readFileSync(path, "utf8")) 
 
 /** Every release record under root/records/mods (any status). */
 export function readRecords(root: string): RecordLike[] {
-  const dir = join(root, "records", "mods");
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .sort()
-    .flatMap((modId) =>
-      readdirSync(join(dir, modId))
-        .filter((name) => name.endsWith(".json"))
-        .sort()
-        .map((name) => readJson<RecordLike>(join(dir, modId, name))),
-    );
+  return readAllReleases(root);
 }
 
 /** Folders with nothing in them under site/downloads: what an undone artifact link must not leave. */

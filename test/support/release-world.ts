@@ -11,6 +11,8 @@ import type { GitHubServer } from "./github-server.ts";
 import { sidecar } from "./submission-fixtures.ts";
 import { examplePayload, PORTAL } from "./webhook-payloads.ts";
 import { testStatusKey } from "./bot-harness.ts";
+import { ownersPath, ownersShardBytes } from "./records.ts";
+import type { ModOwnership } from "../../src/contracts/ownership.ts";
 import { writeZip } from "./zip.ts";
 
 export interface ModRepository {
@@ -44,7 +46,7 @@ export class ReleaseWorld {
     return mod;
   }
 
-  /** records/owners/{modId}.json on the portal's default branch, as the publisher writes it. */
+  /** The mod's entry of records/owners/{shard}.json on the portal's default branch, as the publisher writes it. */
   claim(
     modId: string,
     owners: string[],
@@ -52,7 +54,7 @@ export class ReleaseWorld {
     collaborators: string[] = [],
   ): void {
     const at = "2026-11-01T10:00:00.000Z";
-    this.portal.branchFiles.set(`records/owners/${modId}.json`, {
+    const ownership: ModOwnership = {
       schema: "svc.mod-ownership.v1",
       modId,
       owners: owners.map((github) => ({ github })),
@@ -62,9 +64,13 @@ export class ReleaseWorld {
       claimedAt: at,
       updatedAt: at,
       history: [
-        { at, action: "claim", by: { github: owners[0] }, ...(source ? { repository: source } : {}) },
+        { at, action: "claim", by: { github: owners[0]! }, ...(source ? { repository: source } : {}) },
       ],
-    });
+    };
+    const path = ownersPath(modId);
+    const shard = this.portal.branchFiles.get(path) as { owners: ModOwnership[] } | undefined;
+    const others = (shard?.owners ?? []).filter((o) => o.modId !== modId);
+    this.portal.branchFiles.set(path, JSON.parse(ownersShardBytes([...others, ownership])));
   }
 
   /** The portal's intake rate-limit buckets (portal.config.json on the default branch). */

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { PortalConfig } from "../../src/config/portal-config.ts";
 import type { ReleaseRecord } from "../../src/contracts/records.ts";
+import { writeRelease } from "./records.ts";
 import { REPO_ROOT } from "./repo-root.ts";
 
 export function repoConfig(): PortalConfig {
@@ -26,11 +27,7 @@ export function tempProject(edit: (config: PortalConfig) => void = () => {}) {
       mkdirSync(dirname(join(root, rel)), { recursive: true });
       writeFileSync(join(root, rel), content);
     },
-    addRecord: (record: ReleaseRecord) => {
-      const rel = `records/mods/${record.modId}/${record.version}.json`;
-      mkdirSync(dirname(join(root, rel)), { recursive: true });
-      writeFileSync(join(root, rel), `${JSON.stringify(record, null, 2)}\n`);
-    },
+    addRecord: (record: ReleaseRecord) => writeRelease(root, record),
     copyFromRepo: (rel: string) => cpSync(join(REPO_ROOT, rel), join(root, rel), { recursive: true }),
     cleanup: () => rmSync(root, { recursive: true, force: true }),
   };
