@@ -251,10 +251,11 @@ describe("catalog split: sparse catalog, per-mod versions, changes feed", () => 
       expect(catalog.mods[0]!.versions.map((v) => v.version)).toEqual(["1.1.0"]);
       const resolved = await signed.client().resolve([{ modId: "better-hud", range: "~1.0.0" }]);
       expect(resolved.map((r) => `${r.modId}@${r.version.version}`)).toEqual(["better-hud@1.0.0"]);
+      // An id that is not a slug names no mod (and no other document): not listed, never fetched.
       await expect(
         signed.client("other").resolve([{ modId: "../catalog", range: "*" }]),
       ).rejects.toMatchObject({
-        code: "dependency_unresolved",
+        code: "mod_not_listed",
       });
     } finally {
       await signed.close();
