@@ -4,6 +4,7 @@ import type { Socket } from "node:net";
 import { matchEndpoint } from "../contracts/endpoints.ts";
 import { type ErrorCode, SvcError, statusForCode } from "../errors.ts";
 import type { AppContext } from "./context.ts";
+import { serveGuide } from "./guides.ts";
 import { HANDLERS } from "./handlers/index.ts";
 import { auditRefusal, auditUnroutedRefusal } from "./refusals.ts";
 import { sendThrown } from "./respond.ts";
@@ -201,6 +202,7 @@ export function createRequestListener(app: AppContext, site = new StaticSite(app
         res.setHeader("allow", "GET, HEAD");
         throw new SvcError("method_not_allowed", `${method} is not allowed on ${url.pathname}`);
       }
+      if (serveGuide(req, res, url.pathname)) return;
       await site.serve(req, res, url.pathname);
     } catch (error) {
       sendThrown(req, res, error, app.log);

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { PortalConfig } from "../config/portal-config.ts";
+import { isLoopbackBaseUrl, type PortalConfig } from "../config/portal-config.ts";
 import type { CatalogDocument, ModDetailDocument } from "../contracts/catalog.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
 import {
@@ -88,8 +88,13 @@ export function pageContext(config: PortalConfig): PageContext {
   };
 }
 
-/** The portal's documentation as GitHub shows it (docs/ of the portal repository). */
+/**
+ * The portal's documentation: as GitHub shows it (docs/ of the portal repository), or on a portal
+ * on this machine (a loopback baseUrl) the guides its own server sends (src/http/guides.ts), since a
+ * checkout's portal.config.json may still name the template's placeholder repository.
+ */
 export function docsUrl(config: PortalConfig, file: string): string {
+  if (isLoopbackBaseUrl(config.baseUrl)) return `${config.baseUrl}/docs/${file}`;
   return `https://github.com/${config.portal.repository}/blob/${config.portal.defaultBranch ?? "main"}/docs/${file}`;
 }
 

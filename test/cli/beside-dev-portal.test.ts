@@ -6,41 +6,23 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type CatalogProject, catalogProject, modRelease } from "../support/catalog-project.ts";
-import { runSvc, type ServeRun, spawnSvc } from "../support/crash.ts";
+import { runSvc, spawnSvc } from "../support/crash.ts";
+import { type DevPortal, startDevPortal, stopDevPortal } from "../support/dev-portal.ts";
 import { makeSignatureDatabase } from "../validation/clamav.ts";
 
 let project: CatalogProject | undefined;
-const portals: ServeRun["child"][] = [];
+const portals: DevPortal[] = [];
+/** A development portal on root with its own data folder, stopped after the test. */
+async function startDevPortalOn(root: string, dataDir: string): Promise<DevPortal> {
+  const portal = await startDevPortal(root, { SVC_DATA_DIR: dataDir });
+  portals.push(portal);
+  return portal;
+}
 afterEach(async () => {
-  for (const child of portals.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGTERM");
-      await new Promise((resolve) => child.once("exit", resolve));
-    }
-  }
+  for (const portal of portals.splice(0)) await stopDevPortal(portal);
   project?.cleanup();
   project = undefined;
 });
-
-/** `svc serve --dev` on a free port; resolves with its origin once it serves. */
-async function startDevPortal(root: string, dataDir: string) {
-  const child = spawnSvc(["serve", "--dev", "--no-example", "--port", "0", "--root", root], {
-    cwd: root,
-    env: { SVC_DATA_DIR: dataDir },
-  });
-  portals.push(child);
-  let out = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (out += d));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const origin = /svc portal on (http:\/\/\S+)/.exec(out)?.[1];
-    if (origin) return { child, origin, output: () => out, exited };
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`svc serve did not start:\n${out}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe("svc import beside a development portal on another port", () => {
   it("publishes at the portal's origin, downloadable at once, and svc check passes once it stops", async () => {
@@ -50,7 +32,7 @@ describe("svc import beside a development portal on another port", () => {
     writeFileSync(join(root, "pkg.zip"), packageBytes);
     writeFileSync(join(root, "release.json"), JSON.stringify(sidecar));
     const db = makeSignatureDatabase(root);
-    const portal = await startDevPortal(root, join(root, ".data"));
+    const portal = await startDevPortalOn(root, join(root, ".data"));
     expect(portal.origin).not.toBe(project.config.baseUrl);
 
     const run = await runSvc(
@@ -90,15 +72,16 @@ describe("two portals on one checkout", () => {
   it("the second stops with site_locked naming the first, and starts once the first has stopped", async () => {
     project = catalogProject();
     const root = project.root;
-    const first = await startDevPortal(root, join(root, ".data-a"));
+    const first = await startDevPortalOn(root, join(root, ".data-a"));
     const second = spawnSvc(["serve", "--dev", "--no-example", "--port", "0", "--root", root], {
       cwd: root,
       env: { SVC_DATA_DIR: join(root, ".data-b") },
     });
-    portals.push(second);
+    const secondExit = new Promise<number | null>((resolve) => second.once("exit", (c) => resolve(c)));
+    portals.push({ child: second, origin: "", output: () => "", exited: secondExit });
     let err = "";
     second.stderr!.on("data", (d) => (err += d));
-    const code = await new Promise<number | null>((resolve) => second.once("exit", (c) => resolve(c)));
+    const code = await secondExit;
     expect(code).toBe(1);
     expect(err).toMatch(new RegExp(`site_locked: .* is served by pid ${first.child.pid} on `));
     // The first portal's site is untouched: it still links to its own origin.
@@ -106,7 +89,7 @@ describe("two portals on one checkout", () => {
 
     first.child.kill("SIGTERM");
     expect(await first.exited).toBe(0);
-    const again = await startDevPortal(root, join(root, ".data-b"));
+    const again = await startDevPortalOn(root, join(root, ".data-b"));
     expect((await fetch(`${again.origin}/api/v1/backend/health`)).status).toBe(200);
     rmSync(join(root, ".data-a"), { recursive: true, force: true });
   }, 180_000);

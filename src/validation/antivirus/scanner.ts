@@ -54,3 +54,23 @@ export function parseClamResult(line: string): ScanResult {
     message: `unexpected scanner answer: ${JSON.stringify(text.slice(0, 200))}`,
   };
 }
+
+/**
+ * A scanner's description or message as a check log may show it. Check logs reach the modder (upload
+ * status, the PR comment, the review page), and the deployment's socket paths, database folders,
+ * binary paths and scanner addresses are none of their business: the scanner is named by its kind
+ * ("clamd", "clamscan"), and every path or address in its text becomes a placeholder. The operator
+ * reads the full description in the portal's start-up output.
+ */
+export function publicScannerText(text: string): string {
+  const address = String.raw`(?:unix:[^\s:]+|tcp://(?:\[[^\]]+\]|[^\s:/]+)(?::\d+)?)`;
+  return text
+    .replace(
+      new RegExp(String.raw`\b(clamd|clamscan)\s+(?:${address}|/[^\s:]+)(?:\s+-d\s+[^\s:]+)?`, "g"),
+      "$1",
+    )
+    .replace(new RegExp(address, "g"), "<scanner address>")
+    .replace(/(^|[\s("'=])\/[^\s,;:)"']+/g, "$1<path>")
+    .replace(/\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/g, "<scanner address>")
+    .replace(/\[[0-9a-fA-F:]+\](?::\d+)?/g, "<scanner address>");
+}

@@ -1,4 +1,5 @@
 import { isLimitsVerdict } from "../antivirus/limits-probe.ts";
+import { publicScannerText } from "../antivirus/scanner.ts";
 import type { CheckContext, CheckOutcome, PackageCheck } from "../types.ts";
 import { blocked, contentBlocker, failuresOf, passed } from "./common.ts";
 
@@ -40,6 +41,8 @@ const { failed } = failuresOf(antivirusScan);
 
 export function checkAntivirusScan(ctx: CheckContext): CheckOutcome {
   const scan = ctx.pkg.scan;
+  // These lines reach the modder: no socket path, database folder or scanner address in them.
+  const scanner = scan.state === "ran" ? publicScannerText(scan.scanner) : "";
   if (scan.state === "disabled") {
     return failed("antivirus_disabled", [
       "antivirus scanning was turned off; an unscanned package never passes",
@@ -63,7 +66,7 @@ export function checkAntivirusScan(ctx: CheckContext): CheckOutcome {
       "malware_detected",
       infected
         .slice(0, 50)
-        .map((v) => `${v.target}: ${v.result.signature ?? "unknown signature"} (${scan.scanner})`),
+        .map((v) => `${v.target}: ${v.result.signature ?? "unknown signature"} (${scanner})`),
     );
   }
   const errors = scan.verdicts.filter((v) => v.result.status !== "clean");
@@ -81,8 +84,8 @@ export function checkAntivirusScan(ctx: CheckContext): CheckOutcome {
         .slice(0, 20)
         .map((v) =>
           isLimitsVerdict(v.result)
-            ? `${v.target}: ${v.result.signature}: it goes beyond the scanner's limits, so part of it was not scanned; raise clamd MaxFiles, MaxFileSize, MaxScanSize or MaxRecursion to cover the package (${scan.scanner})`
-            : `${v.target}: ${v.result.message ?? "no clean answer"} (${scan.scanner})`,
+            ? `${v.target}: ${v.result.signature}: it goes beyond the scanner's limits, so part of it was not scanned; raise clamd MaxFiles, MaxFileSize, MaxScanSize or MaxRecursion to cover the package (${scanner})`
+            : `${v.target}: ${publicScannerText(v.result.message ?? "no clean answer")} (${scanner})`,
         ),
     );
   }
@@ -97,10 +100,10 @@ export function checkAntivirusScan(ctx: CheckContext): CheckOutcome {
   if (scan.entryCoverage === "package") {
     const files = ctx.pkg.entries.filter((e) => !e.entry.isDirectory).length;
     return passed(ID, [
-      `${scan.scanner}: the package scanned clean, its ${files} entries looked at inside it (the scanner reports what exceeds its limits, so none was skipped)`,
+      `${scanner}: the package scanned clean, its ${files} entries looked at inside it (the scanner reports what exceeds its limits, so none was skipped)`,
     ]);
   }
   return passed(ID, [
-    `${scan.scanner}: the package and its ${scan.verdicts.length - 1} inflated entries scanned clean`,
+    `${scanner}: the package and its ${scan.verdicts.length - 1} inflated entries scanned clean`,
   ]);
 }
