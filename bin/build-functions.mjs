@@ -62,9 +62,9 @@ const waitUntilOnly = {
 };
 
 /**
- * The precompiled schema validators stay files beside the bundle (dist/functions/validators/),
- * required when a schema is first used, as in the CLI bundle (bin/build-cli.mjs): the file tracer
- * follows each literal require.
+ * The precompiled schema validators stay files beside the bundle (dist/functions/<name>/validators/),
+ * each required when its schema is first used, as in the CLI bundle (bin/build-cli.mjs); the file
+ * tracer follows each literal require (see traceableRequires).
  */
 function validatorsBeside(outdir) {
   const loader = join(ROOT, "src", "contracts", "validators.generated.js");
@@ -159,7 +159,7 @@ export function pruneBanner(text) {
   ].join("\n");
 }
 
-/** Builds one function into outdir; returns the files written. */
+/** Builds one function into outdir; returns the files written and esbuild's metafile. */
 export async function buildFunction(name, entry, outdir = join(FUNCTIONS_OUT, name)) {
   const { build } = await import("esbuild");
   const result = await build(await functionBuildOptions(name, entry, outdir));
@@ -167,13 +167,13 @@ export async function buildFunction(name, entry, outdir = join(FUNCTIONS_OUT, na
     mkdirSync(dirname(file.path), { recursive: true });
     writeFileSync(file.path, pruneBanner(traceableRequires(file.text)));
   }
-  return result.outputFiles.map((file) => file.path);
+  return { files: result.outputFiles.map((file) => file.path), metafile: result.metafile };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   if (existsSync(FUNCTIONS_OUT)) rmSync(FUNCTIONS_OUT, { recursive: true, force: true });
   for (const [name, entry] of Object.entries(functionEntries())) {
-    const files = await buildFunction(name, entry);
+    const { files } = await buildFunction(name, entry);
     console.log(`built dist/functions/${name}/index.js and ${files.length - 1} chunks`);
   }
 }

@@ -31,13 +31,14 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const { values } = parseArgs({ options: { runs: { type: "string" } } });
 const RUNS = Number(values.runs ?? 7);
 
+// @ts-expect-error: plain .mjs scripts without types
 const build = await import("../../bin/build-functions.mjs");
 
 const EMPTY = join(mkdtempSync(join(tmpdir(), "svc-bench-functions-")), "empty.mjs");
 writeFileSync(EMPTY, "export default null;\n");
 const rows: string[][] = [];
 for (const [name, entry] of Object.entries(build.functionEntries() as Record<string, string>)) {
-  const files: string[] = await build.buildFunction(name, entry);
+  const { files }: { files: string[] } = await build.buildFunction(name, entry);
   const bundle = join(build.FUNCTIONS_OUT, name, "index.js");
   const cpu = await runPairs({
     runs: RUNS,
