@@ -29,7 +29,11 @@ import {
   updateSubmissionFile,
 } from "../github/open-submission-pr.ts";
 import { STAGING_TAG_PREFIX, submissionPath } from "../github/submission-files.ts";
-import { SUBMISSION_REPORT_SCHEMA, type SubmissionReport } from "../github/submission-report.ts";
+import {
+  reportPackage,
+  SUBMISSION_REPORT_SCHEMA,
+  type SubmissionReport,
+} from "../github/submission-report.ts";
 import { SvcError } from "../errors.ts";
 import type { SqlExecutor } from "../store/store.ts";
 import type { Sidecar } from "../validation/types.ts";
@@ -230,6 +234,9 @@ export function createGitHubLink(options: GitHubLinkOptions): GitHubLink {
             finishedAt,
           },
         };
+        // The staged package's files as the worker measured them: the bot's release diff compares them.
+        const facts = reportPackage(row.package_files, row.metadata);
+        if (facts) report.package = facts;
         await handleSubmissionEvent(
           api,
           repo,

@@ -279,6 +279,9 @@ describe.skipIf(skip)("uploads on a GitHub-backed portal", () => {
     expect(pending.state).toBe("pending_review");
     expect(repo.status()?.state).toBe("pending_review");
     expect(repo.labels).toEqual(["state:pending_review"]);
+    // The worker's file list reaches the bot: nothing of the mod is published, so the comment lists the files.
+    expect(repo.statusBody()).toContain(`### First release: ${pending.version}`);
+    expect(repo.statusBody()).toContain("| file | `svc-mod.json` |");
     const ids = pending.validationChecks.map((c: { id: string }) => c.id);
     const checks = repo.checkRuns.filter((r) => r.name !== "svc / gate");
     expect(checks.map((r) => r.name).sort()).toEqual(ids.map((c: string) => `svc / ${c}`).sort());
