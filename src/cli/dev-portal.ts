@@ -63,17 +63,27 @@ export async function resetLimits(store: Store | undefined): Promise<string> {
 
 /**
  * When a development portal served another base than portal.config.json's, the site goes back to
- * what `svc build` writes once it stops, so the working tree passes `svc check` again.
+ * what `svc build` writes once it stops, so the working tree passes `svc check` again. Signed like
+ * any publication (a signed site left described for another port is a tampered one); when the keys
+ * went away while the portal ran, the site stays as it was served, consistently signed for that
+ * port, and `warn` says why: a stopping portal never fails half-way.
  */
 export async function restoreConfiguredSite(
   paths: ProjectPaths,
   configured: PortalConfig,
   signing: SiteSigning | null = null,
+  warn: (line: string) => void = () => {},
 ): Promise<number> {
   return withPublishLock(paths, () => {
     const files = renderSite(loadSiteInputs(configured, paths.recordsDir), paths.siteDir);
-    // Signed like any publication: a signed site left described for another port is a tampered one.
-    assertCanSign(paths.siteDir, signing);
+    try {
+      assertCanSign(paths.siteDir, signing);
+    } catch (error) {
+      warn(
+        `site/ stays built for the port it was served on (not ${configured.baseUrl}): ${(error as Error).message}`,
+      );
+      return 0;
+    }
     const written = writeSite(paths.siteDir, files, owingSignature(paths, signing));
     signAfterCommit(paths.siteDir, signing, written);
     if (signing) clearOwedSigning(paths);

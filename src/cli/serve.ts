@@ -151,7 +151,10 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     await pipeline.worker.stop();
     await app.accounts?.flushPendingWrites();
     await app.store?.close();
-    if (config !== configured) await restoreConfiguredSite(paths, configured, signing);
+    if (config !== configured)
+      await restoreConfiguredSite(paths, configured, signing, (line) =>
+        io.stderr.write(`svc serve: ${line}\n`),
+      );
     unlockCheckout();
     if ((error as { code?: string }).code === "EADDRINUSE")
       throw new SvcError(
@@ -204,7 +207,10 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     process.once("SIGTERM", stop);
   });
   await example;
-  if (config !== configured) await restoreConfiguredSite(paths, configured, signing);
+  if (config !== configured)
+    await restoreConfiguredSite(paths, configured, signing, (line) =>
+      io.stderr.write(`svc serve: ${line}\n`),
+    );
   await pipeline.worker.stop();
   await app.accounts?.flushPendingWrites();
   await app.store?.close();

@@ -148,6 +148,12 @@ describe.skipIf(skip)("a portal started as the README says keeps its signed meta
       expect(result.code, `${request}: ${result.stderr}`).toBe(0);
       expect(result.stdout).toContain(`${request}@1.0.0`);
     }
+
+    // Keys gone while it runs: it still stops cleanly, leaving the site as served (signed for that port).
+    rmSync(kept);
+    expect(await second.stop()).toBe(0);
+    expect(second.output()).toContain("site/ stays built for the port it was served on");
+    expect(await checkSignedCatalog(mirror.origin)).toMatchObject({ state: "verified", documents: 5 });
   }, 240_000);
 
   it("a signed site whose online keys are missing refuses to publish or serve, naming SVC_TUF_ONLINE_KEYS, and commits nothing", async () => {
