@@ -37,10 +37,13 @@ init    creates ed25519 keys in DIR (outside any git repository): root.key.json 
         the first signed root to site/${TUF_DIR}/1.root.json.
 rotate  replaces one role's key and writes root N+1, signed by the old and the new root key.
 sign    signs the built site (targets, snapshot, timestamp); run after each publication and on a schedule.
-        SVC_TUF_ONLINE_KEYS holds the online key bundle itself or the path of its file.
+        SVC_TUF_ONLINE_KEYS holds the online key bundle itself or the path of its file; signed with it,
+        a copy is kept as .data/online.keys.json (SVC_DATA_DIR; mode 600) so the local portal signs
+        every later publication by itself (without the variable, sign uses that copy).
         --if-due (the publish workflow): sign when --published true says this run changed the site, or
         when the live timestamp (baseUrl/tuf/timestamp.json) expires within 12 hours; without keys,
-        report the site unsigned and succeed. Writes deploy=true|false to GITHUB_OUTPUT when set.
+        report a site with no root unsigned and succeed, and refuse a signed one (signing_keys_missing,
+        deploy=false). Writes deploy=true|false to GITHUB_OUTPUT when set.
 subjects writes the sha256sum-format subjects of the artifacts a publish run stored (its receipts file),
         for actions/attest-build-provenance; writes count=N to GITHUB_OUTPUT when set.
 explain prints the trust model.
