@@ -170,6 +170,11 @@ describe.skipIf(SKIP_BROWSER || SKIP_CLAMSCAN)(
       expect(await modder.locator("h1").innerText()).toBe("quick-travel 1.0.0");
 
       const api = await statusFromPage(modder, state.submissionId);
+      // The portal names what it stores {modId}-{version}.zip, never the file's name on this disk.
+      expect(api.package.fileName).toBe("quick-travel-1.0.0.zip");
+      expect(await modder.locator("#message").innerText()).toBe(
+        "Uploaded quick-travel 1.0.0 as quick-travel-1.0.0.zip.",
+      );
       expect(api.state).toBe("validation_failed");
       const failing = api.validationChecks.filter((c: any) => c.status === "failed");
       expect(failing.map((c: any) => [c.id, c.reasonCode])).toEqual([

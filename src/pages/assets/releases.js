@@ -570,7 +570,9 @@ async function submissionPage() {
   if (!session) return;
   const guide = (() => {
     const value = container.getAttribute("data-validation-guide") || "";
-    return value.startsWith("https://") ? value : null;
+    // A portal on this machine (http on loopback) serves the guide itself, under its own base URL.
+    const base = container.getAttribute("data-base-url") || "";
+    return value.startsWith("https://") || (base !== "" && value.startsWith(`${base}/docs/`)) ? value : null;
   })();
   let timer = null;
 
