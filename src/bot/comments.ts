@@ -7,6 +7,7 @@ import { type SubmissionState, stateDefinition } from "../workflow/machine.ts";
 import type { SubmissionProblem } from "../github/submission-files.ts";
 import type { ReportCheck, SubmissionReport } from "../github/submission-report.ts";
 import { formatSize, type ReleaseDiff, renderReleaseDiffMarkdown } from "../contracts/release-diff.ts";
+import { recordShard } from "../contracts/records.ts";
 
 /** The hidden marker that finds the status comment; the JSON after it is the stored state. */
 export const STATUS_MARKER = "<!-- svc:status";
@@ -687,10 +688,10 @@ export type ConflictReason = "submitter" | "member" | "submitter_unknown" | "own
 export function conflictReply(login: string, what: string, reason: ConflictReason, modId: string): string {
   const why = {
     submitter: "you submitted this release, and no one reviews or moderates their own submission",
-    member: `you own or collaborate on \`${modId}\` (records/owners/${modId}.json), and no owner or collaborator reviews or moderates a release of their own mod`,
+    member: `you own or collaborate on \`${modId}\` (records/owners/${recordShard(modId)}.json), and no owner or collaborator reviews or moderates a release of their own mod`,
     submitter_unknown:
       "the person who submitted this pull request cannot be established (the svc app's submitter record is missing, was edited, or names a bot account), so no review or moderation of it counts; the submitter opens it again",
-    ownership_unreadable: `the ownership record records/owners/${modId}.json on the default branch cannot be read, so it is not known whether you own this mod`,
+    ownership_unreadable: `the ownership record of ${modId} (records/owners/${recordShard(modId)}.json) on the default branch cannot be read, so it is not known whether you own this mod`,
   }[reason];
   return `@${login} ${what} does not count: ${why}. Another moderator decides.`;
 }

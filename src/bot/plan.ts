@@ -98,7 +98,7 @@ export type BotEvent =
       restorable: { stored: StoredStatus; body: string } | null;
     };
 
-/** Whether a person owns or collaborates on the mod (records/owners/{modId}.json on the default branch). */
+/** Whether a person owns or collaborates on the mod (its entry of records/owners/{shard}.json on the default branch). */
 export type Membership = "member" | "none" | "unreadable";
 
 export interface CheckRunAction {

@@ -20,6 +20,7 @@ import {
 } from "../github/open-submission-pr.ts";
 import { parseSubmissionPath, submissionPath } from "../github/submission-files.ts";
 import { maySubmit } from "../contracts/ownership.ts";
+import { recordShard } from "../contracts/records.ts";
 import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import { releasePullRequest } from "./comments.ts";
 import { fetchOwnership, type OwnershipRead } from "./fetch.ts";
@@ -188,7 +189,7 @@ export async function intakeRelease(
     if (!maySubmit(ownership.ownership, [{ github: submitter }]))
       return fail(
         "release_submitter_not_owner",
-        `${modId} is claimed, and ${submitter} neither owns nor collaborates on it (records/owners/${modId}.json)`,
+        `${modId} is claimed, and ${submitter} neither owns nor collaborates on it (records/owners/${recordShard(modId)}.json)`,
         submitter,
       );
   }

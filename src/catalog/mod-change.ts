@@ -63,7 +63,7 @@ export interface RenderedModChange {
   changed: Set<string>;
   /** Site-relative paths the change removes (the mod's files when it leaves the catalog). */
   deleted: string[];
-  /** records/changes/{page}.json as it must be written with the change. */
+  /** records/changes/{folder}/{page}.json as it must be written with the change. */
   changesPage: ChangesPage;
   failures: RuleFailure[];
 }

@@ -20,7 +20,7 @@ const HELP = `usage: svc import --package FILE.zip --metadata release.json [--cl
 The manual fallback publisher (docs/runbooks/manual-publishing.md). Runs every validation check on
 the exact package bytes and the sidecar (svc.mod-release-submission.v1), promotes the bytes to
 site/downloads/mods/{modId}/{version}/{fileName} (never replacing an existing artifact), hashes the
-stored file, writes records/mods/{modId}/{version}.json, marks the previous newest version
+stored file, writes the record into records/mods/{shard}/{modId}.json, marks the previous newest version
 superseded, regenerates the catalog, index, detail and versions JSON, checks contract rules 1-6,
 and commits all of it as one transaction. Then run \`svc smoke --base-url URL --record\`.
 A publication a crash interrupted is finished (or undone) first; importing the same release again

@@ -1,5 +1,5 @@
 /**
- * Who may publish a mod (svc.mod-ownership.v1, records/owners/{modId}.json): owners and
+ * Who may publish a mod (svc.mod-ownership.v1, an entry of records/owners/{shard}.json): owners and
  * collaborators, the source repository release intake accepts, the trusted publishers whose OIDC
  * tokens may be exchanged for an upload credential. Pure functions only: the catalog reads and
  * writes the record, the submission paths ask these questions of it.

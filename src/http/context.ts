@@ -13,7 +13,7 @@ export interface AppContext {
   settings: RuntimeSettings;
   siteDir: string;
   /**
-   * records/ of the same project: the ownership records (records/owners/{modId}.json) trusted
+   * records/ of the same project: the ownership records (records/owners/{shard}.json) trusted
    * publishing reads, with the history that names who registered each publisher. Default: records/
    * beside the site folder, as a project lays them out (projectPaths).
    */

@@ -1,6 +1,6 @@
 /**
  * Who may upload, approve and manage a mod on the local portal, over its ownership record
- * (svc.mod-ownership.v1, records/owners/{modId}.json): the refusals the submission paths raise, the
+ * (svc.mod-ownership.v1, an entry of records/owners/{shard}.json): the refusals the submission paths raise, the
  * claim a moderator sees, and the owner and admin changes of the ownership routes. The publisher
  * stays the authority at publication (it refuses a stranger and claims an unclaimed mod id); these
  * checks answer earlier, before a byte is stored or a decision recorded.

@@ -7,7 +7,6 @@ import { changeOwnership } from "../../src/catalog/ownership-change.ts";
 import { publishRelease } from "../../src/catalog/publisher.ts";
 import { checkContractRules } from "../../src/catalog/contract-rules.ts";
 import { loadSiteInputs, renderSite } from "../../src/catalog/site.ts";
-import type { ModOwnership } from "../../src/contracts/ownership.ts";
 import { SvcError } from "../../src/errors.ts";
 import {
   type CatalogProject,

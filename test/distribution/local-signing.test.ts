@@ -16,6 +16,7 @@ import { startCatalogPortal } from "../support/catalog-portal.ts";
 import { form, startSubmissionsPortal, upload, waitForState } from "../support/submissions-portal.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
 import { operatorKeys } from "./support.ts";
+import { modRecordsPath } from "../support/records.ts";
 
 /**
  * The local publication paths sign by themselves when online keys are configured: no manual
@@ -113,7 +114,7 @@ describe.skipIf(skip)("signing on the local publication paths", () => {
     );
     expect(imported.code).toBe(1);
     expect(imported.stderr).toContain("tuf_key_mismatch");
-    expect(existsSync(join(project.root, "records", "mods", "better-hud"))).toBe(false);
+    expect(existsSync(join(project.root, modRecordsPath("better-hud")))).toBe(false);
     expect(existsSync(join(project.siteDir, "tuf", "timestamp.json"))).toBe(false);
   });
 

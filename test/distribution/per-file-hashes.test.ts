@@ -4,7 +4,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PackageValidator, publishRelease } from "../../src/catalog/publisher.ts";
-import type { ReleaseRecord } from "../../src/contracts/records.ts";
 import { SvcError } from "../../src/errors.ts";
 import type { DistributionError } from "../../src/distribution/errors.ts";
 import { readManifest, verifyInstall } from "../../src/distribution/install-manifest.ts";
@@ -13,6 +12,7 @@ import { catalogProject, modRelease, publisherOptions, stubValidator } from "../
 import { runCli } from "../support/run-cli.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
 import { signedPortal, treeHashes } from "./support.ts";
+import { readRelease, writeRelease } from "../support/records.ts";
 
 const PAK = "Content/Paks/BetterHud.pak";
 const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
@@ -49,9 +49,7 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))(
       expect(imported.stderr).toBe("");
       expect(imported.code).toBe(0);
 
-      const record = JSON.parse(
-        readFileSync(join(portal.project.recordsDir, "mods/better-hud/1.0.0.json"), "utf8"),
-      ) as ReleaseRecord;
+      const record = readRelease(portal.project.root, "better-hud", "1.0.0")!;
       const manifestText = `${JSON.stringify(manifest, null, 2)}\n`;
       const pakText = "pak better-hud 1.0.0\n".repeat(50);
       expect(record.files).toEqual([
@@ -104,10 +102,9 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))(
 
     it("refuses a package whose entries differ from the signed list (file_hash_mismatch), leaving the installation as it was", async () => {
       // The operator's record (and so the signed versions.json) disagrees with the package's bytes.
-      const recordFile = join(portal.project.recordsDir, "mods/better-hud/1.0.0.json");
-      const record = JSON.parse(readFileSync(recordFile, "utf8")) as ReleaseRecord;
+      const record = readRelease(portal.project.root, "better-hud", "1.0.0")!;
       record.files!.find((f) => f.path === PAK)!.sha256 = sha256("some other pak");
-      writeFileSync(recordFile, `${JSON.stringify(record, null, 2)}\n`);
+      writeRelease(portal.project.root, record);
       const build = await runCli(["build"], portal.project.root);
       expect(build.stderr).toBe("");
       signSite(portal.siteDir, portal.keys.online);

@@ -5,7 +5,7 @@
  * whose worker validates it. From pulls-template/example-mod to pending_review.
  */
 import { createHash } from "node:crypto";
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -21,6 +21,7 @@ import {
   startSubmissionsPortal,
   waitForState,
 } from "../support/submissions-portal.ts";
+import { writeOwnership as writeOwnershipRecord } from "../support/records.ts";
 
 const MOD_REPOSITORY = "ada/example-mod";
 const PUBLISHER: TrustedPublisher = {
@@ -56,8 +57,7 @@ beforeEach(async () => {
       { at, action: "add_trusted_publisher", by: owner, trustedPublisher: PUBLISHER },
     ],
   };
-  mkdirSync(join(portal.h.root, "records", "owners"), { recursive: true });
-  writeFileSync(join(portal.h.root, "records", "owners", "example-mod.json"), JSON.stringify(ownership));
+  writeOwnershipRecord(portal.h.root, ownership);
   repository = new GitHubRepository(github, MOD_REPOSITORY);
   // A release asset is attached after publication here, which GitHub's immutable releases refuse.
   repository.immutable = false;

@@ -5,8 +5,6 @@
  * refused kind answers its stable code, names the failing claim, and stores nothing.
  */
 import { createHash, createHmac } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ModOwnership, TrustedPublisher } from "../../src/contracts/ownership.ts";
 import { modRelease } from "../support/catalog-project.ts";
@@ -18,6 +16,7 @@ import {
   startSubmissionsPortal,
   waitForState,
 } from "../support/submissions-portal.ts";
+import { writeOwnership as writeOwnershipRecord } from "../support/records.ts";
 
 const AUDIENCE = "https://mods.example.test";
 const EXCHANGE = "/api/v1/trusted-publishing/exchange";
@@ -58,11 +57,7 @@ function writeOwnership(
       })),
     ],
   };
-  mkdirSync(join(p.h.root, "records", "owners"), { recursive: true });
-  writeFileSync(
-    join(p.h.root, "records", "owners", `${modId}.json`),
-    `${JSON.stringify(ownership, null, 2)}\n`,
-  );
+  writeOwnershipRecord(p.h.root, ownership);
 }
 
 async function count(table: string): Promise<number> {

@@ -5,7 +5,7 @@
  * unspent); every refusal and both moves are audited; only an admin lifts it, and then the same
  * token and a new upload go through. The OIDC issuer is the loopback stand-in of the network edge.
  */
-import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ModOwnership, TrustedPublisher } from "../../src/contracts/ownership.ts";
@@ -19,6 +19,7 @@ import {
   upload,
   waitForState,
 } from "../support/submissions-portal.ts";
+import { writeOwnership as writeOwnershipRecord } from "../support/records.ts";
 
 const AUDIENCE = "https://mods.example.test";
 const PUBLISHER: TrustedPublisher = {
@@ -49,11 +50,7 @@ function writeOwnership(modId: string, ownerAccountId: string) {
       { at, action: "add_trusted_publisher", by: owner, trustedPublisher: PUBLISHER },
     ],
   };
-  mkdirSync(join(p.h.root, "records", "owners"), { recursive: true });
-  writeFileSync(
-    join(p.h.root, "records", "owners", `${modId}.json`),
-    `${JSON.stringify(ownership, null, 2)}\n`,
-  );
+  writeOwnershipRecord(p.h.root, ownership);
 }
 
 async function count(table: string): Promise<number> {

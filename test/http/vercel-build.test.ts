@@ -27,6 +27,7 @@ import { dirname, extname, join, relative } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runSmoke } from "../../src/catalog/smoke.ts";
+import { writeRelease } from "../support/records.ts";
 import { ENDPOINTS, type EndpointDefinition } from "../../src/contracts/endpoints.ts";
 import { EXTENSIONLESS_ROUTES } from "../../src/contracts/urls.ts";
 import { MISS_RECHECK_MS } from "../../src/http/pages-versions.ts";
@@ -567,11 +568,7 @@ describe.skipIf(!VERCEL_CLI)("vercel build output", () => {
       sha256: PUBLISHED.sha256,
       packageSizeBytes: PUBLISHED.bytes.length,
     });
-    mkdirSync(join(scratch, "records", "mods", "better-hud"), { recursive: true });
-    writeFileSync(
-      join(scratch, "records", "mods", "better-hud", "1.0.0.json"),
-      `${JSON.stringify(record, null, 2)}\n`,
-    );
+    writeRelease(scratch, record);
     mkdirSync(dirname(join(scratch, "site", PUBLISHED.path)), { recursive: true });
     writeFileSync(join(scratch, "site", PUBLISHED.path), PUBLISHED.bytes);
     // Without a login or a linked project, `vercel build` reads the project's settings from here

@@ -17,6 +17,7 @@ import {
   upload,
   waitForState,
 } from "../support/submissions-portal.ts";
+import { ownershipIn, ownersPath } from "../support/records.ts";
 
 let p: SubmissionsPortal;
 let other: SignedIn;
@@ -31,7 +32,7 @@ afterAll(async () => {
 });
 
 const owners = () =>
-  JSON.parse(readFileSync(join(p.h.root, "records", "owners", "quick-travel.json"), "utf8")).owners;
+  ownershipIn(readFileSync(join(p.h.root, ownersPath("quick-travel"))), "quick-travel")!.owners;
 
 const staged = () => {
   const dir = join(p.h.root, ".data", "uploads", "staging");
@@ -156,7 +157,7 @@ describe.skipIf(skip)("mod ownership on the local portal", () => {
     expect((await status(id, other)).state).toBe("published");
     expect((await status(competing, other)).state).toBe("superseded");
     expect(owners()).toEqual([{ account: p.modder.accountId }]);
-    const record = JSON.parse(readFileSync(join(p.h.root, "records", "owners", "quick-travel.json"), "utf8"));
+    const record = ownershipIn(readFileSync(join(p.h.root, ownersPath("quick-travel"))), "quick-travel")!;
     expect(record.history.map((c: { action: string }) => c.action)).toEqual(["claim", "add_collaborator"]);
   });
 

@@ -85,3 +85,15 @@ export function readAllReleases(root: string): ReleaseRecord[] {
     .flat()
     .sort((a, b) => (a.modId < b.modId ? -1 : a.modId > b.modId ? 1 : 0));
 }
+
+/** Writes an ownership record into its owners shard (replacing the mod's entry), as the publisher stores it. */
+export function writeOwnership(root: string, ownership: ModOwnership): void {
+  const path = join(root, ownersPath(ownership.modId));
+  const others = existsSync(path)
+    ? (JSON.parse(readFileSync(path, "utf8")) as { owners: ModOwnership[] }).owners.filter(
+        (o) => o.modId !== ownership.modId,
+      )
+    : [];
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, ownersShardBytes([...others, ownership]));
+}
