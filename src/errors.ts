@@ -128,7 +128,12 @@ export const ERROR_CODES = {
   ),
 
   zip_staged: github("a catalog commit would stage a package (packages live in the artifact store)"),
-  unexpected_staged_path: github("a catalog commit would stage a path outside records/ and site/"),
+  unexpected_staged_path: github(
+    "a catalog commit would stage a path outside records/ (other than deleting a published sidecar)",
+  ),
+  site_staged: github(
+    "a catalog commit would stage site/, a build output deployed to Pages, never committed",
+  ),
   push_protected: github("the default branch refused the push (branch protection)"),
   push_failed: github("git push failed"),
   push_retries_exhausted: github("the branch kept moving; the push gave up after its retries"),

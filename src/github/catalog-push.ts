@@ -1,12 +1,14 @@
 /**
- * The one path by which a workflow writes the default branch (publish and sync): stage records/ and
- * site/ only, refuse any package bytes, commit, and push with the GitHub App's installation token
- * (the branch protection's bypass actor). A push that lost a race (the branch moved since checkout:
- * another merge, a sync) is retried: fetch the new head, rebase onto it, prove the tree is still
- * consistent, push again. A rebase that conflicts (both sides regenerated the same catalog JSON) is
- * not merged by hand: the change is dropped, the checkout reset to the new head and the change made
- * again from there (publication and sync are idempotent reconciliations). The git CLI does the work,
- * as on a runner; nothing here reads the environment.
+ * The one path by which a workflow writes the default branch (publish and sync): stage records/ only
+ * (site/ is a build output deployed to Pages, never committed), delete the published sidecars the
+ * caller names (submissions/ keeps the pending ones only), refuse anything else and any package
+ * bytes, commit, and push with the GitHub App's installation token (the branch protection's bypass
+ * actor). A push that lost a race (the branch moved since checkout: another merge, a sync) is
+ * retried: fetch the new head, rebase onto it, prove the tree is still consistent, push again. A
+ * rebase that conflicts (both sides rewrote the same record) is not merged by hand: the change is
+ * dropped, the checkout reset to the new head and the change made again from there (publication and
+ * sync are idempotent reconciliations). The git CLI does the work, as on a runner; nothing here
+ * reads the environment.
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -20,6 +22,7 @@ export type CatalogPushCode = Extract<
   ErrorCode,
   | "zip_staged"
   | "unexpected_staged_path"
+  | "site_staged"
   | "push_protected"
   | "push_failed"
   | "push_retries_exhausted"
@@ -31,13 +34,25 @@ export class CatalogPushError extends SvcError<CatalogPushCode> {
   override name = "CatalogPushError";
 }
 
-/** What a catalog commit may contain: records and the generated site, never package bytes. */
-export const CATALOG_PATHS = ["records", "site"] as const;
+/** What a catalog commit may add or change: the records, never the site or package bytes. */
+export const CATALOG_PATHS = ["records"] as const;
 
-/** Why a staged path may not be committed, or null when it may. */
-export function refusedCatalogPath(path: string): CatalogPushCode | null {
+/** The build output: deployed to Pages from the workflow's workspace, never committed. */
+export const SITE_PATH = "site";
+
+/**
+ * Why a staged path may not be committed, or null when it may. `retired`: the published sidecars
+ * the commit deletes; a deletion of one of them is the only change allowed outside records/.
+ */
+export function refusedCatalogPath(
+  path: string,
+  retired: ReadonlySet<string> = new Set(),
+  deleted = false,
+): CatalogPushCode | null {
+  if (deleted && retired.has(path)) return null;
   // git refuses files over 100 MiB and Pages caps a site at 1 GB: packages live in the artifact store.
-  if (path.toLowerCase().endsWith(".zip") || path.startsWith("site/downloads/")) return "zip_staged";
+  if (path.toLowerCase().endsWith(".zip") || path.startsWith(`${SITE_PATH}/downloads/`)) return "zip_staged";
+  if (path.startsWith(`${SITE_PATH}/`)) return "site_staged";
   if (!CATALOG_PATHS.some((root) => path.startsWith(`${root}/`))) return "unexpected_staged_path";
   return null;
 }
@@ -57,6 +72,16 @@ export interface CatalogPushOptions {
   verify?: () => Promise<void>;
   /** Makes the change again on a checkout reset to the new head (after a conflicting rebase). */
   redo: () => Promise<void>;
+  /**
+   * The sidecars (paths under submissions/) whose version now has a release record: the commit
+   * deletes them. Asked after each change (a redo may publish more, or fewer).
+   */
+  retire?: () => string[];
+  /**
+   * Brings site/ (the build output the verify step checks) in line with the checkout's records
+   * after a rebase onto, or a reset to, the new head: the other side's records are not in it.
+   */
+  materialize?: () => Promise<void>;
   /** Push attempts before push_retries_exhausted (default 5). */
   maxAttempts?: number;
   log?: (line: string) => void;
@@ -127,28 +152,64 @@ async function authEnv(cwd: string, remote: string, token: string): Promise<Reco
   };
 }
 
-/** Stages records/ and site/ and returns the staged paths; refuses (and unstages) anything else. */
-export async function stageCatalog(cwd: string): Promise<string[]> {
+/**
+ * Stages records/ and the deletion of each `retired` sidecar, and returns the staged paths; refuses
+ * (and unstages) anything else, and a checkout that still tracks site/ (a portal from before site/
+ * became a build output: docs/github.md says how to move it out of git).
+ */
+export async function stageCatalog(cwd: string, retired: readonly string[] = []): Promise<string[]> {
+  // Committed at the checkout's head: every publication would leave it modified (and a rebase stuck).
+  const committed = (await gitOk(cwd, ["ls-tree", "--name-only", "HEAD", "--", SITE_PATH])).trim();
+  if (committed !== "")
+    throw new CatalogPushError(
+      "site_staged",
+      `${SITE_PATH}/ is committed on this branch: it is a build output deployed to Pages, never committed; run git rm -r --cached ${SITE_PATH}, add /${SITE_PATH}/ to .gitignore and commit that (docs/github.md, section 2)`,
+    );
   const roots = CATALOG_PATHS.filter((p) => existsSync(join(cwd, p)));
   if (roots.length > 0) await gitOk(cwd, ["add", "--all", "--", ...roots]);
-  const staged = (await gitOk(cwd, ["diff", "--cached", "--name-only", "-z"])).split("\0").filter(Boolean);
+  const retiring = new Set(retired);
+  // Only a sidecar the branch holds is deleted; the same path staged as new is refused below.
+  const held =
+    retiring.size === 0
+      ? []
+      : (await gitOk(cwd, ["ls-tree", "-r", "-z", "--name-only", "HEAD", "--", ...literal(retiring)]))
+          .split("\0")
+          .filter(Boolean);
+  if (held.length > 0) await gitOk(cwd, ["rm", "-q", "-f", "--ignore-unmatch", "--", ...literal(held)]);
+  const status = (await gitOk(cwd, ["diff", "--cached", "--name-status", "--no-renames", "-z"]))
+    .split("\0")
+    .filter(Boolean);
+  const staged: Array<{ path: string; deleted: boolean }> = [];
+  for (let i = 0; i + 1 < status.length; i += 2)
+    staged.push({ path: status[i + 1]!, deleted: status[i] === "D" });
   const refused = staged
-    .map((path) => ({ path, code: refusedCatalogPath(path) }))
+    .map(({ path, deleted }) => ({ path, code: refusedCatalogPath(path, retiring, deleted) }))
     .filter((r) => r.code !== null);
   if (refused.length > 0) {
     await gitOk(cwd, ["reset", "-q"]);
     const zip = refused.find((r) => r.code === "zip_staged");
+    const site = refused.find((r) => r.code === "site_staged");
     throw zip
       ? new CatalogPushError(
           "zip_staged",
-          `refusing to commit package bytes to git (${zip.path}${refused.length > 1 ? ` and ${refused.length - 1} more` : ""}): packages live in the artifact store (GitHub Releases), site/ holds JSON and pages only`,
+          `refusing to commit package bytes to git (${zip.path}${refused.length > 1 ? ` and ${refused.length - 1} more` : ""}): packages live in the artifact store (GitHub Releases), records/ holds JSON only`,
         )
-      : new CatalogPushError(
-          "unexpected_staged_path",
-          `refusing to commit ${refused[0]!.path}: a catalog commit holds records/ and site/ only`,
-        );
+      : site
+        ? new CatalogPushError(
+            "site_staged",
+            `refusing to commit ${site.path}: ${SITE_PATH}/ is a build output deployed to Pages, never committed`,
+          )
+        : new CatalogPushError(
+            "unexpected_staged_path",
+            `refusing to commit ${refused[0]!.path}: a catalog commit holds records/ and the deletion of published sidecars only`,
+          );
   }
-  return staged;
+  return staged.map((s) => s.path);
+}
+
+/** Pathspecs that match exactly these paths (no glob magic in a file name). */
+function literal(paths: Iterable<string>): string[] {
+  return [...paths].map((p) => `:(literal)${p}`);
 }
 
 type PushOutcome =
@@ -191,7 +252,8 @@ async function push(
 
 /**
  * Commits and pushes the catalog; see the module comment. Returns the pushed commit, or null when
- * records/ and site/ had no change (after a redo, too: another run may have published it already).
+ * records/ had no change and no sidecar was retired (after a redo, too: another run may have
+ * published it already).
  */
 export async function pushCatalogCommit(options: CatalogPushOptions): Promise<CatalogPushResult> {
   const { cwd, branch } = options;
@@ -216,7 +278,7 @@ export async function pushCatalogCommit(options: CatalogPushOptions): Promise<Ca
     await gitOk(cwd, ["clean", "-fdq", "--", ...CATALOG_PATHS]);
   };
   const commitChange = async (): Promise<boolean> => {
-    const staged = await stageCatalog(cwd);
+    const staged = await stageCatalog(cwd, options.retire?.() ?? []);
     if (staged.length === 0) return false;
     await options.verify?.();
     await gitOk(cwd, ["commit", "--no-verify", "-q", "-m", options.message()], identity);
@@ -244,6 +306,7 @@ export async function pushCatalogCommit(options: CatalogPushOptions): Promise<Ca
     let consistent = rebase.code === 0;
     if (consistent) {
       try {
+        await options.materialize?.();
         await options.verify?.();
       } catch (error) {
         log(`the rebased catalog is not consistent (${(error as Error).message}): redoing`);
@@ -259,6 +322,7 @@ export async function pushCatalogCommit(options: CatalogPushOptions): Promise<Ca
     }
     await resetTo("FETCH_HEAD");
     result.redone++;
+    await options.materialize?.();
     await options.redo();
     if (!(await commitChange())) {
       log(`nothing left to commit on the new head`);
@@ -268,9 +332,9 @@ export async function pushCatalogCommit(options: CatalogPushOptions): Promise<Ca
 }
 
 /**
- * `svc check` over a checkout (drift between records/ and site/, contract rules 1-6): the gate CI
- * runs on the default branch, run before every catalog commit the workflows push, so a commit that CI
- * would fail is never pushed. Throws with svc check's own report.
+ * `svc check` over a checkout (drift between records/ and the site the workflow built from them,
+ * contract rules 1-6), run before every catalog commit the workflows push, so records that do not
+ * build into a consistent site are never pushed. Throws with svc check's own report.
  */
 export async function verifyCatalog(root: string): Promise<void> {
   const paths = projectPaths(root);

@@ -14,6 +14,7 @@ import { type CatalogPushResult, pushCatalogCommit } from "../github/catalog-pus
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import type { FetchLike } from "../github/download.ts";
+import { RECORD_PATHS } from "../contracts/records.ts";
 import type { RefusalPolicy } from "./publish-refusals.ts";
 import { type PublicationEntry, reconcilePublications, type ScannerProblem } from "./publish-reconcile.ts";
 import {
@@ -48,6 +49,14 @@ export interface PublishRunInput {
   connect: () => Promise<{ writer: GitHubApi; pushToken: string; statusKey: StatusKey }>;
   /** svc check over the checkout; throws on drift. */
   verify: () => Promise<void>;
+  /**
+   * Brings site/ (a build output, restored from the previous deployment or absent) in line with the
+   * checkout's records; resolves whether it had to build. Called before the change and again after
+   * the commit path rebases onto, or resets to, a new head.
+   */
+  materialize?: () => Promise<boolean>;
+  /** The sidecars whose version has a release record: the publication commit deletes them. */
+  retire?: () => string[];
   /** Withdraws a hidden version's bytes from the artifact store, writing with the app's client. */
   withdraw: (writer: GitHubApi) => ReconcileVisibilityInput["withdraw"];
   /** Why antivirus_scan cannot pass now (no scanner, no usable signatures), or null. */
@@ -68,6 +77,8 @@ export interface PublishRun {
   push: CatalogPushResult;
   /** Whether the Pages deploy job should run. */
   deploy: boolean;
+  /** Whether site/ had to be built (no previous deployment restored, or it had drifted). */
+  siteRebuilt: boolean;
 }
 
 export class PublishRunError extends SvcError<"not_default_branch"> {
@@ -110,10 +121,25 @@ function publishMessage(entries: readonly PublishRunEntry[]): string {
 
 const isVisibility = (e: PublishRunEntry): e is VisibilityEntry => "visibility" in e;
 
-/** Whether the pushed commit changed site/ (a commit of the ledger alone deploys nothing). */
+/**
+ * Whether the pushed commit changed what site/ is built from: records/ other than the publication
+ * ledger (a commit of the ledger, or of retired sidecars, alone deploys nothing).
+ */
 async function siteChanged(cwd: string, before: string): Promise<boolean> {
   try {
-    await promisify(execFile)("git", ["diff", "--quiet", before, "HEAD", "--", "site"], { cwd });
+    await promisify(execFile)(
+      "git",
+      [
+        "diff",
+        "--quiet",
+        before,
+        "HEAD",
+        "--",
+        "records",
+        `:(exclude)records/${RECORD_PATHS.publicationDir}`,
+      ],
+      { cwd },
+    );
     return false;
   } catch {
     return true;
@@ -198,6 +224,7 @@ export async function runPublish(input: PublishRunInput): Promise<PublishRun> {
     });
     entries = [...publications, ...decisions];
   };
+  const siteRebuilt = (await input.materialize?.()) ?? false;
   await change();
   const message = () => publishMessage(entries);
   const push = await pushCatalogCommit({
@@ -207,12 +234,21 @@ export async function runPublish(input: PublishRunInput): Promise<PublishRun> {
     message,
     verify: input.verify,
     redo: change,
+    ...(input.retire ? { retire: input.retire } : {}),
+    ...(input.materialize
+      ? {
+          materialize: async () => {
+            await input.materialize!();
+          },
+        }
+      : {}),
     ...(input.log ? { log: input.log } : {}),
   });
   // A refusal is posted once, when it is new or its reason changed (the ledger remembers it), on
   // whatever run met it: a scheduled run's failure reaches the pull request too.
   const receipts = entries.filter((e) => isVisibility(e) || (e.pullRequest !== null && e.notify === true));
   const deploy =
+    siteRebuilt ||
     (push.commit !== null && (await siteChanged(publisher.root, input.sha))) ||
     input.eventName !== "schedule" ||
     (await pagesBehind(input.reader, input.repo, input.sha));
@@ -223,6 +259,7 @@ export async function runPublish(input: PublishRunInput): Promise<PublishRun> {
     message: message(),
     push,
     deploy,
+    siteRebuilt,
   };
 }
 

@@ -5,6 +5,8 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { handlePublishReceipt } from "../bot/handle.ts";
+import { materializeSite } from "../catalog/site-build.ts";
+import { projectPaths } from "../catalog/site.ts";
 import { runnerValidator } from "../catalog/validator.ts";
 import { loadPortalConfig } from "../contracts/portal-config.ts";
 import { verifyCatalog } from "../github/catalog-push.ts";
@@ -17,6 +19,7 @@ import { pendingSidecars, type ScannerProblem } from "./publish-reconcile.ts";
 import { DEFAULT_REFUSAL_POLICY } from "./publish-refusals.ts";
 import { clamscanMissing, refreshSignatures, signatureStatus } from "./publish-signatures.ts";
 import { isVisibilityEntry, postVisibilityReceipt } from "./publish-visibility.ts";
+import { publishedSidecars } from "./published-sidecars.ts";
 
 /** Posts each receipt as the app (its token and its seal): the status comment is the app's to write. */
 async function postReceipts(env: StepEnv, receiptsPath: string): Promise<void> {
@@ -136,6 +139,10 @@ export async function publishStep(env: StepEnv): Promise<ActionOutcome> {
       return { writer: env.octokit(token), pushToken: token, statusKey: env.statusKey() };
     },
     verify: () => verifyCatalog(root),
+    // site/ is a build output: the workflow restores the previous deployment (or none) before this
+    // step; it is kept when svc check finds it matches the records, built otherwise.
+    materialize: async () => (await materializeSite(projectPaths(root), config, { log: io.info })).rebuilt,
+    retire: () => publishedSidecars(root, join(root, "records")),
     log: io.info,
   });
   writeFileSync(receiptsPath, `${JSON.stringify(result.receipts, null, 2)}\n`);
@@ -151,6 +158,7 @@ export async function publishStep(env: StepEnv): Promise<ActionOutcome> {
       visibility: applied && isVisibilityEntry(applied) ? applied.visibility : "",
       commit: result.push.commit ?? "",
       deploy: String(result.deploy),
+      "site-rebuilt": String(result.siteRebuilt),
       "receipts-path": receiptsPath,
     },
   });

@@ -65,6 +65,11 @@ export interface SyncPushOptions {
   branch: string;
   token: string;
   verify: () => Promise<void>;
+  /**
+   * Brings site/ (a build output the workflow restored, or none) in line with the checkout's records:
+   * before the targets run, and after the commit path rebases onto or resets to a new head.
+   */
+  materialize?: () => Promise<void>;
   log?: (line: string) => void;
 }
 
@@ -78,6 +83,7 @@ export async function syncAndPush(
   options: SyncOptions,
   push: SyncPushOptions,
 ): Promise<{ outcomes: SyncOutcome[]; push: CatalogPushResult }> {
+  await push.materialize?.();
   let outcomes = await runSyncTargets(targets, options);
   const pushed = await pushCatalogCommit({
     cwd: push.cwd,
@@ -88,6 +94,7 @@ export async function syncAndPush(
     redo: async () => {
       outcomes = await runSyncTargets(targets, options);
     },
+    ...(push.materialize ? { materialize: push.materialize } : {}),
     ...(push.log ? { log: push.log } : {}),
   });
   return { outcomes, push: pushed };

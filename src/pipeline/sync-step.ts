@@ -1,4 +1,5 @@
 /** The sync action's step: the manager/framework releases and game builds, pushed when asked. */
+import { materializeSite } from "../catalog/site-build.ts";
 import { projectPaths } from "../catalog/site.ts";
 import { frameworkTag, type SyncOptions } from "../catalog/sync.ts";
 import { loadPortalConfig } from "../contracts/portal-config.ts";
@@ -45,6 +46,10 @@ export async function syncStep(env: StepEnv): Promise<ActionOutcome> {
       branch: config.portal.defaultBranch ?? "main",
       token: token,
       verify: () => verifyCatalog(paths.root),
+      // site/ is a build output: the workflow restores the previous deployment, or none.
+      materialize: async () => {
+        await materializeSite(paths, config, { log: io.info });
+      },
       log: io.info,
     });
     outcomes = result.outcomes;

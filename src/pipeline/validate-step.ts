@@ -2,6 +2,9 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { validationSummary } from "../bot/comments.ts";
+import { materializeSite } from "../catalog/site-build.ts";
+import { projectPaths } from "../catalog/site.ts";
+import { loadPortalConfig } from "../contracts/portal-config.ts";
 import type { SubmissionReport } from "../github/submission-report.ts";
 import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
 import { type ActionOutcome, outcome, type StepEnv } from "./action-step.ts";
@@ -30,6 +33,10 @@ export async function validateStep(env: StepEnv): Promise<ActionOutcome> {
   // Whatever breaks, a report is written: without one the pull request would say validating forever.
   try {
     const site = join(context.workspace, io.input("site-dir") || "site");
+    // site/ is a build output, not in the checkout: built here from the base branch's records and
+    // portal.config.json (the policy, every published version for version_exists, the game builds).
+    const paths = projectPaths(context.workspace, { siteDir: site });
+    await materializeSite(paths, loadPortalConfig(paths.configPath), { log: io.info });
     const policy = readJson(join(site, "api/v1/publishing/game-publishing-validation.v1.json"));
     if (!policy)
       throw new Error(

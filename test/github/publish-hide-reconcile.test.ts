@@ -8,6 +8,8 @@
  * URL, and the tag can never hold a release again. Run from the committed actions/publish bundle
  * against the loopback GitHub (OpenAPI-checked, immutable releases) and git remote.
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ActionRun } from "../support/action-runner.ts";
 import { ConcurrencyGroup } from "../support/concurrency-group.ts";
@@ -35,10 +37,13 @@ afterEach(async () => {
 const recordOn = (s: PublishScenario, modId: string, version: string) => {
   return releaseIn(s.remote.show(modRecordsPath(modId)), version);
 };
+/** The catalog the newest deploying run uploaded to Pages (and saved for the next run). */
 const catalogIds = (s: PublishScenario) =>
-  (JSON.parse(s.remote.show("site/api/v1/catalog.json")!.toString("utf8")).mods as Array<{ id: string }>).map(
-    (m) => m.id,
-  );
+  (
+    JSON.parse(readFileSync(join(s.savedSite()!, "api/v1/catalog.json"), "utf8")).mods as Array<{
+      id: string;
+    }>
+  ).map((m) => m.id);
 
 /** What the bot does on `/svc hide` (or `/svc unhide`): the label, then the sealed status comment. */
 function botDecides(s: PublishScenario, pr: PullRequestState, state: "hidden" | "published") {

@@ -8,7 +8,7 @@ import JSZip from "jszip";
  */
 import { execFile, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
@@ -74,7 +74,7 @@ describe.skipIf(skip)(
   "publish: a merged, approved submission lands on a protected default branch",
   { timeout: RUNS_TIMEOUT },
   () => {
-    it("publishes the exact bytes as one immutable release and pushes records and site with the app token; no ZIP in git", async () => {
+    it("publishes the exact bytes as one immutable release and pushes records (and the sidecar's deletion) with the app token; site/ is built, never committed; no ZIP in git", async () => {
       const s = await start();
       const sub = s.submission(7, "better-hud", "1.0.0");
       s.world.setStatus(sub.pr, "approved");
@@ -99,7 +99,13 @@ describe.skipIf(skip)(
       expect(pushes).toEqual([
         { login: BOT_LOGIN, ref: "refs/heads/main", before: merged, after: s.remote.head() },
       ]);
-      expect(result.outputs).toMatchObject({ published: "1", commit: s.remote.head(), deploy: "true" });
+      // No previous deployment was restored: the site was built from the records, then published onto.
+      expect(result.outputs).toMatchObject({
+        published: "1",
+        commit: s.remote.head(),
+        deploy: "true",
+        "site-rebuilt": "true",
+      });
       const record = recordOn(s, "better-hud", "1.0.0");
       expect(record).toMatchObject({
         status: "published",
@@ -122,15 +128,18 @@ describe.skipIf(skip)(
       expect(
         [...record!.files].sort((a: { path: string }, b: { path: string }) => a.path.localeCompare(b.path)),
       ).toEqual(expectedFiles.sort((a, b) => a.path.localeCompare(b.path)));
-      const catalog = JSON.parse(s.remote.show("site/api/v1/catalog.json")!.toString("utf8"));
+      // The site the job uploads to Pages (and saves for the next run) lists the release.
+      const catalog = JSON.parse(readFileSync(join(workspace, "site/api/v1/catalog.json"), "utf8"));
       expect(JSON.stringify(catalog)).toContain(releaseUrl("better-hud", "1.0.0"));
-      // site/ in git holds JSON and pages only.
+      // git holds neither the site nor a package, and the inbox no longer holds the published sidecar.
       const files = s.remote.files();
-      expect(
-        files.filter((f) => f.toLowerCase().endsWith(".zip") || f.startsWith("site/downloads/")),
-      ).toEqual([]);
-      // What was pushed passes svc check (the gate CI runs on main).
+      expect(files.filter((f) => f.toLowerCase().endsWith(".zip") || f.startsWith("site/"))).toEqual([]);
+      expect(files.filter((f) => f.startsWith("submissions/"))).toEqual([]);
+      // The next run, restoring this site onto a fresh checkout, finds it matches what was pushed.
       const fresh = await s.checkout();
+      expect(readFileSync(join(fresh, "site/api/v1/catalog.json"), "utf8")).toBe(
+        readFileSync(join(workspace, "site/api/v1/catalog.json"), "utf8"),
+      );
       const check = await runCli(["check"], fresh);
       expect(check.code, check.stderr).toBe(0);
 
@@ -163,7 +172,7 @@ describe.skipIf(skip)(
       const workspace = await s.checkout({ token: OLD_WORKFLOW_TOKEN, persistCredentials: true });
       mkdirSync(join(workspace, "records"), { recursive: true });
       writeFileSync(join(workspace, "records/manager.json"), "{}\n");
-      await git(workspace, ["add", "records", "site"]);
+      await git(workspace, ["add", "records"]);
       await git(workspace, ["commit", "-q", "-m", "Publish merged submissions"]);
       const before = s.remote.head();
       const push = await git(workspace, ["push"]).catch((e: { stderr: string }) => e);
@@ -360,17 +369,28 @@ describe.skipIf(skip)("publish: idempotent", { timeout: RUNS_TIMEOUT }, () => {
     expect((await s.run(await s.checkout(), pushEvent(before, sub.merge, [sub.path]))).code).toBe(0);
     const done = await s.run(await s.checkout(), scheduleEvent(), { inputs: { mode: "pending" } });
     expect(done.outputs).toEqual({ pending: "false" });
-    const head = s.remote.head();
-    s.world.deployments = [{ id: 1, sha: head, state: "success" }];
+    // The publication commit took the published sidecar out of the inbox.
+    expect(s.remote.files().filter((f) => f.startsWith("submissions/"))).toEqual([]);
 
+    // The same sidecar merged again (another pull request of the same bytes): a no-op, and it leaves.
+    const readded = s.remote.commitAs("maintainer", "The same release again", { [sub.path]: sub.text });
+    s.world.deployments = [{ id: 1, sha: readded, state: "success" }];
     const reads = s.github.recorded.length;
+    // The job restores the site the publication deployed: it matches the records, so it is kept.
     const again = await s.run(await s.checkout(), scheduleEvent());
     expect(again.code, again.stdout).toBe(0);
-    expect(again.outputs).toMatchObject({ published: "0", commit: "", deploy: "false" });
+    expect(again.outputs).toMatchObject({
+      published: "0",
+      commit: s.remote.head(),
+      deploy: "false",
+      "site-rebuilt": "false",
+    });
     expect(again.summary).toContain("1 sidecar(s) already published with the same sha256 (no-op).");
     const called = s.github.recorded.slice(reads).map((r) => r.operation);
     expect(called).not.toContain("GET /repos/{owner}/{repo}/commits");
-    expect(s.remote.head()).toBe(head);
+    expect(s.remote.files().filter((f) => f.startsWith("submissions/"))).toEqual([]);
+    const head = s.remote.head();
+    expect(head).not.toBe(readded);
 
     const sidecar = JSON.parse(sub.text);
     const changed = s.remote.commitAs("maintainer", "Other bytes", {
@@ -379,20 +399,23 @@ describe.skipIf(skip)("publish: idempotent", { timeout: RUNS_TIMEOUT }, () => {
     const refused = await s.run(await s.checkout(), scheduleEvent());
     expect(refused.code, refused.stdout).toBe(0);
     s.github.assertDone();
-    expect(refused.outputs).toMatchObject({ published: "0", commit: "", deploy: "true" });
+    expect(refused.outputs).toMatchObject({ published: "0", commit: s.remote.head(), deploy: "true" });
     expect(refused.stdout).toContain(
       `::warning::${sub.path}: published_sha256_differs: better-hud@1.0.0 is published with sha256 ${sha256(sub.packageBytes)}`,
     );
-    expect(s.remote.head()).toBe(changed);
+    // Refused, and out of the inbox all the same: the version is published, its bytes never change.
+    expect(s.remote.head()).not.toBe(changed);
+    expect(s.remote.files().filter((f) => f.startsWith("submissions/"))).toEqual([]);
     expect(recordOn(s, "better-hud", "1.0.0")?.sha256).toBe(sha256(sub.packageBytes));
   });
 });
 
-describe("the catalog commit never stages a package", { timeout: RUNS_TIMEOUT }, () => {
-  it("refuses a ZIP or anything under site/downloads/ (zip_staged) and paths outside records/ and site/; nothing is committed or pushed", async () => {
+describe("the catalog commit never stages a package, the site, or anything but records and published sidecars", {
+  timeout: RUNS_TIMEOUT,
+}, () => {
+  it("refuses a ZIP or anything under site/downloads/ (zip_staged), any site/ path (site_staged) and paths outside records/ (unexpected_staged_path); nothing is committed or pushed", async () => {
     const tree = mkdtempSync(join(tmpdir(), "svc-tree-"));
-    mkdirSync(join(tree, "site"));
-    writeFileSync(join(tree, "site/index.html"), "<!doctype html>\n");
+    writeFileSync(join(tree, "README.md"), "# portal\n");
     const remote = await startGitRemote({
       repository: REPOSITORY,
       tree,
@@ -403,7 +426,9 @@ describe("the catalog commit never stages a package", { timeout: RUNS_TIMEOUT },
         ["site/downloads/mods/better-hud/1.0.0/better-hud-1.0.0.zip", "zip_staged"],
         ["records/mods/better-hud/package.ZIP", "zip_staged"],
         ["site/downloads/framework/2.1.0/notes.txt", "zip_staged"],
+        ["site/api/v1/catalog.json", "site_staged"],
         ["README.md", "unexpected_staged_path"],
+        ["submissions/better-hud/1.0.0.json", "unexpected_staged_path"],
       ];
       for (const [path, code] of cases) {
         const workspace = await checkoutLikeActions(remote, { token: APP_TOKEN, persistCredentials: false });
@@ -411,12 +436,15 @@ describe("the catalog commit never stages a package", { timeout: RUNS_TIMEOUT },
         writeFileSync(join(workspace, "records/manager.json"), "{}\n");
         mkdirSync(dirname(join(workspace, path)), { recursive: true });
         writeFileSync(join(workspace, path), "PK\u0003\u0004 package bytes");
-        if (path === "README.md") await git(workspace, ["add", path]);
+        // The commit path stages records/ only: anything else is staged by some other step.
+        if (!path.startsWith("records/")) await git(workspace, ["add", "-f", path]);
         const error = await pushCatalogCommit({
           cwd: workspace,
           branch: "main",
           token: APP_TOKEN,
           message: () => "Publish",
+          // A retired sidecar may only be deleted: this one is added.
+          retire: () => ["submissions/better-hud/1.0.0.json"],
           redo: async () => {
             throw new Error("no redo expected");
           },
@@ -427,8 +455,47 @@ describe("the catalog commit never stages a package", { timeout: RUNS_TIMEOUT },
         expect((await git(workspace, ["rev-list", "--count", "HEAD"])).stdout.trim(), path).toBe("1");
       }
       expect(remote.accepted()).toEqual([]);
-      expect(refusedCatalogPath("site/api/v1/catalog.json")).toBeNull();
+      expect(refusedCatalogPath("site/api/v1/catalog.json")).toBe("site_staged");
       expect(refusedCatalogPath("records/mods/better-hud/1.0.0.json")).toBeNull();
+      const retired = new Set(["submissions/better-hud/1.0.0.json"]);
+      expect(refusedCatalogPath("submissions/better-hud/1.0.0.json", retired, true)).toBeNull();
+      expect(refusedCatalogPath("submissions/better-hud/1.0.0.json", retired, false)).toBe(
+        "unexpected_staged_path",
+      );
+      expect(refusedCatalogPath("submissions/better-hud/1.1.0.json", retired, true)).toBe(
+        "unexpected_staged_path",
+      );
+    } finally {
+      await remote.stop();
+    }
+  });
+
+  it("refuses a checkout that still tracks site/ (site_staged), naming how to move it out of git", async () => {
+    const tree = mkdtempSync(join(tmpdir(), "svc-tree-"));
+    mkdirSync(join(tree, "site"));
+    writeFileSync(join(tree, "site/index.html"), "<!doctype html>\n");
+    const remote = await startGitRemote({
+      repository: REPOSITORY,
+      tree,
+      tokens: { [APP_TOKEN]: { login: BOT_LOGIN, write: true, bypass: true } },
+    });
+    try {
+      const workspace = await checkoutLikeActions(remote, { token: APP_TOKEN, persistCredentials: false });
+      mkdirSync(join(workspace, "records"), { recursive: true });
+      writeFileSync(join(workspace, "records/manager.json"), "{}\n");
+      const error = await pushCatalogCommit({
+        cwd: workspace,
+        branch: "main",
+        token: APP_TOKEN,
+        message: () => "Publish",
+        redo: async () => {
+          throw new Error("no redo expected");
+        },
+      }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(CatalogPushError);
+      expect((error as CatalogPushError).code).toBe("site_staged");
+      expect((error as CatalogPushError).message).toContain("git rm -r --cached site");
+      expect(remote.accepted()).toEqual([]);
     } finally {
       await remote.stop();
     }

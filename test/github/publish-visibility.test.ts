@@ -58,8 +58,6 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const readJson = (bytes: Buffer | null) => (bytes ? JSON.parse(bytes.toString("utf8")) : null);
-
 /** A stand-in for the GitHub Releases store, named as one: the releases are not what these tests are about. */
 const releasesStandIn: ArtifactStore = {
   kind: "github-releases",

@@ -78,7 +78,33 @@ describe("publish.yml", () => {
     expect(signatures.permissions).toEqual({ contents: "read" });
     expect(signatures.environment).toBeUndefined();
     expect(publish.needs).toBe("signatures");
-    expect(publish.if).toBe(expression("!cancelled()"));
+    expect(publish.if).toBe(
+      expression(
+        "!cancelled() && !(github.event_name == 'push' && vars.SVC_BOT_LOGINS != '' && contains(vars.SVC_BOT_LOGINS, github.actor))",
+      ),
+    );
+  });
+
+  it("never commits site/: restores the previous deployment before publishing, saves it after signing, uploads it", () => {
+    const all = steps(publish);
+    const index = (predicate: (s: Plain) => boolean) => all.findIndex(predicate);
+    const restore = index(
+      (s) => String(s.uses).startsWith("actions/cache/restore@") && s.with.path === "site",
+    );
+    const save = index((s) => String(s.uses).startsWith("actions/cache/save@") && s.with.path === "site");
+    const upload = index((s) => String(s.uses).startsWith("actions/upload-pages-artifact@"));
+    expect(all[restore].with).toMatchObject({
+      key: expression("format('site-{0}', github.sha)"),
+      "restore-keys": "site-",
+    });
+    expect(restore).toBeLessThan(index((s) => s.id === "publish"));
+    expect(save).toBeGreaterThan(index((s) => s.id === "sign"));
+    expect(save).toBeLessThan(upload);
+    // A key is written once: the records commit, then the run, so every save is a new entry.
+    expect(String(all[save].with.key)).toContain("steps.publish.outputs.commit || github.sha");
+    expect(String(all[save].with.key)).toContain("github.run_id");
+    expect(all[save].if).toBe(all[upload].if);
+    expect(all[upload].with.path).toBe("site");
   });
 });
 
@@ -98,5 +124,19 @@ describe("sync.yml", () => {
       "app-private-key": expression("secrets.SVC_APP_PRIVATE_KEY"),
     });
     expect(doc.concurrency).toEqual({ group: "publish", "cancel-in-progress": false });
+  });
+
+  it("restores the previous site before the sync and saves what it deploys", () => {
+    const all = steps(sync);
+    const restore = all.findIndex(
+      (s) => String(s.uses).startsWith("actions/cache/restore@") && s.with.path === "site",
+    );
+    const save = all.findIndex(
+      (s) => String(s.uses).startsWith("actions/cache/save@") && s.with.path === "site",
+    );
+    expect(restore).toBeGreaterThan(-1);
+    expect(restore).toBeLessThan(all.findIndex((s) => s.id === "sync"));
+    expect(save).toBeGreaterThan(all.findIndex((s) => s.id === "sync"));
+    expect(String(all[save].with.key)).toContain("steps.sync.outputs.commit || github.sha");
   });
 });

@@ -7,7 +7,7 @@
  */
 import { execFile } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -59,8 +59,18 @@ export interface PublishScenario {
   appPrivateKey: string;
   /** A sidecar (and its package, served over https) in a new pull request; nothing merged yet. */
   submission(number: number, modId: string, version: string): Submission;
-  /** A workspace checked out from the remote's default branch, as actions/checkout does. */
-  checkout(options?: { persistCredentials?: boolean; token?: string }): Promise<string>;
+  /**
+   * A workspace checked out from the remote's default branch, as actions/checkout does, with the
+   * newest saved site restored into it as publish.yml's cache step does (`restoreSite: false`: none,
+   * as on a cold cache; the publish action then builds the site from the records).
+   */
+  checkout(options?: {
+    persistCredentials?: boolean;
+    token?: string;
+    restoreSite?: boolean;
+  }): Promise<string>;
+  /** The site the newest run that deployed saved (publish.yml's cache), null before any. */
+  savedSite(): string | null;
   run(
     workspace: string,
     event: { name: string; payload: Record<string, unknown> },
@@ -99,6 +109,8 @@ export async function startPublishScenario(): Promise<PublishScenario> {
   const dir = mkdtempSync(join(tmpdir(), "svc-publish-run-"));
   const database = makeSignatureDatabase(dir);
   const workspaces: string[] = [];
+  let saved: string | null = null;
+  let savedCount = 0;
   return {
     project,
     remote,
@@ -121,12 +133,14 @@ export async function startPublishScenario(): Promise<PublishScenario> {
       const pr = world.openPullRequest(number, { [path]: text });
       return { pr, path, text, packageBytes: release.packageBytes, modId, version };
     },
+    savedSite: () => saved,
     async checkout(options = {}) {
       const workspace = await checkoutLikeActions(remote, {
         token: options.token ?? WORKFLOW_TOKEN,
         persistCredentials: options.persistCredentials ?? false,
       });
       workspaces.push(workspace);
+      if (saved && options.restoreSite !== false) cpSync(saved, join(workspace, "site"), { recursive: true });
       return workspace;
     },
     async run(workspace, event, options = {}) {
@@ -156,6 +170,11 @@ export async function startPublishScenario(): Promise<PublishScenario> {
           ...options.inputs,
         },
       });
+      // publish.yml saves the site (after signing) when the run deploys it.
+      if (result.code === 0 && result.outputs.deploy === "true" && existsSync(join(workspace, "site"))) {
+        saved = join(dir, `site-${savedCount++}`);
+        cpSync(join(workspace, "site"), saved, { recursive: true });
+      }
       let receipts: unknown[] | null = null;
       try {
         receipts = JSON.parse(readFileSync(receiptsPath, "utf8")) as unknown[];
