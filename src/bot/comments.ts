@@ -619,8 +619,11 @@ export function visibilityReceiptComment(entry: VisibilityReceipt): string {
  * release of the same mod version from another repository never finds this one's pull request.
  */
 export function releaseBranch(repositoryId: number, modId: string, version: string): string {
-  return `svc/release/${repositoryId}/${modId}/${version}`;
+  return `${RELEASE_BRANCH_PREFIX}${repositoryId}/${modId}/${version}`;
 }
+
+/** Every intake branch starts so: the bot deletes such a branch when its pull request is closed. */
+export const RELEASE_BRANCH_PREFIX = "svc/release/";
 
 export function releasePullRequest(input: {
   modId: string;

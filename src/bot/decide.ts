@@ -417,10 +417,17 @@ function decideDeliveryFailed(
 }
 
 function decideClosed(view: SubmissionView, merged: boolean): Plan {
-  if (merged) return nothing(view, "merged: the publish workflow takes over");
-  const moved = walk(view.state, [["cancel", "modder"]]);
-  if (!moved.ok) return nothing(view, `closed without merging; ${moved.message}`);
-  return { from: view.state, to: moved.to, actions: statusActions(view, moved.to), log: [] };
+  // The intake branch has served its purpose either way: the merge commit (or the closed pull
+  // request) keeps its commits, and the branch list stays the open submissions.
+  const branch: BotAction[] = view.intakeBranch ? [{ type: "delete_branch", ref: view.intakeBranch }] : [];
+  const plan = merged
+    ? nothing(view, "merged: the publish workflow takes over")
+    : (() => {
+        const moved = walk(view.state, [["cancel", "modder"]]);
+        if (!moved.ok) return nothing(view, `closed without merging; ${moved.message}`);
+        return { from: view.state, to: moved.to, actions: statusActions(view, moved.to), log: [] };
+      })();
+  return { ...plan, actions: [...plan.actions, ...branch] };
 }
 
 function decidePublished(view: SubmissionView, receipt: PublishReceipt): Plan {

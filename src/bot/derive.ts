@@ -8,6 +8,7 @@ import {
   AWAITING_RUN_APPROVAL_LABEL,
   DIFF_END_MARKER,
   DIFF_MARKER,
+  RELEASE_BRANCH_PREFIX,
   REMINDER_MARKER,
   type ReminderRecord,
   STATE_LABEL_PREFIX,
@@ -69,6 +70,11 @@ export interface SubmissionView {
    * write for the same commit keeps it. null when there is none (or it does not hash to the seal).
    */
   releaseDiff: string | null;
+  /**
+   * The head branch when it is an intake branch the app opened in the portal repository itself
+   * (svc/release/..., never the default branch): deleted once the pull request is closed.
+   */
+  intakeBranch?: string | null;
 }
 
 export interface SidecarIdentity {
@@ -286,7 +292,18 @@ export function deriveSubmission(info: PullRequestInfo, trust: TrustOptions): Su
             sizeBytes: sidecar.package?.sizeBytes,
           }
         : null,
+    intakeBranch: intakeBranchOf(info),
   };
+}
+
+/** The head branch when it is the portal's own svc/release/ branch (see SubmissionView.intakeBranch). */
+export function intakeBranchOf(
+  info: Pick<PullRequestInfo, "repo" | "headRef" | "headRepository" | "defaultBranch">,
+): string | null {
+  const portal = `${info.repo.owner}/${info.repo.repo}`.toLowerCase();
+  if ((info.headRepository ?? "").toLowerCase() !== portal) return null;
+  if (info.headRef === info.defaultBranch || !info.headRef.startsWith(RELEASE_BRANCH_PREFIX)) return null;
+  return info.headRef;
 }
 
 /**

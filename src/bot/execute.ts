@@ -97,6 +97,9 @@ async function perform(
     case "close_pull_request":
       await api.rest.pulls.update({ ...repo, pull_number: number, state: "closed" });
       return;
+    case "delete_branch":
+      await deleteBranch(api, repo, action.ref);
+      return;
     case "merge_pull_request":
       await api.rest.pulls.merge({ ...repo, pull_number: number, sha: action.sha });
       return;
@@ -144,6 +147,17 @@ async function perform(
       });
       return;
   }
+}
+
+/**
+ * Deletes refs/heads/{ref}. GitHub answers 422 "Reference does not exist" (or 404) for a branch
+ * already gone (deleted by hand, by "Automatically delete head branches", or by an earlier delivery
+ * of the same event): the branch is gone, which is what was asked.
+ */
+async function deleteBranch(api: GitHubApi, repo: RepoRef, ref: string): Promise<void> {
+  await api.rest.git.deleteRef({ ...repo, ref: `heads/${ref}` }).catch((error: { status?: number }) => {
+    if (error.status !== 404 && error.status !== 422) throw error;
+  });
 }
 
 async function removeLabel(api: GitHubApi, repo: RepoRef, number: number, name: string): Promise<void> {

@@ -40,6 +40,8 @@ export interface PullRequestInfo {
   headSha: string;
   /** The head branch: what the app's submitter record is sealed to. */
   headRef: string;
+  /** owner/name of the head branch's repository (a fork's, or the portal's own); null when deleted. */
+  headRepository?: string | null;
   /** When the pull request last changed (a push, a comment, a label): the sweep leaves fresh ones to the bot. */
   updatedAt: string | null;
   /** GitHub's mergeability (null while it is still computing it). */
@@ -106,6 +108,7 @@ export async function fetchPullRequestInfo(
     body: pr.body ?? "",
     headSha: pr.head.sha,
     headRef: pr.head.ref,
+    headRepository: pr.head.repo?.full_name ?? null,
     updatedAt: pr.updated_at ?? null,
     mergeable: typeof pr.mergeable === "boolean" ? pr.mergeable : null,
     files: changed,

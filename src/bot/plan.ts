@@ -126,6 +126,8 @@ export type BotAction =
   | { type: "add_label"; name: string }
   | { type: "remove_label"; name: string }
   | { type: "close_pull_request" }
+  /** Deletes the pull request's intake branch (svc/release/..., the portal's own); gone already is fine. */
+  | { type: "delete_branch"; ref: string }
   /** Merges the pull request only while its head is still `sha` (GitHub refuses otherwise). */
   | { type: "merge_pull_request"; sha: string }
   /** The body carries `stored` unsealed; execute seals it as it writes (the key never reaches decide). */

@@ -144,6 +144,8 @@ export class GitHubRepository {
   readonly commitPulls = new Map<string, number[]>();
   /** Branches made through the API (a submission pull request's head), by name. */
   readonly branches = new Map<string, BranchState>();
+  /** Branches deleted through the API (DELETE /git/refs/heads/{name}), in order. */
+  readonly deletedBranches: string[] = [];
   /** The default branch's head when there is no git remote. */
   defaultBranchSha = "9".repeat(40);
   /** GitHub's numeric id of the repository, and of its owner's account. */
@@ -331,6 +333,7 @@ export class GitHubRepository {
       "PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}",
       "DELETE /repos/{owner}/{repo}/issues/comments/{comment_id}",
       "POST /repos/{owner}/{repo}/check-runs",
+      "DELETE /repos/{owner}/{repo}/git/refs/{ref}",
     ]);
   }
 

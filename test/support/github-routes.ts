@@ -131,6 +131,15 @@ export function repositoryRoutes(repo: GitHubRepository): Record<string, ReplyFu
       repo.branches.set(name, { sha, files: new Map() });
       return { status: 201, body: { ref, object: { sha, type: "commit" } } };
     },
+    // GitHub's answer for a branch that is not there (never was, or already deleted) is 422.
+    "DELETE /repos/{owner}/{repo}/git/refs/{ref}": (req) => {
+      const name = decodeURIComponent(req.params.ref!).replace(/^heads\//, "");
+      if (name === "main" || !repo.branches.has(name))
+        return { status: 422, body: { message: "Reference does not exist" } };
+      repo.branches.delete(name);
+      repo.deletedBranches.push(name);
+      return { status: 204 };
+    },
     "PUT /repos/{owner}/{repo}/contents/{path}": (req) => {
       const path = req.params.path!;
       const body = req.body as { content: string; branch?: string; sha?: string };

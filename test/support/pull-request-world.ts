@@ -222,6 +222,11 @@ export class PullRequestWorld extends GitHubRepository {
     return this.script(`POST ${COMMENTS}`);
   }
 
+  /** The intake branch deleted once the pull request is closed (GitHub's 422 when it is gone already). */
+  expectBranchDelete(): this {
+    return this.script("DELETE /repos/{owner}/{repo}/git/refs/{ref}");
+  }
+
   fileList(): unknown[] {
     return this.files.map((f, i) => pullRequestFileEntry(PORTAL, this.pr, f, i));
   }
