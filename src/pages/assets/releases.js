@@ -365,7 +365,7 @@ async function uploadPage() {
       const view = await request("POST", "uploads", { body, csrf: session.csrfToken });
       remember(session, view.submissionId, fromFile ? null : typedDetails(data));
       // Shown again on the submission page, beside its live state: it says nothing that can go stale.
-      const done = `Uploaded ${view.modId} ${view.version} as ${fileName}.${note}`;
+      const done = `Uploaded ${view.modId} ${view.version} as ${view.package?.fileName ?? fileName}.${note}`;
       say(`${done} Opening the submission…`);
       // The next page says it again: what the upload changed must not vanish with this page.
       try {
