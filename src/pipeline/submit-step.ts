@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { basename, resolve } from "node:path";
+import { packageFileName } from "../contracts/package-file-name.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";
 import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
@@ -46,7 +47,7 @@ function readMetadata(path: string): Record<string, unknown> {
   return parsed.value as Record<string, unknown>;
 }
 
-async function preparePackage(
+export async function preparePackage(
   env: StepEnv,
   policy: ValidationContract,
   releaseBody: string,
@@ -92,6 +93,12 @@ async function preparePackage(
       sizeBytes: bytes.length,
     },
   };
+  // The asset becomes the package's public URL: named by the portal's convention, {modId}-{version}.zip,
+  // not after the build's file (dist/my-mod-1.2.0-rc2.zip). Without an identity validation says so.
+  if (typeof sidecar.modId === "string" && typeof sidecar.version === "string") {
+    fileName = packageFileName(sidecar.modId, sidecar.version);
+    sidecar.package = { ...(sidecar.package as Record<string, unknown>), fileName };
+  }
   return { bytes, fileName, sidecar };
 }
 
