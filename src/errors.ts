@@ -52,7 +52,10 @@ export const ERROR_CODES = {
   not_found: http(404, "no such resource"),
   method_not_allowed: http(405, "the route does not take this method"),
   request_timeout: http(408, "the request body arrived too slowly"),
-  conflict: http(409, "the resource changed or is busy; retry"),
+  conflict: http(
+    409,
+    "the request collides with what exists: an open submission of the version, a key or owner limit, a registration already made, or a lock another publication holds",
+  ),
   illegal_transition: http(409, "the submission's state does not allow this move"),
   artifact_exists: http(409, "an artifact already exists for this version; artifacts are immutable"),
   version_exists: http(409, "this version is already published"),

@@ -291,6 +291,8 @@ export const ENDPOINTS: readonly EndpointDefinition[] = [
       "payload_too_large",
       "unsupported_media_type",
       "upload_credential_invalid",
+      "conflict",
+      "version_exists",
     ],
     request: {
       headers:

@@ -8,9 +8,11 @@ import { callerOf, clientIpOf } from "./guard.ts";
  * Refusals that say something about the client rather than about the portal's state: a missing or
  * foreign CSRF header, bodies that break the rules (CRLF or control characters, unknown fields,
  * malformed multipart, invalid JSON, a wrong content type, oversize, too slow), API keys and tokens
- * that do not verify, and missing roles. Each is audited as request.refused within a budget (see
- * recordRefusal); everyday outcomes (not_found, conflicts, unauthenticated, rate_limit_exceeded
- * itself) are not.
+ * that do not verify, and missing roles; and the refusals an operator must be able to count: every
+ * 409 (a conflict, an illegal transition, a version or artifact that exists, the last admin, an
+ * unverified account) and every 429 (rate_limit_exceeded: who hits a limit, and how often). Each is
+ * audited as request.refused within a budget (see recordRefusal), so a flood of them cannot grow the
+ * log without bound. Everyday outcomes (not_found, unauthenticated) are not.
  */
 export const AUDITED_REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   "csrf_failed",
@@ -24,6 +26,13 @@ export const AUDITED_REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   "upload_credential_invalid",
   "token_invalid",
   "forbidden",
+  "conflict",
+  "illegal_transition",
+  "artifact_exists",
+  "version_exists",
+  "last_admin",
+  "account_not_verified",
+  "rate_limit_exceeded",
 ]);
 
 /**

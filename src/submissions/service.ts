@@ -185,20 +185,31 @@ export async function createSubmission(deps: SubmissionDeps, input: NewSubmissio
  * GitHub-backed upload opens its PR). Who may upload a mod at all is its ownership record's
  * question (ownership.ts), asked before any package byte is stored.
  */
+/** States of a version that reached the catalog (hidden ones too: their version number stays taken). */
+const PUBLISHED_STATES = new Set(["published", "superseded", "hidden"]);
+
 export async function assertNoOpenSubmission(
   db: SqlExecutor,
   sidecar: Sidecar,
   ownerAccountId: string,
 ): Promise<void> {
-  const open = await db.query<{ id: string; owner_account_id: string }>(
-    `SELECT id, owner_account_id FROM submissions WHERE mod_id = $1 AND version = $2
+  const open = await db.query<{ id: string; owner_account_id: string; state: string }>(
+    `SELECT id, owner_account_id, state FROM submissions WHERE mod_id = $1 AND version = $2
        AND state NOT IN ('cancelled', 'rejected', 'validation_failed') LIMIT 1`,
     [sidecar.modId, sidecar.version],
   );
-  if (open.rows[0]) {
+  const row = open.rows[0];
+  if (row) {
+    const details = row.owner_account_id === ownerAccountId ? { submissionId: row.id } : undefined;
+    // A published version is not "open": say what it is, with the code the docs give for it.
+    if (PUBLISHED_STATES.has(row.state))
+      throw new SvcError(
+        "version_exists",
+        `${sidecar.modId}@${sidecar.version} is already published, and a published version never changes: upload it as a new version`,
+        { details },
+      );
     throw new SvcError("conflict", `${sidecar.modId}@${sidecar.version} already has an open submission`, {
-      details:
-        open.rows[0].owner_account_id === ownerAccountId ? { submissionId: open.rows[0].id } : undefined,
+      details,
     });
   }
 }

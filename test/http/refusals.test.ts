@@ -272,3 +272,63 @@ describe.each(ADAPTERS)("refusal budgets in the store on %s", (adapter) => {
     expect(refusalClientKey("203.0.113.5")).toBe("203.0.113.5");
   });
 });
+
+/** Issue 25 item 11: 409 and 429 refusals were not audited; an operator could not count them. */
+describe("409 and 429 refusals in the audit log", () => {
+  let h: Harness;
+  let call: Call;
+  beforeAll(async () => {
+    h = await startHarness({
+      editConfig: (config) => {
+        config.deployment.trustedProxies = ["127.0.0.1"];
+        config.limits.rateLimits.accountCreation = { limit: 2, windowSeconds: 3600 };
+      },
+    });
+    call = client(h.origin);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+  const refused = async (ip: string): Promise<AuditEvent[]> =>
+    (await h.app.accounts!.listAuditEvents({ action: "request.refused", limit: 200 })).events.filter(
+      (e) => e.metadata.ip === ip,
+    );
+
+  it("records last_admin (409) with the signed-in caller", async () => {
+    const admin = await signUpAndSignIn(call, "admin@example.com", "Admin");
+    const r = await call("PUT", `/api/v1/accounts/${admin.accountId}/roles`, {
+      body: { roles: ["player"] },
+      cookie: admin.cookie,
+      csrf: admin.csrf,
+      headers: { "x-forwarded-for": "198.51.100.40" },
+    });
+    expect(r.status).toBe(409);
+    expect(r.json.code).toBe("last_admin");
+    const [event, ...more] = await refused("198.51.100.40");
+    expect(more).toEqual([]);
+    expect(event).toMatchObject({
+      actorAccountId: admin.accountId,
+      targetId: "update_account_roles",
+      metadata: { code: "last_admin", status: 409, method: "PUT", ip: "198.51.100.40" },
+    });
+  });
+
+  it("records rate_limit_exceeded (429) once per refusal, not the requests the limit let through", async () => {
+    const ip = "198.51.100.41";
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = await call("POST", "/api/v1/accounts", {
+        body: { email: `flood${i}@example.com`, displayName: "F" },
+        headers: { "x-forwarded-for": ip },
+      });
+      statuses.push(r.status);
+    }
+    expect(statuses).toEqual([202, 202, 429, 429]);
+    const events = await refused(ip);
+    expect(events.map((e) => e.metadata)).toEqual([
+      { code: "rate_limit_exceeded", status: 429, method: "POST", ip },
+      { code: "rate_limit_exceeded", status: 429, method: "POST", ip },
+    ]);
+    expect(events.every((e) => e.targetId === "create_account")).toBe(true);
+  });
+});
