@@ -18,7 +18,6 @@ const container = document.querySelector("[data-page]");
 const page = container?.getAttribute("data-page");
 const siteRoot = new URL("../", import.meta.url);
 const SUBMISSION_ID = /^sub_[0-9a-z]{16,40}$/;
-const PACKAGE_FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*\.zip$/;
 /** Validation is still running in these: the submission page checks again on its own. */
 const IN_FLIGHT = ["draft", "uploaded", "validating"];
 /** The state machine's moves for a modder (workflow.json); the server has the final word. */
@@ -173,8 +172,52 @@ function describeManifest(manifest) {
   document.getElementById("manifest").hidden = false;
 }
 
-/** The sidecar (svc.mod-release-submission.v1) from the form and the package's own svc-mod.json. */
-function metadataFromForm(data, manifest) {
+// A new version starts from the last published one: its public detail document fills the fields
+// left empty, and what the form has no field for (more authors, homepage and issue links) is kept.
+const MOD_ID = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+
+/** The mod's public detail document (its last published version); null for a mod not published yet. */
+async function lastPublished(modId) {
+  if (typeof modId !== "string" || !MOD_ID.test(modId)) return null;
+  try {
+    const response = await fetch(new URL(`api/v1/mods/${modId}/index.json`, siteRoot), {
+      headers: { accept: "application/json" },
+    });
+    if (!response.ok) return null;
+    const doc = await response.json();
+    return doc?.schema === "svc.mod-detail.v1" ? doc : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Fills each empty field the last published version has a value for; returns how many. */
+function fillFromPublished(form, doc) {
+  const first = Array.isArray(doc.authors) ? doc.authors[0] : undefined;
+  const values = {
+    summary: doc.summary,
+    description: doc.description,
+    tags: Array.isArray(doc.tags) ? doc.tags.join(", ") : "",
+    license: doc.license ?? "",
+    sourceUrl: doc.links?.source ?? "",
+    authorName: first?.name ?? "",
+    authorGithub: first?.github ?? "",
+  };
+  let filled = 0;
+  for (const [name, value] of Object.entries(values)) {
+    const field = form.elements.namedItem(name);
+    if (!field || typeof value !== "string" || value === "" || field.value.trim() !== "") continue;
+    field.value = value;
+    filled++;
+  }
+  return filled;
+}
+
+/**
+ * The sidecar (svc.mod-release-submission.v1) from the form and the package's own svc-mod.json;
+ * `published` (the last published version's detail document) supplies what the form cannot show.
+ */
+function metadataFromForm(data, manifest, published = null) {
   const text = (name) => String(data.get(name) || "").trim();
   const sidecar = {
     schema: "svc.mod-release-submission.v1",
@@ -191,15 +234,27 @@ function metadataFromForm(data, manifest) {
     ],
   };
   const description = String(data.get("description") || "").trim();
-  if (description) sidecar.description = description;
+  // Against a published version an emptied field is sent empty (it clears); left out, the portal
+  // would carry the old value forward.
+  if (description || published) sidecar.description = description;
   if (manifest.modConfig) sidecar.modConfig = manifest.modConfig;
   const tags = text("tags")
     .split(",")
     .map((t) => t.trim())
     .filter(Boolean);
-  if (tags.length > 0) sidecar.tags = [...new Set(tags)];
+  if (tags.length > 0 || published) sidecar.tags = [...new Set(tags)];
   if (text("license")) sidecar.license = text("license");
-  if (text("sourceUrl")) sidecar.links = { source: text("sourceUrl") };
+  const links = { ...(published?.links ?? {}) };
+  delete links.source;
+  if (text("sourceUrl")) links.source = text("sourceUrl");
+  if (Object.keys(links).length > 0 || published) sidecar.links = links;
+  if (published && Array.isArray(published.authors)) {
+    const [first, ...others] = published.authors;
+    const author = sidecar.authors[0];
+    // The same first author keeps their link; the co-authors the form cannot show are kept.
+    if (first?.url && first.name === author.name) author.url = first.url;
+    sidecar.authors = [author, ...others.filter((a) => a?.name !== author.name)];
+  }
   return sidecar;
 }
 
@@ -221,12 +276,29 @@ function typedDetails(data) {
   return keep;
 }
 
-function fillDetails(form, details) {
+function fillDetails(form, details, { onlyEmpty = false } = {}) {
   if (!details || typeof details !== "object") return;
   for (const [name, value] of Object.entries(details)) {
     const field = form.elements.namedItem(name);
-    if (field && typeof value === "string" && "value" in field) field.value = value;
+    if (!field || typeof value !== "string" || !("value" in field)) continue;
+    if (!onlyEmpty || field.value.trim() === "") field.value = value;
   }
+}
+
+/** The form's fields from a submission's release (the upload status response), as typedDetails keeps them. */
+function detailsOfRelease(release) {
+  if (!release || typeof release !== "object") return null;
+  const first = Array.isArray(release.authors) ? release.authors[0] : undefined;
+  return {
+    summary: release.summary ?? "",
+    description: release.description ?? "",
+    releaseNotes: release.releaseNotes ?? "",
+    authorName: first?.name ?? "",
+    authorGithub: first?.github ?? "",
+    tags: Array.isArray(release.tags) ? release.tags.join(", ") : "",
+    license: release.license ?? "",
+    sourceUrl: release.links?.source ?? "",
+  };
 }
 
 async function uploadPage() {
@@ -253,8 +325,10 @@ async function uploadPage() {
   const fileField = document.getElementById("metadata-file-field");
   const metadataInput = document.getElementById("metadata-file");
   const maxBytes = Number(container.getAttribute("data-max-package-bytes"));
+  const carriedNote = document.getElementById("carried");
   let manifest = null;
   let measured = null;
+  let published = null;
 
   // A new revision: the page was opened from a submission; fill what this browser remembers.
   const revisionOf = new URLSearchParams(location.search).get("id") || "";
@@ -262,6 +336,8 @@ async function uploadPage() {
     fillDetails(form, remembered(session).find((e) => e.id === revisionOf)?.details);
     try {
       const view = await request("GET", `uploads/${encodeURIComponent(revisionOf)}`);
+      // Whatever this browser does not remember comes from what the portal holds for the submission.
+      fillDetails(form, detailsOfRelease(view.release), { onlyEmpty: true });
       say(
         `New revision of ${view.modId} ${view.version}: choose the fixed package (same mod id and version) and upload it.`,
       );
@@ -285,6 +361,8 @@ async function uploadPage() {
   packageInput.addEventListener("change", async () => {
     manifest = null;
     measured = null;
+    published = null;
+    carriedNote.hidden = true;
     document.getElementById("manifest").hidden = true;
     const file = packageInput.files?.[0];
     if (!file) return;
@@ -297,7 +375,16 @@ async function uploadPage() {
     measured = { file, hashing };
     hashing.catch(() => {});
     manifest = await readManifest(file);
-    if (manifest && typeof manifest === "object") describeManifest(manifest);
+    if (manifest && typeof manifest === "object") {
+      describeManifest(manifest);
+      const found = await lastPublished(manifest.id);
+      if (found && measured?.file === file) {
+        published = found;
+        const filled = fillFromPublished(form, found);
+        carriedNote.textContent = `${found.name} ${found.latestVersion} is published: ${filled > 0 ? "the empty fields start from it" : "the fields keep what you typed"}, and its other authors and links are kept. Change only what changes in this version; what you empty is cleared.`;
+        carriedNote.hidden = false;
+      }
+    }
     try {
       const sha256 = await hashing;
       if (measured?.file === file)
@@ -348,14 +435,12 @@ async function uploadPage() {
           throw new Error(
             "The package has no readable svc-mod.json at its root, so the form cannot be filled from it. Add svc-mod.json (svc pack checks it), or use a release JSON file.",
           );
-        sidecar = metadataFromForm(data, found);
+        sidecar = metadataFromForm(data, found, published?.id === found.id ? published : null);
       }
       const stated = sidecar.package && typeof sidecar.package === "object" ? sidecar.package : {};
-      const fileName = PACKAGE_FILE_NAME.test(stated.fileName ?? "")
-        ? stated.fileName
-        : PACKAGE_FILE_NAME.test(file.name)
-          ? file.name
-          : `${sidecar.modId}-${sidecar.version}.zip`;
+      // The portal names what it stores {modId}-{version}.zip (docs/modders.md); the name on this
+      // disk ("lantern-1.0.0-rev2.zip") never becomes the public one. A URL-held package keeps its own.
+      const fileName = stated.url ? stated.fileName : `${sidecar.modId}-${sidecar.version}.zip`;
       sidecar.package = { ...stated, fileName, sha256, sizeBytes: file.size };
       const body = new FormData();
       body.append(
@@ -367,7 +452,8 @@ async function uploadPage() {
       say(`Uploading ${fileName} (${formatBytes(file.size)})…`);
       const view = await request("POST", "uploads", { body, csrf: session.csrfToken });
       remember(session, view.submissionId, fromFile ? null : typedDetails(data));
-      const done = `Uploaded ${view.modId} ${view.version}; validation has started.${note}`;
+      // Shown again on the submission page, beside its live state: it says nothing that can go stale.
+      const done = `Uploaded ${view.modId} ${view.version} as ${view.package?.fileName ?? fileName}.${note}`;
       say(`${done} Opening the submission…`);
       // The next page says it again: what the upload changed must not vanish with this page.
       try {
@@ -572,7 +658,9 @@ async function submissionPage() {
   if (!session) return;
   const guide = (() => {
     const value = container.getAttribute("data-validation-guide") || "";
-    return value.startsWith("https://") ? value : null;
+    // A portal on this machine (http on loopback) serves the guide itself, under its own base URL.
+    const base = container.getAttribute("data-base-url") || "";
+    return value.startsWith("https://") || (base !== "" && value.startsWith(`${base}/docs/`)) ? value : null;
   })();
   let timer = null;
 

@@ -16,6 +16,7 @@ import {
 } from "./atomic-files.ts";
 import { assertCanSign, type SiteSigning, signAfterCommit } from "../distribution/tuf-repository.ts";
 import { visibleMods } from "../contracts/catalog.ts";
+import { carryForward, lastPublished } from "../contracts/carry-forward.ts";
 import type { SmokeSummary } from "../contracts/readiness.ts";
 import { SITE_PATHS } from "../contracts/urls.ts";
 import {
@@ -199,6 +200,7 @@ function releaseIdentity(source: ReleaseSubmission | ReleaseRecord, sha256: stri
     authors: source.authors,
     tags: source.tags ?? [],
     links: source.links ?? {},
+    license: source.license ?? null,
     targetGameBuild: source.targetGameBuild,
     releaseNotes: source.releaseNotes,
     fileName,
@@ -210,13 +212,39 @@ function releaseIdentity(source: ReleaseSubmission | ReleaseRecord, sha256: stri
   });
 }
 
-/** The existing record is this very release, still visible: publishing it again is a no-op. */
+/**
+ * The existing record is this very release, still visible: publishing it again is a no-op. What the
+ * sidecar leaves out was carried forward into the record, so only what it gives is compared.
+ */
 function isSameRelease(existing: ReleaseRecord, sidecar: ReleaseSubmission, sha256: string): boolean {
   return (
     existing.status !== "hidden" &&
     releaseIdentity(existing, existing.sha256, existing.packageSizeBytes) ===
-      releaseIdentity(sidecar, sha256, sidecar.package.sizeBytes)
+      releaseIdentity(carryForward(sidecar, existing).sidecar, sha256, sidecar.package.sizeBytes)
   );
+}
+
+/**
+ * The sidecar with what it leaves out of CARRIED_FIELDS taken from the mod's last published version
+ * (contracts/carry-forward.ts); a mod's first release must name its authors itself.
+ */
+function completeSubmission(
+  sidecar: ReleaseSubmission,
+  modRecords: readonly ReleaseRecord[],
+): ReleaseSubmission & { authors: NonNullable<ReleaseSubmission["authors"]> } {
+  const { sidecar: complete } = carryForward(
+    sidecar,
+    lastPublished(modRecords, sidecar.modId, sidecar.version),
+  );
+  const authors = complete.authors;
+  if (!authors || authors.length === 0) {
+    throw new SvcError(
+      "invalid_payload",
+      `the sidecar names no authors and ${sidecar.modId} has no published version to take them from: a mod's first release names at least one author`,
+      { details: { field: "authors", modId: sidecar.modId } },
+    );
+  }
+  return { ...complete, authors };
 }
 
 function failedChecks(report: ValidationReport): ValidationCheckResult[] {
@@ -224,9 +252,11 @@ function failedChecks(report: ValidationReport): ValidationCheckResult[] {
 }
 
 /**
- * Status rules, one mod at a time: the newest visible version is `published`, every other visible
- * version is `superseded` (still listed and downloadable); hidden versions keep statusBeforeHidden.
- * Publishing an older version (a backport) therefore lists it as superseded at once.
+ * Status rules, one mod at a time, settled after every publication, hide and unhide: the newest
+ * visible version is `published`, every other visible version is `superseded` (still listed and
+ * downloadable); hidden versions keep statusBeforeHidden (what they were when hidden; unhide settles
+ * again). Publishing an older version (a backport) therefore lists it as superseded at once, and
+ * hiding the newest version makes the next visible one `published`.
  */
 function settleStatuses(records: ReleaseRecord[], modId: string, at: string): ReleaseRecord[] {
   const visible = records
@@ -437,15 +467,15 @@ export async function publishRelease(
   request: PublishRequest,
 ): Promise<PublicationResult> {
   const now = options.now ?? (() => new Date());
-  const sidecar = parseSubmission(request.sidecar, options.config);
-  const key = { modId: sidecar.modId, version: sidecar.version, fileName: sidecar.package.fileName };
+  const parsed = parseSubmission(request.sidecar, options.config);
+  const key = { modId: parsed.modId, version: parsed.version, fileName: parsed.package.fileName };
   const bytes = request.packageBytes;
   const sha256 = sha256Hex(bytes);
-  if (sha256 !== sidecar.package.sha256 || bytes.length !== sidecar.package.sizeBytes) {
+  if (sha256 !== parsed.package.sha256 || bytes.length !== parsed.package.sizeBytes) {
     throw new SvcError(
       "invalid_payload",
-      `the package does not match its sidecar: sidecar says sha256 ${sidecar.package.sha256}, ${sidecar.package.sizeBytes} bytes; the package is sha256 ${sha256}, ${bytes.length} bytes`,
-      { details: { expected: sidecar.package, actual: { sha256, sizeBytes: bytes.length } } },
+      `the package does not match its sidecar: sidecar says sha256 ${parsed.package.sha256}, ${parsed.package.sizeBytes} bytes; the package is sha256 ${sha256}, ${bytes.length} bytes`,
+      { details: { expected: parsed.package, actual: { sha256, sizeBytes: bytes.length } } },
     );
   }
   const artifactUrl = options.store.urlFor(key);
@@ -457,10 +487,10 @@ export async function publishRelease(
   // A cheap early answer; the authoritative check repeats under the lock on freshly loaded records.
   const existing = findReleaseRecord(options.recordsDir, key.modId, key.version);
   if (existing) {
-    if (!isSameRelease(existing, sidecar, sha256)) throw versionExists(existing);
+    if (!isSameRelease(existing, parsed, sha256)) throw versionExists(existing);
     return locked(options, async () => {
       const current = findReleaseRecord(options.recordsDir, key.modId, key.version);
-      if (!current || !isSameRelease(current, sidecar, sha256)) throw versionExists(current ?? existing);
+      if (!current || !isSameRelease(current, parsed, sha256)) throw versionExists(current ?? existing);
       return alreadyPublished(options, current);
     });
   }
@@ -492,9 +522,11 @@ export async function publishRelease(
     const modRecords = loadMod(options, key.modId);
     const taken = modRecords.find((r) => r.version === key.version);
     if (taken) {
-      if (isSameRelease(taken, sidecar, sha256)) return alreadyPublished(options, taken);
+      if (isSameRelease(taken, parsed, sha256)) return alreadyPublished(options, taken);
       throw versionExists(taken);
     }
+    // What the sidecar leaves out of the page metadata comes from the last published version.
+    const sidecar = completeSubmission(parsed, modRecords);
     const owned = loadOwnership(options.recordsDir, key.modId, schemaRegistry(options.config.baseUrl));
     const submitter = request.submitter;
     if (submitter && !maySubmit(owned, submitter.identity)) throw notAnOwner(key.modId, submitter.claimAs);
@@ -519,6 +551,7 @@ export async function publishRelease(
         authors: sidecar.authors,
         tags: sidecar.tags ?? [],
         links: sidecar.links ?? {},
+        ...(sidecar.license !== undefined ? { license: sidecar.license } : {}),
         targetGameBuild: sidecar.targetGameBuild,
         releaseNotes: sidecar.releaseNotes,
         fileName: key.fileName,
@@ -657,7 +690,6 @@ async function changeVisibility(
     const at = now().toISOString();
     const records = [...modRecords];
     const index = records.indexOf(current);
-    let changed: ReleaseRecord[] = [];
     if (hide) {
       const { statusBeforeHidden: _, ...rest } = current;
       records[index] = {
@@ -669,9 +701,9 @@ async function changeVisibility(
     } else {
       const { statusBeforeHidden, ...rest } = current;
       records[index] = { ...rest, status: statusBeforeHidden ?? "published", updatedAt: at };
-      // Unhide restores published, or superseded when a newer version is visible.
-      changed = settleStatuses(records, modId, at);
     }
+    // Settled after a hide as after an unhide: hiding the newest version publishes the next one.
+    const changed = settleStatuses(records, modId, at);
     const record = records.find((r) => r.modId === modId && r.version === version)!;
     const touched = [record, ...changed.filter((r) => r !== record)];
     const result = commitPlan(

@@ -11,6 +11,8 @@ import { parseSubmissionPath, submissionPath } from "../github/submission-files.
 import { readManifest, SIDECAR_JSON_LIMITS, validateSidecar } from "../validation/documents.ts";
 import { zipCapsFromPolicy } from "../validation/package-analysis.ts";
 import type { Manifest, PackageAnalysis, Sidecar } from "../validation/types.ts";
+import type { ModDetailDocument } from "../contracts/catalog.ts";
+import { CARRIED_FIELDS, type CarrySource } from "../contracts/carry-forward.ts";
 import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import { DEFAULT_ZIP_CAPS } from "../contracts/validation-contract.ts";
 import { readAt } from "../validation/package-source.ts";
@@ -44,6 +46,15 @@ options:
   --license SPDX          e.g. MIT
   --from FILE             copy summary, description, authors, tags, links and license from an
                           earlier sidecar (never its release notes); flags given here win
+  --portal URL            the portal whose last published version of the mod this release starts
+                          from (default: the site under --site when it is built, else the baseUrl
+                          of ./portal.config.json)
+  --no-portal             start from nothing but the flags and --from
+
+When the mod is already on the portal, the sidecar starts from its last published version: summary,
+description, authors, tags, links and license come from its public detail document
+(GET {portal}/api/v1/mods/{modId}, or api/v1/mods/{modId}/index.json of the site under --site); flags
+and --from win over it, and the release notes are always this version's own.
   --mod-id ID, --version V, --game-build BUILD
                           assert what svc-mod.json says (refused with manifest_mismatch otherwise)
   --out DIR               where submissions/ (or ${RELEASE_SIDECAR_ASSET}) is written (default: .)
@@ -95,9 +106,22 @@ export interface NewSidecarInput {
   };
   /** An earlier sidecar whose descriptive fields prefill this one. */
   from?: Record<string, unknown>;
+  /**
+   * The mod's last published version on the portal (its public detail document), once the package
+   * names the mod: what the flags and `from` leave out starts from it. null: a new mod.
+   */
+  lastPublished?: (modId: string) => Promise<PortalDetail | null>;
   expect: { modId?: string; version?: string; targetGameBuild?: string };
   /** The portal's validation contract, when a site is at hand: ZIP caps and supported builds. */
   policy: ValidationContract | null;
+}
+
+/** What a portal's mod detail document (svc.mod-detail.v1) gives a new version to start from. */
+export interface PortalDetail extends CarrySource {
+  latestVersion: string;
+  summary?: string;
+  /** Where it was read, for the message. */
+  from: string;
 }
 
 export type NewSidecarResult =
@@ -108,6 +132,8 @@ export type NewSidecarResult =
       sidecar: Sidecar;
       relativePath: string;
       warnings: string[];
+      /** The fields taken from the mod's last published version, and which version that was. */
+      carried: { version: string; from: string; fields: string[] } | null;
     }
   | NewSidecarRefusal;
 
@@ -250,7 +276,7 @@ const REQUIRED_FIELDS: readonly string[] = (() => {
 })();
 
 /** Parses `Ada Lovelace @ada` into { name: "Ada Lovelace", github: "ada" }. */
-export function parseAuthor(text: string): Sidecar["authors"][number] {
+export function parseAuthor(text: string): NonNullable<Sidecar["authors"]>[number] {
   const match = /^(.*?)\s+@([A-Za-z0-9-]+)$/.exec(text.trim());
   return match ? { name: match[1]!, github: match[2]! } : { name: text.trim() };
 }
@@ -303,8 +329,17 @@ export async function scaffoldSidecar(input: NewSidecarInput): Promise<NewSideca
   }
 
   const from = input.from ?? {};
-  const pick = <K extends keyof NewSidecarInput["fields"]>(key: K): unknown =>
-    input.fields[key] !== undefined ? input.fields[key] : from[key];
+  const previous = input.lastPublished ? await input.lastPublished(manifest.id) : null;
+  const carried: string[] = [];
+  const pick = <K extends keyof NewSidecarInput["fields"]>(key: K): unknown => {
+    if (input.fields[key] !== undefined) return input.fields[key];
+    if (from[key] !== undefined) return from[key];
+    const kept = key === "summary" || (CARRIED_FIELDS as readonly string[]).includes(key);
+    const value = kept && previous ? previous[key as keyof PortalDetail] : undefined;
+    if (value === undefined || value === null) return undefined;
+    carried.push(key);
+    return value;
+  };
   const urlFileName = input.url ? lastSegment(input.url) : "";
   const fileName = urlFileName.toLowerCase().endsWith(".zip") ? urlFileName : basename(input.packagePath);
   const draft: Record<string, unknown> = {
@@ -332,7 +367,8 @@ export async function scaffoldSidecar(input: NewSidecarInput): Promise<NewSideca
   };
   for (const key of Object.keys(draft)) if (draft[key] === undefined) delete draft[key];
 
-  const missing = REQUIRED_FIELDS.filter((field) => draft[field] === undefined);
+  // A first release names its authors; a later one may leave them to the last published version.
+  const missing = [...REQUIRED_FIELDS, "authors"].filter((field) => draft[field] === undefined);
   const result = validateSidecar(draft);
   const problems = [
     ...missing.map((field) => `${field}: missing; give it with ${FIELD_SOURCES[field] ?? `--${field}`}`),
@@ -361,9 +397,20 @@ export async function scaffoldSidecar(input: NewSidecarInput): Promise<NewSideca
       `targetGameBuild ${manifest.targetGameBuild} is not a supported game build of this portal (${supported.join(", ") || "none"}): target_game_build will fail`,
     );
   }
+  const carriedFrom =
+    previous && carried.length > 0
+      ? { version: previous.latestVersion, from: previous.from, fields: carried }
+      : null;
   if (input.release) {
     const { package: _measuredOnly, ...document } = draft;
-    return { ok: true, document, sidecar: result.value, relativePath: RELEASE_SIDECAR_ASSET, warnings };
+    return {
+      ok: true,
+      document,
+      sidecar: result.value,
+      relativePath: RELEASE_SIDECAR_ASSET,
+      warnings,
+      carried: carriedFrom,
+    };
   }
   return {
     ok: true,
@@ -371,6 +418,7 @@ export async function scaffoldSidecar(input: NewSidecarInput): Promise<NewSideca
     sidecar: result.value,
     relativePath: submissionPath(manifest.id, manifest.version),
     warnings,
+    carried: carriedFrom,
   };
 }
 
@@ -420,6 +468,71 @@ function readText(io: CliIo, inline: string | undefined, file: string | undefine
 
 class UsageError extends Error {}
 
+/** The descriptive fields of a mod detail document, or null when it is not one. */
+function portalDetail(value: unknown, from: string): PortalDetail | null {
+  const doc = value as Partial<ModDetailDocument> | null;
+  if (doc?.schema !== "svc.mod-detail.v1" || typeof doc.latestVersion !== "string") return null;
+  return {
+    latestVersion: doc.latestVersion,
+    from,
+    ...(typeof doc.summary === "string" ? { summary: doc.summary } : {}),
+    ...(typeof doc.description === "string" ? { description: doc.description } : {}),
+    ...(doc.links && typeof doc.links === "object" ? { links: doc.links } : {}),
+    ...(Array.isArray(doc.tags) ? { tags: doc.tags } : {}),
+    ...(typeof doc.license === "string" ? { license: doc.license } : {}),
+    ...(Array.isArray(doc.authors) && doc.authors.length > 0 ? { authors: doc.authors } : {}),
+  };
+}
+
+/**
+ * The mod's last published version: with --portal, GET {portal}/api/v1/mods/{modId}; else its detail
+ * document in the local site when there is a built one (a mod it does not list is new), else the
+ * portal of ./portal.config.json. null when the portal does not list the mod (404). A portal that
+ * cannot be reached is a warning, never a guess.
+ */
+function lastPublishedReader(
+  siteDir: string,
+  portal: { explicit: string | null; configured: string | null },
+  warnings: string[],
+) {
+  return async (modId: string): Promise<PortalDetail | null> => {
+    if (portal.explicit === null && existsSync(resolve(siteDir, SITE_PATHS.catalog))) {
+      const local = resolve(siteDir, SITE_PATHS.modDetail(modId));
+      if (!existsSync(local)) return null;
+      const parsed = parseUntrustedJson(readFileSync(local, "utf8"), SIDECAR_JSON_LIMITS);
+      return parsed.ok ? portalDetail(parsed.value, local) : null;
+    }
+    const base = portal.explicit ?? portal.configured;
+    if (!base) return null;
+    const url = `${base.replace(/\/+$/, "")}/api/v1/mods/${encodeURIComponent(modId)}`;
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(15_000) });
+      if (response.status === 404) return null;
+      if (!response.ok) {
+        warnings.push(`${url} answered ${response.status}: the sidecar starts from the flags alone`);
+        return null;
+      }
+      const parsed = parseUntrustedJson(await response.text(), SIDECAR_JSON_LIMITS);
+      return parsed.ok ? portalDetail(parsed.value, url) : null;
+    } catch (error) {
+      warnings.push(`${url}: ${(error as Error).message}; the sidecar starts from the flags alone`);
+      return null;
+    }
+  };
+}
+
+/** The portal's base URL from ./portal.config.json, when the working directory is a portal repository. */
+function configuredPortal(cwd: string): string | null {
+  const path = resolve(cwd, "portal.config.json");
+  if (!existsSync(path)) return null;
+  try {
+    const baseUrl = (JSON.parse(readFileSync(path, "utf8")) as { baseUrl?: unknown }).baseUrl;
+    return typeof baseUrl === "string" ? baseUrl : null;
+  } catch {
+    return null;
+  }
+}
+
 function readPolicy(siteDir: string): ValidationContract | null {
   const path = resolve(siteDir, SITE_PATHS.validationContract);
   return existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as ValidationContract) : null;
@@ -444,6 +557,8 @@ export async function run(args: string[], io: CliIo): Promise<number> {
       issues: { type: "string" },
       license: { type: "string" },
       from: { type: "string" },
+      portal: { type: "string" },
+      "no-portal": { type: "boolean" },
       "mod-id": { type: "string" },
       version: { type: "string" },
       "game-build": { type: "string" },
@@ -521,16 +636,28 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     return EXIT_USAGE;
   }
   const outDir = resolve(io.cwd, values.out ?? ".");
+  const siteDir = resolve(io.cwd, values.site ?? "site");
+  const portalWarnings: string[] = [];
   const result = await scaffoldSidecar({
     packagePath: resolve(io.cwd, values.package!),
     ...(values.url !== undefined ? { url: values.url } : {}),
     release: values.release === true,
     fields,
     ...(from ? { from } : {}),
+    ...(values["no-portal"]
+      ? {}
+      : {
+          lastPublished: lastPublishedReader(
+            siteDir,
+            { explicit: values.portal ?? null, configured: configuredPortal(io.cwd) },
+            portalWarnings,
+          ),
+        }),
     expect: { modId: values["mod-id"], version: values.version, targetGameBuild: values["game-build"] },
-    policy: readPolicy(resolve(io.cwd, values.site ?? "site")),
+    policy: readPolicy(siteDir),
   });
   if (!result.ok) return report(result);
+  result.warnings.unshift(...portalWarnings);
 
   try {
     commitFiles(outDir, {
@@ -555,7 +682,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   const next = nextSteps(result.sidecar, written, values.package!, values.release === true);
   if (values.json) {
     io.stdout.write(
-      `${JSON.stringify({ ok: true, path: written, sidecar: result.document, warnings: result.warnings, next }, null, 2)}\n`,
+      `${JSON.stringify({ ok: true, path: written, sidecar: result.document, carried: result.carried, warnings: result.warnings, next }, null, 2)}\n`,
     );
     return EXIT_OK;
   }
@@ -567,6 +694,11 @@ export async function run(args: string[], io: CliIo): Promise<number> {
       `  package   ${pkg.fileName}, ${pkg.sizeBytes} bytes`,
       `  sha256    ${pkg.sha256}`,
       ...(pkg.url ? [`  url       ${pkg.url}`] : []),
+      ...(result.carried
+        ? [
+            `  from      ${result.carried.version}, the last published version (${result.carried.from}): ${result.carried.fields.join(", ")}`,
+          ]
+        : []),
       ...result.warnings.map((w) => `warning: ${w}`),
       "",
       "next:",

@@ -76,6 +76,8 @@ export interface ModDetailDocument extends ModSummary {
   generatedAt: string;
   description: string;
   links: Links;
+  /** The newest visible version's license (an SPDX expression); null when it has none. */
+  license: string | null;
   /** Who may publish the mod; null until a submission claims it (svc.mod-ownership.v1). */
   ownership: PublicOwnership | null;
   versions: VersionRecord[];
@@ -239,6 +241,7 @@ export function buildModDetail(config: PortalConfig, view: ModView, generatedAt:
     ...modSummary(view, config.baseUrl),
     description: view.newest.description,
     links: view.newest.links,
+    license: view.newest.license ?? null,
     ownership: view.ownership,
     versions: view.visible.map(toVersionRecord),
   };

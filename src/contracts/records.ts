@@ -68,6 +68,8 @@ export interface ReleaseRecord {
   authors: Author[];
   tags: string[];
   links: Links;
+  /** The license the release is offered under (an SPDX expression, e.g. MIT); absent when none was given. */
+  license?: string;
   targetGameBuild: string;
   releaseNotes: string;
   fileName: string;

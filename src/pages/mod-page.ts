@@ -80,7 +80,7 @@ ${latest ? html`<p class="download">${downloadLink(ctx, latest, html`Download ${
 <dt>Latest version</dt><dd>${mod.latestVersion}</dd>
 <dt>${mod.authors.length === 1 ? "Author" : "Authors"}</dt><dd>${authors}</dd>
 ${mod.tags.length > 0 ? html`<dt>Tags</dt><dd>${mod.tags.map((t, i) => html`${i > 0 ? ", " : ""}<a href="${ROOT}?tag=${encodeURIComponent(t)}">${t}</a>`)}</dd>\n` : ""}<dt>Updated</dt><dd><time datetime="${mod.updatedAt}">${formatDate(mod.updatedAt)}</time></dd>
-${links.length > 0 ? html`<dt>Links</dt><dd>${links.map(([label, url], i) => html`${i > 0 ? " · " : ""}${link(url, label, ctx.baseUrl, ROOT)}`)}</dd>\n` : ""}<dt>Mod id</dt><dd><code>${mod.id}</code></dd>
+${mod.license ? html`<dt>License</dt><dd>${mod.license}</dd>\n` : ""}${links.length > 0 ? html`<dt>Links</dt><dd>${links.map(([label, url], i) => html`${i > 0 ? " · " : ""}${link(url, label, ctx.baseUrl, ROOT)}`)}</dd>\n` : ""}<dt>Mod id</dt><dd><code>${mod.id}</code></dd>
 <dt>Data</dt><dd><a href="${ROOT}api/v1/mods/${mod.id}/index.json">detail JSON</a> · <a href="${ROOT}api/v1/mods/${mod.id}/versions.json">versions JSON</a></dd>
 </dl>
 <section aria-labelledby="about-h">

@@ -95,13 +95,14 @@ ${signedOut("../../")}
 <h2 id="manifest-h">From svc-mod.json</h2>
 <dl id="manifest-facts" class="facts"></dl>
 </section>
+<p id="carried" class="note" role="status" hidden></p>
 <div><label for="summary">Summary (one line, shown in the catalog)</label><input id="summary" name="summary" type="text" required maxlength="280"></div>
 <div><label for="description">Description (optional)</label><textarea id="description" name="description" rows="4" maxlength="20000"></textarea></div>
 <div><label for="release-notes">Release notes for this version</label><textarea id="release-notes" name="releaseNotes" rows="4" maxlength="20000" required></textarea></div>
 <div><label for="author-name">Author name</label><input id="author-name" name="authorName" type="text" required maxlength="80" autocomplete="name"></div>
 <div><label for="author-github">Author's GitHub login (optional)</label><input id="author-github" name="authorGithub" type="text" maxlength="39" autocomplete="off"></div>
 <div><label for="tags">Tags (optional, comma-separated, e.g. ui, maps)</label><input id="tags" name="tags" type="text" maxlength="600" autocomplete="off"></div>
-<div><label for="license">License (optional, e.g. MIT)</label><input id="license" name="license" type="text" maxlength="64" autocomplete="off"></div>
+<div><label for="license">License (optional, an SPDX identifier such as MIT; shown on the mod's page)</label><input id="license" name="license" type="text" maxlength="64" autocomplete="off"></div>
 <div><label for="source-url">Source code URL (optional, https)</label><input id="source-url" name="sourceUrl" type="url" maxlength="2048" pattern="https://.+" autocomplete="url"></div>
 </fieldset>
 <div><button type="submit">Upload and validate</button></div>

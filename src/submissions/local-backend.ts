@@ -3,12 +3,16 @@ import { join } from "node:path";
 import { appendAuditEvent } from "../accounts/audit.ts";
 import {
   findPublishedRelease,
+  findRelease,
   hideRelease,
   type PublisherOptions,
   publishRelease,
   unhideRelease,
 } from "../catalog/publisher.ts";
+import type { ModDetailDocument } from "../contracts/catalog.ts";
+import { carryForward } from "../contracts/carry-forward.ts";
 import type { ModOwnership } from "../contracts/ownership.ts";
+import { SITE_PATHS } from "../contracts/urls.ts";
 import { RECORD_PATHS } from "../contracts/records.ts";
 import { SvcError } from "../errors.ts";
 import type { Sidecar } from "../validation/types.ts";
@@ -40,10 +44,12 @@ import {
 } from "./ownership.ts";
 import {
   applySubmissionAction,
+  applySubmissionActionIn,
   completePublication,
   createSubmission,
   type Decision,
   findResubmittable,
+  followReleaseStatuses,
   listOwnedSubmissions,
   listSubmissions,
   loadSubmission,
@@ -124,9 +130,24 @@ export class LocalSubmissionBackend implements SubmissionBackend {
     target: UploadTarget,
     upload: UploadInput,
   ): Promise<SubmissionView> {
-    const row = await this.recordUpload(target, { ownerAccountId: caller.account.id, ...upload });
+    const sidecar = this.carriedForward(upload.sidecar);
+    const row = await this.recordUpload(target, { ownerAccountId: caller.account.id, ...upload, sidecar });
     if (upload.staged.path !== null) this.options.kickWorker();
     return this.view(row, caller);
+  }
+
+  /**
+   * The sidecar with the page metadata it leaves out (description, links, tags, license, authors)
+   * taken from the mod's public detail document, its last published version: the submission then
+   * shows moderators what will be published. Without a local site (GitHub), the publisher carries
+   * them at publication.
+   */
+  protected carriedForward(sidecar: Sidecar): Sidecar {
+    const siteDir = this.options.publisher?.siteDir;
+    const path = siteDir ? join(siteDir, SITE_PATHS.modDetail(sidecar.modId)) : null;
+    if (!path || !existsSync(path)) return sidecar;
+    const detail = JSON.parse(readFileSync(path, "utf8")) as ModDetailDocument;
+    return carryForward(sidecar, detail).sidecar;
   }
 
   discardUpload(target: UploadTarget): void {
@@ -250,13 +271,24 @@ export class LocalSubmissionBackend implements SubmissionBackend {
     if (records)
       assertMayDecide(readOwnership(records, found.mod_id), found.mod_id, caller.account.id, decision);
     await this.recordDecision(caller, await this.current(found), decision, notes);
-    const row = await applySubmissionAction(
-      this.deps,
-      submissionId,
-      decision,
-      { accountId: caller.account.id, kind: "moderator" },
-      { notes },
-    );
+    // A local hide or unhide changed the catalog, which settled the mod's statuses: the row takes
+    // its record's status and the mod's other rows follow theirs, in one transaction.
+    const follows = found.github_pull_request === null && (decision === "hide" || decision === "unhide");
+    const recordOf = (version: string) =>
+      follows ? findRelease(this.publisher(), found.mod_id, version) : null;
+    const restored = decision === "unhide" ? recordOf(found.version)?.status : undefined;
+    const row = await this.deps.store.transaction(async (tx) => {
+      const moved = await applySubmissionActionIn(
+        tx,
+        this.deps,
+        submissionId,
+        decision,
+        { accountId: caller.account.id, kind: "moderator" },
+        { notes, ...(restored && restored !== "hidden" ? { unhideTo: restored } : {}) },
+      );
+      if (follows) await followReleaseStatuses(tx, this.deps, found.mod_id, recordOf, submissionId);
+      return moved;
+    });
     return this.view(row, caller);
   }
 

@@ -93,8 +93,8 @@ export async function recoverSubmissionsAtStart(deps: StartupRecoveryDeps): Prom
  * Hide and unhide change the catalog first (one journaled commit, signed) and the row after it: the
  * catalog is the truth and the row its derivation. A crash between the two leaves a row that says
  * published while its record says hidden (or the reverse), and both decisions then refuse with
- * illegal_transition; here the row follows its release's record. Only hidden-or-not is decided by
- * the record (published and superseded rows follow their own moves). One record read per visible
+ * illegal_transition; here the row follows its release's record: hidden or not, and published or
+ * superseded (the decision settled the mod's other versions too). One record read per visible
  * or hidden local submission, at start only. Without the exclusive lock (PostgreSQL) a live process
  * may be inside that window: its row moves here and its own move is then refused although the
  * catalog changed, which a start inside those milliseconds makes rare, and the catalog is right.
@@ -112,8 +112,16 @@ async function reconcileVisibility(
     // Another release under the version (an import after this submission ended) is not this row's.
     if (!record || record.sha256 !== row.package_sha256) continue;
     const hiddenInCatalog = record.status === "hidden";
-    if (hiddenInCatalog === (row.state === "hidden")) continue;
+    if (record.status === row.state) continue;
     const to = record.status;
+    // Hidden or not, and published or superseded (a hide or unhide settles the mod's other versions).
+    const action = hiddenInCatalog
+      ? "hide"
+      : row.state === "hidden"
+        ? "unhide"
+        : to === "superseded"
+          ? "supersede"
+          : "reinstate";
     const moved = await deps.store.transaction(async (tx) => {
       const current = await loadSubmission(tx, row.id, true);
       if (!current || current.state !== row.state) return false;
@@ -132,7 +140,7 @@ async function reconcileVisibility(
           metadata: {
             from: row.state,
             to,
-            action: hiddenInCatalog ? "hide" : "unhide",
+            action,
             reason: "the catalog committed the decision; the process stopped before the row recorded it",
           },
         },

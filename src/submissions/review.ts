@@ -52,7 +52,7 @@ export function releaseView(sidecar: Sidecar) {
     license: sidecar.license ?? null,
     tags: sidecar.tags ?? [],
     links: sidecar.links ?? {},
-    authors: sidecar.authors,
+    authors: sidecar.authors ?? [],
     dependencies: sidecar.dependencies,
     entrypoints: sidecar.entrypoints,
     modConfig: sidecar.modConfig ?? null,

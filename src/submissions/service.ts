@@ -408,9 +408,49 @@ export async function completePublication(
         [release.modId, submissionId],
       );
       for (const { id } of older.rows) await applySubmissionActionIn(tx, deps, id, "supersede", system);
+    } else if (release.status === "superseded") {
+      // An older version published after a newer one (a backport) is listed as superseded at once.
+      return applySubmissionActionIn(tx, deps, submissionId, "supersede", system);
     }
     return updated.rows[0]!;
   });
+}
+
+/** What a row needs of its release's record: the bytes it is (sha256) and the settled status. */
+export interface RecordStatus {
+  sha256: string;
+  status: "published" | "superseded" | "hidden";
+}
+
+/**
+ * After a hide or unhide the publisher settles the mod's statuses (the newest visible version
+ * published, older visible ones superseded): every other local row of the mod that is published or
+ * superseded follows its release's record in the caller's transaction (supersede, or reinstate when
+ * the newer versions were hidden), each with its own audit event. Rows of another release under the
+ * same version, hidden rows and pull-request rows (they follow their pull requests) are left alone.
+ */
+export async function followReleaseStatuses(
+  tx: SqlExecutor,
+  deps: SubmissionDeps,
+  modId: string,
+  recordOf: (version: string) => RecordStatus | null,
+  except: string | null = null,
+): Promise<string[]> {
+  const rows = await tx.query<SubmissionRow>(
+    `SELECT * FROM submissions WHERE mod_id = $1 AND state IN ('published', 'superseded')
+       AND github_pull_request IS NULL AND id <> $2 ORDER BY id`,
+    [modId, except ?? ""],
+  );
+  const moved: string[] = [];
+  for (const row of rows.rows) {
+    const record = recordOf(row.version);
+    if (!record || record.sha256 !== row.package_sha256) continue;
+    if (record.status === "hidden" || record.status === row.state) continue;
+    const action = record.status === "superseded" ? "supersede" : "reinstate";
+    await applySubmissionActionIn(tx, deps, row.id, action, { accountId: "system", kind: "system" });
+    moved.push(row.id);
+  }
+  return moved;
 }
 
 export interface QueueInfo {

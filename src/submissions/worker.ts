@@ -5,7 +5,7 @@ import { readValidationDocuments } from "../catalog/validator.ts";
 import type { CatalogDocument } from "../contracts/catalog.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
 import { detailPageRequirements } from "../validation/checks/detail_page.ts";
-import { validatePackage } from "../validation/runner.ts";
+import { completeFromCatalog, validatePackage } from "../validation/runner.ts";
 import type { Sidecar, ValidationReport } from "../validation/types.ts";
 import { transition } from "../workflow/machine.ts";
 import { type CheckEntry, loadSubmission, SUBMISSION_AUDIT, type SubmissionDeps } from "./service.ts";
@@ -238,7 +238,7 @@ export async function runNextValidationJob(deps: WorkerDeps): Promise<JobOutcome
 function detailPage(report: ValidationReport, sidecar: Sidecar, catalog: CatalogDocument | null) {
   const check = report.checks.find((c) => c.id === "detail_page");
   if (!check || check.reasonCode?.startsWith("blocked")) return { requirements: [], satisfied: false };
-  const requirements = detailPageRequirements(sidecar, catalog);
+  const requirements = detailPageRequirements(completeFromCatalog(sidecar, catalog), catalog);
   return { requirements, satisfied: requirements.every((r) => r.satisfied) };
 }
 

@@ -17,9 +17,9 @@ import type {
   CheckOutcome,
   Manifest,
   PackageAnalysis,
+  CompleteSidecar,
   PackageCheck,
   PackStage,
-  Sidecar,
 } from "./types.ts";
 import { analyzeCollisions, analyzeName } from "./zip/names.ts";
 import type { ZipEntry, ZipFinding } from "./zip/reader.ts";
@@ -191,7 +191,7 @@ function runPackageChecks(
   const manifestRead = readManifest(pkg, policy.manifestFileName);
   const manifest = manifestRead.ok ? manifestRead.value : null;
   const standIn = manifest
-    ? ({ entrypoints: manifest.entrypoints, modConfig: manifest.modConfig } as Sidecar)
+    ? ({ entrypoints: manifest.entrypoints, modConfig: manifest.modConfig } as CompleteSidecar)
     : null;
   const results = new Map<string, CheckOutcome>([
     ["sidecar_schema", passed("sidecar_schema", ["svc pack: svc-mod.json stands in for the sidecar"])],

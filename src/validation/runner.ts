@@ -4,8 +4,12 @@ import { failed } from "./checks/common.ts";
 import { readManifest, validateSidecar } from "./documents.ts";
 import { analyzePackage, stepTimer } from "./package-analysis.ts";
 import { policyShapeProblems } from "./policy-shape.ts";
+import type { CatalogDocument } from "../contracts/catalog.ts";
+import { carryForward } from "../contracts/carry-forward.ts";
 import type {
   CheckContext,
+  CompleteSidecar,
+  Sidecar,
   CheckFunction,
   CheckOutcome,
   CheckResult,
@@ -18,6 +22,19 @@ import type {
 export const PACKAGE_CHECKS: Readonly<Record<string, CheckFunction>> = Object.fromEntries(
   CHECKS.flatMap((check) => (check.scope === "package" ? [[check.id, check.run]] : [])),
 );
+
+/**
+ * A valid sidecar with the authors and tags it leaves out taken from the catalog's entry of the mod
+ * (its newest visible version), as the publisher takes them from the last published version.
+ */
+export function completeFromCatalog(sidecar: Sidecar, catalog: CatalogDocument | null): CompleteSidecar {
+  const entry = Array.isArray(catalog?.mods) ? catalog.mods.find((m) => m.id === sidecar.modId) : undefined;
+  const { sidecar: complete } = carryForward(
+    sidecar,
+    entry ? { authors: entry.authors, tags: entry.tags } : null,
+  );
+  return { ...complete, authors: complete.authors ?? [] };
+}
 
 export async function runValidation(input: ValidationInput): Promise<ValidationReport> {
   return (await validatePackage(input)).report;
@@ -43,7 +60,7 @@ export async function validatePackage(input: ValidationInput): Promise<Validatio
     input.sidecarParseError === undefined && input.sidecar !== undefined
       ? validateSidecar(input.sidecar, schemaBaseUrl)
       : null;
-  const sidecarValid = sidecarResult?.ok ? sidecarResult.value : null;
+  const sidecarValid = sidecarResult?.ok ? completeFromCatalog(sidecarResult.value, input.catalog) : null;
   const raw = input.sidecar as { modId?: unknown; version?: unknown } | undefined;
   const identity = {
     modId: sidecarValid?.modId ?? (typeof raw?.modId === "string" ? raw.modId : null),

@@ -107,11 +107,19 @@ export interface Sidecar {
   dependencies: Dependency[];
   entrypoints: Entrypoint[];
   modConfig?: ModConfig;
-  authors: Array<{ name: string; github?: string; url?: string }>;
+  /** Required for a mod's first release; left out, later versions take the last published one's. */
+  authors?: Array<{ name: string; github?: string; url?: string }>;
   tags?: string[];
   links?: { homepage?: string; source?: string; issues?: string };
   license?: string;
 }
+
+/**
+ * A valid sidecar with what it leaves out carried forward from the mod's last published version
+ * (contracts/carry-forward.ts): what the checks judge and the publisher records. authors is empty
+ * only for a first release that names none (detail_page then fails).
+ */
+export type CompleteSidecar = Sidecar & { authors: NonNullable<Sidecar["authors"]> };
 
 /** svc-mod.json once it matched svc.mod-manifest.v1. */
 export interface Manifest {
@@ -222,7 +230,8 @@ export interface SidecarState {
   raw: unknown;
   /** Set when the sidecar could not even be parsed (invalid JSON). */
   parseError?: string;
-  valid: Sidecar | null;
+  /** The sidecar once it matched its schema, with authors and tags carried from the catalog's entry of the mod. */
+  valid: CompleteSidecar | null;
 }
 
 export interface ManifestState {

@@ -27,6 +27,7 @@ export type Action =
   | "resubmit"
   | "publish"
   | "supersede"
+  | "reinstate"
   | "revalidate"
   | Decision;
 
@@ -328,11 +329,20 @@ export const TRANSITIONS: readonly TransitionDefinition[] = [
     source: "decision",
   },
   {
+    from: "superseded",
+    to: "published",
+    actor: "system",
+    action: "reinstate",
+    condition: "every newer version was hidden",
+    effect: "The newest visible version again: listed as the mod's latest version.",
+    source: "decision",
+  },
+  {
     from: "hidden",
     to: "published",
     actor: "moderator",
     action: "unhide",
-    condition: "unhide while no newer version is published",
+    condition: "unhide while no newer version is visible",
     effect: "Restored to the public catalog as the latest version.",
     source: "decision",
   },
@@ -341,7 +351,7 @@ export const TRANSITIONS: readonly TransitionDefinition[] = [
     to: "superseded",
     actor: "moderator",
     action: "unhide",
-    condition: "unhide after a newer version was published",
+    condition: "unhide while a newer version is visible",
     effect: "Restored to the public catalog as a superseded version.",
     source: "decision",
   },
@@ -353,7 +363,8 @@ export type TransitionResult =
 
 /**
  * Decides a move. `unhideTo` chooses between the two unhide targets (published when no newer
- * version is public, superseded otherwise); nothing else needs context.
+ * version is visible, superseded otherwise: the release record's settled status); nothing else
+ * needs context.
  */
 export function transition(
   from: SubmissionState,

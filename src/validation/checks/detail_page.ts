@@ -1,6 +1,6 @@
 import { portalUrls } from "../../contracts/urls.ts";
 import type { CatalogDocument } from "../../contracts/catalog.ts";
-import type { CheckContext, CheckOutcome, PackageCheck, Sidecar } from "../types.ts";
+import type { CheckContext, CheckOutcome, CompleteSidecar, PackageCheck } from "../types.ts";
 import { blocked, failuresOf, passed } from "./common.ts";
 
 const ID = "detail_page";
@@ -15,7 +15,7 @@ export const detailPage = {
   reasons: {
     detail_page_incomplete: {
       meaning:
-        "The sidecar lacks something the public detail page requires (name, summary, description or release notes, authors).",
+        "The sidecar lacks something the public detail page requires (name, summary, description or release notes, authors: a mod's first release names its authors; later versions take them from the last published one when they leave them out).",
       fix: "Fill in each requirement the log marks as missing.",
     },
     markup_in_text: {
@@ -56,7 +56,10 @@ export function unsafeLinkReason(value: string): string | null {
 }
 
 /** What the generated public detail page needs from the sidecar; shared with the upload status response. */
-export function detailPageRequirements(s: Sidecar, catalog: CatalogDocument | null): DetailPageRequirement[] {
+export function detailPageRequirements(
+  s: CompleteSidecar,
+  catalog: CatalogDocument | null,
+): DetailPageRequirement[] {
   const req = (id: string, satisfied: boolean, message: string): DetailPageRequirement => ({
     id,
     satisfied,
@@ -85,7 +88,7 @@ export function detailPageRequirements(s: Sidecar, catalog: CatalogDocument | nu
     req(
       "authors",
       s.authors.length > 0 && s.authors.every((a) => a.name.trim().length > 0),
-      "at least one named author",
+      "at least one named author (a first release names them; a later version takes the last published one's)",
     ),
     req(
       "plain_text",

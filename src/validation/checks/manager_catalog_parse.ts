@@ -7,7 +7,7 @@ import {
   type VersionRecord,
 } from "../../contracts/catalog.ts";
 import { portalUrls } from "../../contracts/urls.ts";
-import type { CheckContext, CheckOutcome, PackageCheck, Sidecar } from "../types.ts";
+import type { CheckContext, CheckOutcome, CompleteSidecar, PackageCheck } from "../types.ts";
 import { blocked, failuresOf, passed } from "./common.ts";
 
 const ID = "manager_catalog_parse";
@@ -30,7 +30,11 @@ export const managerCatalogParse = {
 const { failed } = failuresOf(managerCatalogParse);
 
 /** The catalog as it would be with this release published (pure; the input is not modified). */
-export function prospectiveCatalog(catalog: CatalogDocument, sidecar: Sidecar, now: string): CatalogDocument {
+export function prospectiveCatalog(
+  catalog: CatalogDocument,
+  sidecar: CompleteSidecar,
+  now: string,
+): CatalogDocument {
   const urls = portalUrls(catalog.baseUrl);
   const record: VersionRecord = {
     version: sidecar.version,
