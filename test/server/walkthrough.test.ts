@@ -145,6 +145,21 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("the README walkthrough on
     expect(run.stdout).toMatch(
       /svc smoke http:\/\/127\.0\.0\.1:\d+: PASSED — routes \d+\/\d+ ok, artifacts 2\/2 ok/,
     );
+    // The new version kept the example's page (issue 25 item 4): svc new started from 1.0.0.
+    const example = JSON.parse(
+      readFileSync(join(REPO_ROOT, "pulls-template/submissions/example-mod/1.0.0.json"), "utf8"),
+    );
+    const detail = await (await fetch(`${portal.origin}/api/v1/mods/example-mod`)).json();
+    expect(detail.latestVersion).not.toBe("1.0.0");
+    expect(detail).toMatchObject({
+      summary: example.summary,
+      description: example.description,
+      authors: example.authors,
+      tags: example.tags ?? [],
+      links: example.links ?? {},
+      license: example.license ?? null,
+    });
+    expect(detail.description).not.toBe("");
 
     // The walkthrough signed up three accounts; a second run soon after meets the per-IP limit,
     // and the refusal says how to reset it.
