@@ -29,10 +29,11 @@ interface ChunkResult {
 const CHUNK_ENTRIES = 256;
 
 /**
- * Below this many file entries a package is inflated on the main thread alone. Measured on the
- * bench's packages (bench/validate): starting a worker costs ~25-40 ms of a quiet core (far more on
- * a loaded one), while an entry costs ~15-25 µs to inflate, verify and hash; the worker only
- * earns its start-up back past a few thousand entries.
+ * Below this many file entries a package is inflated on the main thread alone. An entry costs about
+ * 20 µs to inflate, verify and hash (svc validate --timings on the bench's 20,000-entry package);
+ * a worker's start-up (until it is online) took 0.14-0.68 s on the 2-core development machine at
+ * load average 20-26, overlapped with hashing and the structure but still only paid for by
+ * thousands of entries.
  */
 export const WORKER_MIN_ENTRIES = 4000;
 
