@@ -4,9 +4,10 @@
  * of the mods its dependencies reach. The reports are the same as with the whole catalog.
  */
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { PassThrough } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -14,6 +15,8 @@ import {
   readSubmissionCatalog,
   siteFileReader,
 } from "../../src/catalog/validation-catalog.ts";
+import type { CliIo } from "../../src/cli/io.ts";
+import { main } from "../../src/cli/main.ts";
 import {
   buildCatalog,
   buildModDetail,
@@ -192,20 +195,43 @@ describe("the catalog a submission's validation reads", () => {
     });
   }
 
-  it("passes with an unrelated mod's documents deleted, and reads none of them", async () => {
+  it("svc validate passes with an unrelated mod's documents deleted and its catalog.json entry unparseable", async () => {
     const copy = mkdtempSync(join(tmpdir(), "svc-submission-catalog-copy-"));
     try {
       writeSite(copy, [
         releaseRecord("core-lib", "1.4.0"),
         ...Array.from({ length: 20 }, (_, n) => releaseRecord(filler(n), "1.0.0")),
       ]);
+      for (const [path, doc] of [
+        [SITE_PATHS.validationContract, policy()],
+        [SITE_PATHS.gameBuilds, gameBuilds()],
+      ] as const) {
+        mkdirSync(dirname(join(copy, path)), { recursive: true });
+        writeFileSync(join(copy, path), JSON.stringify(doc));
+      }
       rmSync(join(copy, dirname(SITE_PATHS.modDetail(filler(3)))), { recursive: true });
+      // catalog.json is never parsed on this path: breaking another mod's entry changes nothing.
+      const catalogPath = join(copy, SITE_PATHS.catalog);
+      const text = readFileSync(catalogPath, "utf8");
+      const broken = text.replace(`"id": "${filler(5)}",`, `"id": "${filler(5)}",,,`);
+      expect(broken).not.toBe(text);
+      writeFileSync(catalogPath, broken);
+      expect(() => JSON.parse(broken)).toThrow();
+
       const { bytes, sidecar } = goodPackage();
-      const report = await validate(bytes, sidecar, readSubmissionCatalog(copy, sidecar));
-      expect(failures(report)).toEqual([]);
+      writeFileSync(join(copy, "good.zip"), bytes);
+      writeFileSync(join(copy, "good.json"), JSON.stringify(sidecar));
+      const out: Buffer[] = [];
+      const stdout = new PassThrough().on("data", (d: Buffer) => out.push(d));
+      const io: CliIo = { stdout, stderr: new PassThrough(), cwd: copy, env: {} };
+      const args = ["validate", "--package", "good.zip", "--metadata", "good.json", "--site", "."];
+      expect(await main([...args, "--no-antivirus", "--json"], io)).toBe(1);
+      const report = JSON.parse(Buffer.concat(out).toString()) as ValidationReport;
+      expect(failures(report)).toEqual(["antivirus_scan:antivirus_disabled"]);
       expect(report.checks.find((c) => c.id === "manager_catalog_parse")!.log[0]).toContain(
         "better-hud's catalog entry",
       );
+      expect(report.checks.find((c) => c.id === "dependency_contract")!.log[0]).toContain("core-lib ^1.2.0");
     } finally {
       rmSync(copy, { recursive: true, force: true });
     }
