@@ -176,15 +176,21 @@ function describeManifest(manifest) {
 // left empty, and what the form has no field for (more authors, homepage and issue links) is kept.
 const MOD_ID = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
-/** The mod's public detail document (its last published version); null for a mod not published yet. */
+/**
+ * The mod's public detail document (its last published version); null for a mod not published yet.
+ * The mods index (which the catalog page has cached already) says whether there is one, so a new
+ * mod costs no 404.
+ */
 async function lastPublished(modId) {
   if (typeof modId !== "string" || !MOD_ID.test(modId)) return null;
+  const get = async (path) => {
+    const response = await fetch(new URL(path, siteRoot), { headers: { accept: "application/json" } });
+    return response.ok ? response.json() : null;
+  };
   try {
-    const response = await fetch(new URL(`api/v1/mods/${modId}/index.json`, siteRoot), {
-      headers: { accept: "application/json" },
-    });
-    if (!response.ok) return null;
-    const doc = await response.json();
+    const index = await get("api/v1/mods/index.json");
+    if (!Array.isArray(index?.mods) || !index.mods.some((m) => m?.id === modId)) return null;
+    const doc = await get(`api/v1/mods/${modId}/index.json`);
     return doc?.schema === "svc.mod-detail.v1" ? doc : null;
   } catch {
     return null;
