@@ -37,6 +37,8 @@ import {
 import { CHANGES_PATHS, SITE_PATHS } from "../contracts/urls.ts";
 import { buildValidationContract } from "../contracts/validation-contract.ts";
 import { buildWorkflowDocument } from "../contracts/workflow.ts";
+import { TUF_DIR } from "../distribution/tuf-layout.ts";
+import { readRootFiles } from "../distribution/tuf-root.ts";
 import { listPageFiles, renderPages } from "../pages/render-pages.ts";
 import { CHECKS } from "../validation/checks/index.ts";
 import { recordsAtBase } from "./portal-base.ts";
@@ -61,6 +63,8 @@ export interface SiteInputs {
   changes?: ChangesPage[];
   /** records/owners, by mod id (omitted: no mod is claimed). */
   ownerships?: ReadonlyMap<string, ModOwnership>;
+  /** records/tuf: the TUF root metadata by file name, copied to site/tuf (omitted: none). */
+  tufRoots?: ReadonlyMap<string, string>;
 }
 
 export interface ProjectPaths {
@@ -103,6 +107,7 @@ export function loadSiteInputs(config: PortalConfig, recordsDir: string): SiteIn
     endpoints: ENDPOINTS,
     changes: loadChangesPages(recordsDir, registry),
     ownerships: loadOwnerships(recordsDir, registry),
+    tufRoots: readRootFiles(recordsDir),
   };
 }
 
@@ -258,6 +263,7 @@ export function renderSite(
   }
   for (const file of schemaFiles())
     files.set(file.publicPath, publishedSchemaText(file, inputs.config.baseUrl));
+  for (const [name, text] of inputs.tufRoots ?? []) files.set(`${TUF_DIR}/${name}`, text);
   // The HTML pages are rendered from these very documents, so they cannot disagree with the JSON.
   for (const [path, text] of renderPages(files, inputs.config)) files.set(path, text);
   return files;

@@ -26,16 +26,18 @@ import { type SiteSigning, signSite } from "../distribution/tuf-repository.ts";
 import { loadLatestRoot, writeRoot } from "../distribution/tuf-root.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
 
-const HELP = `usage: svc keys init --keys DIR [--site DIR]
-       svc keys rotate <root|targets|snapshot|timestamp> --keys DIR [--site DIR]
+const HELP = `usage: svc keys init --keys DIR [--records DIR] [--site DIR]
+       svc keys rotate <root|targets|snapshot|timestamp> --keys DIR [--records DIR] [--site DIR]
        svc keys sign [--site DIR] [--if-due [--published true|false]]   (online keys from SVC_TUF_ONLINE_KEYS)
        svc keys subjects --receipts FILE --out FILE
        svc keys explain
 
 init    creates ed25519 keys in DIR (outside any git repository): root.key.json (keep it offline)
         and online.keys.json (targets, snapshot, timestamp: the publish job's secret), and writes
-        the first signed root to site/${TUF_DIR}/1.root.json.
-rotate  replaces one role's key and writes root N+1, signed by the old and the new root key.
+        the first signed root to records/${TUF_DIR}/1.root.json (commit it: site/ is a build output
+        that svc build copies the roots into) and to site/${TUF_DIR}/.
+rotate  replaces one role's key and writes root N+1, signed by the old and the new root key, to
+        records/${TUF_DIR}/ (commit it) and site/${TUF_DIR}/.
 sign    signs the built site (targets, snapshot, timestamp); run after each publication and on a schedule.
         SVC_TUF_ONLINE_KEYS holds the online key bundle itself or the path of its file; signed with it,
         a copy is kept as .data/online.keys.json (SVC_DATA_DIR; mode 600) so the local portal signs
@@ -144,6 +146,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     options: {
       keys: { type: "string" },
       site: { type: "string" },
+      records: { type: "string" },
       "if-due": { type: "boolean" },
       published: { type: "string" },
       receipts: { type: "string" },
@@ -157,15 +160,16 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     return values.help ? EXIT_OK : EXIT_USAGE;
   }
   const siteDir = resolve(io.cwd, values.site ?? "site");
+  const roots = { siteDir, recordsDir: resolve(io.cwd, values.records ?? "records") };
   try {
     switch (action) {
       case "explain":
         io.stdout.write(EXPLAIN);
         return EXIT_OK;
       case "init":
-        return init(values.keys, siteDir, io);
+        return init(values.keys, roots, io);
       case "rotate":
-        return rotate(role, values.keys, siteDir, io);
+        return rotate(role, values.keys, roots, io);
       case "sign":
         return values["if-due"]
           ? await signIfDue(siteDir, io, values.published === "true")
@@ -302,40 +306,54 @@ function requireKeyDir(keysDir: string | undefined, io: CliIo): string {
   return dir;
 }
 
-function init(keysDir: string | undefined, siteDir: string, io: CliIo): number {
+/** Where a root version is written: records/tuf (the source, in git) and site/tuf (the build output). */
+interface RootDirs {
+  siteDir: string;
+  recordsDir: string;
+}
+
+function writeRoots(dirs: RootDirs, root: Parameters<typeof writeRoot>[1]): string[] {
+  const written = writeRoot(dirs.recordsDir, root).map((p) => `records/${p}`);
+  writeRoot(dirs.siteDir, root);
+  return written;
+}
+
+function init(keysDir: string | undefined, dirs: RootDirs, io: CliIo): number {
   const dir = requireKeyDir(keysDir, io);
   if (existsSync(join(dir, "root.key.json"))) {
     throw new DistributionError("tuf_key_invalid", `${dir} already holds keys; use svc keys rotate`);
   }
-  if (loadLatestRoot(siteDir)) {
-    throw new DistributionError(
-      "tuf_key_invalid",
-      `${siteDir}/${TUF_DIR} already has a root; use svc keys rotate`,
-    );
-  }
+  for (const existing of [dirs.recordsDir, dirs.siteDir])
+    if (loadLatestRoot(existing))
+      throw new DistributionError(
+        "tuf_key_invalid",
+        `${existing}/${TUF_DIR} already has a root; use svc keys rotate`,
+      );
   const keys = generateKeySet();
   const root = new Metadata(buildRoot(1, keys, new Date()));
   root.sign(signerFor(keys.root));
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   writeSecret(join(dir, "root.key.json"), keys.root);
   writeSecret(join(dir, "online.keys.json"), onlineKeyBundle(keys));
-  const written = writeRoot(siteDir, root);
+  const written = writeRoots(dirs, root);
   io.stdout.write(
     `svc keys init: keys in ${dir} (root.key.json: move it offline; online.keys.json: the publish secret)\n` +
-      written.map((p) => `  wrote site/${p}\n`).join(""),
+      written.map((p) => `  wrote ${p} (commit it; svc build copies it into site/${TUF_DIR}/)\n`).join(""),
   );
   return EXIT_OK;
 }
 
-function rotate(role: string | undefined, keysDir: string | undefined, siteDir: string, io: CliIo): number {
+function rotate(role: string | undefined, keysDir: string | undefined, dirs: RootDirs, io: CliIo): number {
   if (!role || !["root", ...ONLINE_ROLES].includes(role)) {
     io.stderr.write(`svc keys rotate: name a role (root, targets, snapshot, timestamp)\n`);
     return EXIT_USAGE;
   }
   const dir = requireKeyDir(keysDir, io);
   const { root: oldRootKey, online } = readKeyDir(dir);
-  const latest = loadLatestRoot(siteDir);
-  if (!latest) throw new DistributionError("tuf_not_initialized", `no root under ${siteDir}/${TUF_DIR}`);
+  // A portal from before the roots moved to records/ still has them in site/ only.
+  const latest = loadLatestRoot(dirs.recordsDir) ?? loadLatestRoot(dirs.siteDir);
+  if (!latest)
+    throw new DistributionError("tuf_not_initialized", `no root under ${dirs.recordsDir}/${TUF_DIR}`);
   if (!roleKeys(latest.metadata.signed, "root").some((k) => k.keyid === oldRootKey.keyid)) {
     throw new DistributionError(
       "tuf_key_mismatch",
@@ -345,12 +363,12 @@ function rotate(role: string | undefined, keysDir: string | undefined, siteDir: 
   const next: Record<TufRole, TufKeyFile> = { root: oldRootKey, ...online.keys };
   next[role as TufRole] = generateKey(role as TufRole);
   const metadata = rotateRoot(latest.metadata, oldRootKey, next, next.root, new Date());
-  const written = writeRoot(siteDir, metadata);
+  const written = writeRoots(dirs, metadata);
   writeSecret(join(dir, "root.key.json"), next.root);
   writeSecret(join(dir, "online.keys.json"), onlineKeyBundle(next));
   io.stdout.write(
     `svc keys rotate: new ${role} key; root v${metadata.signed.version} signed by the old and new root keys\n` +
-      written.map((p) => `  wrote site/${p}\n`).join("") +
+      written.map((p) => `  wrote ${p} (commit it)\n`).join("") +
       "  run `svc keys sign` with the new online keys, and update the publish secret\n",
   );
   return EXIT_OK;

@@ -6,7 +6,7 @@ import { DistributionError } from "./errors.ts";
 import { ONLINE_ROLES, type OnlineKeys } from "./tuf-keys.ts";
 import { serializeMetadata, TUF_DIR } from "./tuf-layout.ts";
 
-/** The newest root version present under site/tuf, with its parsed metadata. */
+/** The newest root version present under `siteDir`/tuf (site/ or records/), with its parsed metadata. */
 export function loadLatestRoot(siteDir: string): { version: number; metadata: Metadata<Root> } | null {
   const dir = join(siteDir, TUF_DIR);
   if (!existsSync(dir)) return null;
@@ -19,6 +19,20 @@ export function loadLatestRoot(siteDir: string): { version: number; metadata: Me
   if (newest === undefined) return null;
   const json = JSON.parse(readFileSync(join(dir, `${newest}.root.json`), "utf8"));
   return { version: newest, metadata: Metadata.fromJSON(MetadataKind.Root, json) as Metadata<Root> };
+}
+
+/**
+ * The root metadata files under `dir`/tuf (N.root.json and root.json), by file name. The roots are
+ * source files kept in git at records/tuf/ (svc keys init and rotate write them there); svc build
+ * copies them into site/tuf/, which is a build output.
+ */
+export function readRootFiles(dir: string): Map<string, string> {
+  const files = new Map<string, string>();
+  const tuf = join(dir, TUF_DIR);
+  if (!existsSync(tuf)) return files;
+  for (const name of readdirSync(tuf).sort())
+    if (/^(\d+\.)?root\.json$/.test(name)) files.set(name, readFileSync(join(tuf, name), "utf8"));
+  return files;
 }
 
 /** Publishes a root version (the first one from `svc keys init`, later ones from `svc keys rotate`). */
