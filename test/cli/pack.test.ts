@@ -19,6 +19,7 @@ import { readValidationDocuments } from "../../src/catalog/validator.ts";
 import { BUILT_ZIP_CHECKS, FILE_LIST_CHECKS, PACK_TIMESTAMP, packFolder } from "../../src/validation/pack.ts";
 import { CHECKS, REASONS } from "../../src/validation/checks/index.ts";
 import { REPO_ROOT } from "../support/repo-root.ts";
+import { repositorySite } from "../support/repository-site.ts";
 import { runCli } from "../support/run-cli.ts";
 import { clamscanPath, makeSignatureDatabase, shouldSkip } from "../validation/clamav.ts";
 
@@ -26,7 +27,8 @@ const EXAMPLE = join(REPO_ROOT, "pulls-template/example-mod");
 const PINNED = JSON.parse(
   readFileSync(join(REPO_ROOT, "pulls-template/submissions/example-mod/1.0.0.json"), "utf8"),
 ) as { package: { sha256: string; sizeBytes: number } };
-const { policy } = readValidationDocuments(join(REPO_ROOT, "site"));
+// svc pack and svc validate read the policy from ./site, the repository's (a build output).
+const { policy } = readValidationDocuments(await repositorySite());
 
 let work = "";
 beforeAll(() => {

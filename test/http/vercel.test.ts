@@ -22,6 +22,7 @@ import { listen } from "../../src/http/server.ts";
 import type { AppContext } from "../../src/http/context.ts";
 import { appContextFromEnv, createVercelHandler, resetVercelContext } from "../../src/http/vercel.ts";
 import { REPO_ROOT } from "../support/repo-root.ts";
+import { repositorySite } from "../support/repository-site.ts";
 import { ADAPTERS, client, type Harness, startHarness } from "../support/http-harness.ts";
 
 const API_DIR = join(REPO_ROOT, "api");
@@ -145,8 +146,10 @@ describe("Vercel functions", () => {
     );
   });
 
-  it("routes every endpoint of the table to the router, and has a handler for each implemented one", () => {
-    const site = join(REPO_ROOT, vercel.outputDirectory);
+  it("routes every endpoint of the table to the router, and has a handler for each implemented one", async () => {
+    // What vercel.json's buildCommand (svc build) writes to its outputDirectory.
+    const site = await repositorySite();
+    expect(site).toBe(join(REPO_ROOT, vercel.outputDirectory));
     const staticFile = (path: string) => existsSync(join(site, path)) && statSync(join(site, path)).isFile();
     for (const endpoint of ENDPOINTS) {
       expect(routeOnVercel(samplePath(endpoint.path), staticFile), endpoint.id).toBe("function api/router");
