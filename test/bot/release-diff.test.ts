@@ -234,6 +234,26 @@ describe("the release diff in the status comment", () => {
     }
   });
 
+  it("a report listing more than 1,000 files, or a file with a field the schema does not know, is refused", async () => {
+    const report = await validateStep(modRelease({ version: "1.2.0" }));
+    const file = report.package!.files[0]!;
+    const intake = (facts: unknown) =>
+      intakeSubmissionReport(Buffer.from(JSON.stringify({ ...report, package: facts })), {
+        repository: PORTAL,
+        headSha: world.headSha,
+      });
+    const many = Array.from({ length: 1001 }, (_, i) => ({ ...file, path: `Content/${i}.pak` }));
+    expect(intake({ ...report.package, fileCount: 1001, files: many.slice(0, 1000) }).ok).toBe(true);
+    expect(intake({ ...report.package, fileCount: 1001, files: many })).toMatchObject({
+      ok: false,
+      code: "report_invalid",
+    });
+    expect(intake({ ...report.package, files: [{ ...file, native: false }] })).toMatchObject({
+      ok: false,
+      code: "report_invalid",
+    });
+  });
+
   it("stays within its share of a comment however many native binaries a package adds", () => {
     const files = Array.from({ length: 1000 }, (_, i) => ({
       path: `Binaries/Win64/${"x".repeat(200)}${i}.dll`,
