@@ -1,14 +1,16 @@
 /** The validate action's step: the submission pull request's sidecar, package and every check. */
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { validationSummary } from "../bot/comments.ts";
-import { materializeSite } from "../catalog/site-build.ts";
+import { buildSite } from "../catalog/site-build.ts";
 import { projectPaths } from "../catalog/site.ts";
 import { loadPortalConfig } from "../contracts/portal-config.ts";
 import type { SubmissionReport } from "../github/submission-report.ts";
 import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
 import { type ActionOutcome, outcome, type StepEnv } from "./action-step.ts";
 import { validateSubmission, validationErrorReport } from "./validate-submission.ts";
+
+const POLICY_PATH = "api/v1/publishing/game-publishing-validation.v1.json";
 
 const readJson = (path: string) => {
   try {
@@ -33,11 +35,15 @@ export async function validateStep(env: StepEnv): Promise<ActionOutcome> {
   // Whatever breaks, a report is written: without one the pull request would say validating forever.
   try {
     const site = join(context.workspace, io.input("site-dir") || "site");
-    // site/ is a build output, not in the checkout: built here from the base branch's records and
-    // portal.config.json (the policy, every published version for version_exists, the game builds).
-    const paths = projectPaths(context.workspace, { siteDir: site });
-    await materializeSite(paths, loadPortalConfig(paths.configPath), { log: io.info });
-    const policy = readJson(join(site, "api/v1/publishing/game-publishing-validation.v1.json"));
+    // site/ is a build output, not in the checkout. The workflow restores the last deployment (what
+    // Pages serves, saved by the publish job) and validation reads it as it is; without one it is
+    // built here from the base branch's records (policy, every published version, game builds).
+    if (!existsSync(join(site, POLICY_PATH))) {
+      const paths = projectPaths(context.workspace, { siteDir: site });
+      const built = await buildSite(paths, loadPortalConfig(paths.configPath));
+      io.info(`no restored site: svc build wrote ${built.written.length} of ${built.files} files`);
+    }
+    const policy = readJson(join(site, POLICY_PATH));
     if (!policy)
       throw new Error(
         `${site}/api/v1/publishing/game-publishing-validation.v1.json is missing: check out the base branch`,

@@ -5,7 +5,7 @@
  * each test proves every expected call was made; workspaces are temp portal projects.
  */
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -32,6 +32,7 @@ import { REPO_ROOT } from "../support/repo-root.ts";
 import { runCli } from "../support/run-cli.ts";
 import { SIDECAR_PATH, sidecar, submissionReport } from "../support/submission-fixtures.ts";
 import { examplePayload, PORTAL } from "../support/webhook-payloads.ts";
+import { startTlsServer } from "../support/tls-server.ts";
 import { writeZip } from "../support/zip.ts";
 
 /** One entry of GET /pulls/{pull_number}/files: a file the pull request adds. */
@@ -143,6 +144,62 @@ describe("actions/validate from its bundle", () => {
       "report-path": join(dir, "submission-report.json"),
     });
     expect(result.summary).toContain("| `antivirus_scan` | yes | :x: failed |");
+  });
+
+  it("builds the base branch's site when the workflow restored none (site/ is not in git) and judges version_exists against it", async () => {
+    project = catalogProject();
+    const published = modRelease({ version: "1.0.0" });
+    await publishRelease(publisherOptions(project), {
+      packageBytes: published.packageBytes,
+      sidecar: published.sidecar,
+      source: { kind: "import" },
+    });
+    // A checkout of the base branch: records/ and portal.config.json, no site/ (no cache entry).
+    rmSync(project.siteDir, { recursive: true, force: true });
+    const again = modRelease({ version: "1.0.0", extraFiles: { "notes.txt": "changed\n" } });
+    // Over https, as the sidecar schema requires (the loopback server's own CA, trusted by the runner).
+    const tls = await startTlsServer({ "/better-hud-1.0.0.zip": again.packageBytes });
+    stops.push(() => tls.stop());
+    const url = `${tls.url}/better-hud-1.0.0.zip`;
+    const path = "submissions/better-hud/1.0.0.json";
+    const side = { ...again.sidecar, package: { ...again.sidecar.package, url } };
+    github.expect("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", { body: [addedFile(path)] });
+    github.expect("GET /repos/{owner}/{repo}/contents/{path}", {
+      body: {
+        type: "file",
+        encoding: "base64",
+        content: Buffer.from(JSON.stringify(side)).toString("base64"),
+        path,
+        name: "1.0.0.json",
+        sha: "f".repeat(40),
+        size: 1,
+      },
+    });
+    const event = examplePayload("pull_request", "opened");
+    event.pull_request.number = 1;
+    event.pull_request.head.sha = "e".repeat(40);
+    const result = await runAction("validate", {
+      workspace: project.root,
+      event,
+      eventName: "pull_request",
+      env: runnerEnv({ NODE_EXTRA_CA_CERTS: tls.caFile }),
+      inputs: {
+        "github-token": "ghs_read_only_test",
+        "report-path": join(dir, "submission-report.json"),
+        scanner: "none",
+      },
+    });
+    expect(result.code, result.stdout).toBe(0);
+    github.assertDone();
+    expect(result.stdout).toContain("no restored site: svc build wrote");
+    expect(existsSync(join(project.siteDir, "api/v1/mods/better-hud/versions.json"))).toBe(true);
+    const report = readJson(join(dir, "submission-report.json")) as {
+      report: { checks: Array<{ id: string; status: string; reasonCode?: string }> };
+    };
+    expect(report.report.checks.find((c) => c.id === "semantic_version")).toMatchObject({
+      status: "failed",
+      reasonCode: "version_exists",
+    });
   });
 
   it("judges version_exists against every published version, not only the catalog's newest", async () => {
