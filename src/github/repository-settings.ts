@@ -68,6 +68,8 @@ export interface LiveSettings {
   workflowPermissions: Read<{ defaultPermissions: string; canApprovePullRequestReviews: boolean }>;
   forkApprovalPolicy: Read<string>;
   immutableReleases: Read<boolean>;
+  /** Whether the default branch still holds a committed site/ (site/api/v1/catalog.json). */
+  siteCommitted?: Read<boolean>;
   /** The app named by SVC_BOT_LOGINS (`<slug>[bot]`); null when no slug is known. */
   app: Read<LiveApp> | null;
 }
@@ -245,6 +247,17 @@ export async function readRepositorySettings(
       return (data as Raw).enabled === true;
     }, false),
   );
+  // site/ is a build output: the publish job refuses to push over a branch that still commits it.
+  const siteCommitted = await read(() =>
+    orNone(async () => {
+      await api.request("GET /repos/{owner}/{repo}/contents/{path}", {
+        ...repo,
+        path: "site/api/v1/catalog.json",
+        ref: defaultBranch,
+      });
+      return true;
+    }, false),
+  );
   const app =
     options.appSlug === null
       ? null
@@ -270,6 +283,7 @@ export async function readRepositorySettings(
     workflowPermissions,
     forkApprovalPolicy,
     immutableReleases,
+    siteCommitted,
     app,
   };
 }

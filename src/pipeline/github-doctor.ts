@@ -449,6 +449,19 @@ function diagnoseActions(findings: Finding[], live: LiveSettings): void {
       setting: "Settings -> General -> Releases",
       message: "release immutability is off: a published package could be replaced or deleted",
     });
+  const branch = `the default branch (${live.defaultBranch})`;
+  if (
+    live.siteCommitted !== undefined &&
+    !unreadable(findings, branch, live.siteCommitted) &&
+    live.siteCommitted
+  )
+    findings.push({
+      id: "site_committed",
+      severity: "error",
+      setting: branch,
+      message:
+        "site/ is committed: it is a build output the publish job builds, caches and deploys, and it refuses to push over a committed one (site_staged); git rm -r --cached site, add /site/ to .gitignore, commit",
+    });
 }
 
 function diagnosePages(findings: Finding[], live: LiveSettings, pagesUrl: string | null): void {

@@ -186,6 +186,8 @@ describe("svc github doctor", () => {
     s.workflowPermissions = { defaultPermissions: "write", canApprovePullRequestReviews: true };
     s.forkApprovalPolicy = "first_time_contributors_new_to_github";
     s.immutableReleases = false;
+    // A portal from before site/ became a build output: its default branch still commits the site.
+    portal.branchFiles.set("site/api/v1/catalog.json", { mods: [] });
     const app = s.apps.get("acme-portal")!;
     app.permissions.checks = "read";
     app.events = app.events.filter((e) => e !== "workflow_run");
@@ -218,6 +220,7 @@ describe("svc github doctor", () => {
         "error workflow_token_approves",
         "warning fork_approval_weak",
         "error immutable_releases_off",
+        "error site_committed",
         "error pages_source",
         "error deployment_variable_missing",
         "error deployment_variable_missing",

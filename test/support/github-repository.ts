@@ -316,7 +316,8 @@ export class GitHubRepository {
    * variables, environments, Actions settings, apps, the rate limit.
    */
   serveSettings(): this {
-    return this.allowAll(Object.keys(settingsRoutes(this)));
+    // The doctor also asks whether the default branch still commits site/ (a file read).
+    return this.allowAll([...Object.keys(settingsRoutes(this)), "GET /repos/{owner}/{repo}/contents/{path}"]);
   }
 
   /** The app's installation tokens (background calls: any number). */
