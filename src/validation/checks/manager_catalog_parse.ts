@@ -128,6 +128,10 @@ export function checkManagerCatalogParse(ctx: CheckContext): CheckOutcome {
   const result = parseManagerCatalog(JSON.stringify(doc));
   if (!result.ok) return failed("manager_parse_failed", result.errors.slice(0, 50));
   return passed(ID, [
-    `the reference manager reader parses ${sidecar.modId}'s catalog entry with ${sidecar.version} added, beside the ${result.mods - 1} entr${result.mods === 2 ? "y" : "ies"} it depends on`,
+    `the reference manager reader parses ${sidecar.modId}'s catalog entry with ${sidecar.version} added, ${
+      result.mods === 1
+        ? "which depends on no other mod"
+        : `beside the ${result.mods - 1} entr${result.mods === 2 ? "y" : "ies"} it depends on`
+    }`,
   ]);
 }
