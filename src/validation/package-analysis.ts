@@ -7,6 +7,7 @@ import { MANIFEST_JSON_LIMITS } from "./documents.ts";
 import {
   announcedEntries,
   InflateWorker,
+  spareCore,
   WORKER_MAX_PACKAGE_BYTES,
   WORKER_MIN_ENTRIES,
 } from "./inflate-pool.ts";
@@ -114,7 +115,9 @@ function startInflateWorker(input: ValidationInput, source: ByteSource): Inflate
   if (mode === "never" || !source.bytes) return null;
   if (
     mode === "auto" &&
-    (source.size > WORKER_MAX_PACKAGE_BYTES || announcedEntries(source.bytes) < WORKER_MIN_ENTRIES)
+    (source.size > WORKER_MAX_PACKAGE_BYTES ||
+      announcedEntries(source.bytes) < WORKER_MIN_ENTRIES ||
+      !spareCore())
   )
     return null;
   return InflateWorker.start(source.bytes);
