@@ -6,6 +6,7 @@
  * so on the pull request. Driven through the deployed functions against the portal's state model.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { recordShard } from "../../src/contracts/records.ts";
 import { type BotHarness, startBot } from "../support/bot-harness.ts";
 import { ReleaseWorld } from "../support/release-world.ts";
 import { examplePayload, PORTAL } from "../support/webhook-payloads.ts";
@@ -135,7 +136,9 @@ describe("approval of a claimed mod's release", () => {
     expect(stateOf(1)).toEqual(["state:pending_review"]);
     expect(replies(1)).toEqual([
       expect.stringMatching(
-        /^@moderator-mia This approval does not count: you own or collaborate on `better-hud` \(records\/owners\/better-hud\.json\)/,
+        new RegExp(
+          `^@moderator-mia This approval does not count: you own or collaborate on \`better-hud\` \\(records/owners/${recordShard("better-hud")}\\.json\\)`,
+        ),
       ),
     ]);
 
