@@ -149,7 +149,10 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("the README walkthrough on
     const example = JSON.parse(
       readFileSync(join(REPO_ROOT, "pulls-template/submissions/example-mod/1.0.0.json"), "utf8"),
     );
-    const detail = await (await fetch(`${portal.origin}/api/v1/mods/example-mod`)).json();
+    const detail = (await (await fetch(`${portal.origin}/api/v1/mods/example-mod`)).json()) as {
+      latestVersion: string;
+      description: string;
+    };
     expect(detail.latestVersion).not.toBe("1.0.0");
     expect(detail).toMatchObject({
       summary: example.summary,
