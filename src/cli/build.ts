@@ -3,7 +3,7 @@ import { type CliIo, EXIT_OK } from "./io.ts";
 import { siteSigningFromEnv } from "./keys.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags, recoveredLine } from "./project.ts";
 
-const HELP = `usage: svc build [--root DIR] [--config FILE] [--records DIR] [--site DIR] [--if-drifted]
+const HELP = `usage: svc build [--root DIR] [--config FILE] [--records DIR] [--site DIR] [--if-drifted [--site-exact]]
 
 Regenerates every file under site/api/v1 and the pages from portal.config.json and records/, copies
 the TUF root metadata (records/tuf/N.root.json) into site/tuf/, validates each document against its
@@ -12,13 +12,20 @@ finishing any publication a crash interrupted.
 A rebuild with no input change changes no byte. site/ is a build output: on GitHub it is deployed
 to Pages and never committed (docs/github.md, section 2).
 
-  --if-drifted   first run svc check over the site on disk (a previous deployment the workflow
-                 restored) and keep it when it matches the records; build only when it does not,
-                 or when there is none
+  --if-drifted   bring the site on disk (a previous deployment the workflow restored) in line with
+                 the records: svc build over it (cheaper than svc check over it: unchanged
+                 documents keep their bytes); with SVC_TUF_ONLINE_KEYS, svc check first and a
+                 matching site is kept (a build re-signs everything)
+  --site-exact   with --if-drifted: the site on disk was restored from a cache entry saved from
+                 exactly these inputs (records, config, schemas, code): kept with no check
 `;
 
 export async function run(args: string[], io: CliIo): Promise<number> {
-  const { values } = parseFlags(args, { ...PROJECT_OPTIONS, "if-drifted": { type: "boolean" } });
+  const { values } = parseFlags(args, {
+    ...PROJECT_OPTIONS,
+    "if-drifted": { type: "boolean" },
+    "site-exact": { type: "boolean" },
+  });
   if (values.help) {
     io.stdout.write(HELP);
     return EXIT_OK;
@@ -28,6 +35,7 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   if (values["if-drifted"]) {
     await materializeSite(paths, config, {
       signing,
+      exact: values["site-exact"] === true,
       log: (line) => io.stdout.write(`svc build: ${line.replace(/^svc build: /, "")}\n`),
     });
     return EXIT_OK;

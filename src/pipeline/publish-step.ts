@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { handlePublishReceipt } from "../bot/handle.ts";
-import { materializeSite } from "../catalog/site-build.ts";
+import { siteMaterializer } from "../catalog/site-build.ts";
 import { projectPaths } from "../catalog/site.ts";
 import { runnerValidator } from "../catalog/validator.ts";
 import { loadPortalConfig } from "../contracts/portal-config.ts";
@@ -107,6 +107,10 @@ export async function publishStep(env: StepEnv): Promise<ActionOutcome> {
     return problem(signatureStatus(database, maxAgeHours).reason);
   };
   const siteDir = join(root, "site");
+  const materialize = siteMaterializer(projectPaths(root), config, {
+    exact: io.input("site-exact") === "true",
+    log: io.info,
+  });
   const result = await runPublish({
     eventName: context.eventName,
     event: context.payload,
@@ -140,8 +144,9 @@ export async function publishStep(env: StepEnv): Promise<ActionOutcome> {
     },
     verify: () => verifyCatalog(root),
     // site/ is a build output: the workflow restores the previous deployment (or none) before this
-    // step; it is kept when svc check finds it matches the records, built otherwise.
-    materialize: async () => (await materializeSite(projectPaths(root), config, { log: io.info })).rebuilt,
+    // step; it is kept unexamined when site-exact says the entry was saved from exactly this
+    // checkout's inputs, built over otherwise.
+    materialize: async () => (await materialize()).rebuilt,
     retire: () => publishedSidecars(root, join(root, "records")),
     log: io.info,
   });

@@ -1,5 +1,5 @@
 /** The sync action's step: the manager/framework releases and game builds, pushed when asked. */
-import { materializeSite } from "../catalog/site-build.ts";
+import { siteMaterializer } from "../catalog/site-build.ts";
 import { projectPaths } from "../catalog/site.ts";
 import { frameworkTag, type SyncOptions } from "../catalog/sync.ts";
 import { loadPortalConfig } from "../contracts/portal-config.ts";
@@ -41,14 +41,19 @@ export async function syncStep(env: StepEnv): Promise<ActionOutcome> {
       tagFor: frameworkTag,
       downloadBaseUrl: context.serverUrl,
     });
+    const materialize = siteMaterializer(paths, config, {
+      exact: io.input("site-exact") === "true",
+      log: io.info,
+    });
     const result = await syncAndPush(targets, options, {
       cwd: paths.root,
       branch: config.portal.defaultBranch ?? "main",
       token: token,
       verify: () => verifyCatalog(paths.root),
-      // site/ is a build output: the workflow restores the previous deployment, or none.
+      // site/ is a build output: the workflow restores the previous deployment, or none, and
+      // site-exact says whether that entry was saved from exactly this checkout's inputs.
       materialize: async () => {
-        await materializeSite(paths, config, { log: io.info });
+        await materialize();
       },
       log: io.info,
     });

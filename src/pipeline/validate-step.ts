@@ -35,13 +35,19 @@ export async function validateStep(env: StepEnv): Promise<ActionOutcome> {
   // Whatever breaks, a report is written: without one the pull request would say validating forever.
   try {
     const site = join(context.workspace, io.input("site-dir") || "site");
-    // site/ is a build output, not in the checkout. The workflow restores the last deployment (what
-    // Pages serves, saved by the publish job) and validation reads it as it is; without one it is
-    // built here from the base branch's records (policy, every published version, game builds).
-    if (!existsSync(join(site, POLICY_PATH))) {
+    // site/ is a build output, not in the checkout. The workflow restores the last deployment the
+    // publish job saved; validation reads it as it is when site-exact says that entry was saved
+    // from exactly the base checkout's inputs. Otherwise (an older entry, or none) svc build runs
+    // over it from the base branch's records (policy, every published version, game builds).
+    const restored = existsSync(join(site, POLICY_PATH));
+    if (restored && io.input("site-exact") === "true")
+      io.info("site/ was restored from a cache entry saved from exactly these inputs: read as it is");
+    else {
       const paths = projectPaths(context.workspace, { siteDir: site });
       const built = await buildSite(paths, loadPortalConfig(paths.configPath));
-      io.info(`no restored site: svc build wrote ${built.written.length} of ${built.files} files`);
+      io.info(
+        `${restored ? "site/ restored from an older cache entry" : "no restored site"}: svc build wrote ${built.written.length} of ${built.files} files`,
+      );
     }
     const policy = readJson(join(site, POLICY_PATH));
     if (!policy)

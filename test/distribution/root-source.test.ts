@@ -58,13 +58,18 @@ describe("the TUF root lives in records/tuf and svc build copies it into site/tu
     const check = await runCli(["check"], p.root);
     expect(check.code).toBe(1);
     expect(check.stderr).toContain("drift: site/tuf/2.root.json");
-    // --if-drifted rebuilds exactly that.
+    // --if-drifted builds over the site on disk, which rewrites exactly that.
     const repaired = await runCli(["build", "--if-drifted"], p.root);
     expect(repaired.code, repaired.stderr).toBe(0);
-    expect(repaired.stdout).toContain("site/ does not match records/");
+    expect(repaired.stdout).toMatch(/svc build over the restored site: \d+ files, 1 written, 0 removed/);
     expect(readFileSync(join(p.siteDir, "tuf/2.root.json"), "utf8")).toBe(root2);
     const kept = await runCli(["build", "--if-drifted"], p.root);
-    expect(kept.stdout).toMatch(/site\/ matches records\/ \(\d+ files\): kept/);
+    expect(kept.stdout).toMatch(/0 written, 0 removed, \d+ unchanged \(it matched the records\)/);
+    // --site-exact: the cache entry was saved from exactly these inputs, so nothing is examined.
+    writeFileSync(join(p.siteDir, "tuf/2.root.json"), root1);
+    const exact = await runCli(["build", "--if-drifted", "--site-exact"], p.root);
+    expect(exact.stdout).toContain("kept without a check");
+    expect(readFileSync(join(p.siteDir, "tuf/2.root.json"), "utf8")).toBe(root1);
   });
 
   it("rotate finds the root of a portal from before the move (site/tuf only) and writes the next one to records/tuf", async () => {

@@ -17,6 +17,36 @@ function workflow(name: string): Plain {
 const expression = (expr: string) => ["$", "{{ ", expr, " }}"].join("");
 
 const steps = (job: Plain): Plain[] => job.steps ?? [];
+
+/**
+ * Everything `svc build` reads: the records, the config, the schemas (the validators and the
+ * published schema documents), the code that renders (src/, bin/, the action bundles and their
+ * action.yml) and the dependencies it runs on. The site's cache key hashes exactly these.
+ */
+const SITE_INPUTS =
+  "hashFiles('records/**', 'portal.config.json', 'schemas/**', 'src/**', 'bin/**', 'actions/*/action.yml', 'actions/*/dist/**', 'package.json', 'package-lock.json')";
+/** Entries are saved as `site-<inputs>-<run>-<attempt>`: the restore key matches them as a prefix. */
+const EXACT =
+  "startsWith(steps.site.outputs.cache-matched-key, format('{0}-', steps.site.outputs.cache-primary-key))";
+
+/** The site's restore step (id site), and the save step when there is one, checked for keys and wiring. */
+function siteCache(all: Plain[]) {
+  const restore = all.findIndex(
+    (s) => String(s.uses).startsWith("actions/cache/restore@") && s.with.path === "site",
+  );
+  const save = all.findIndex(
+    (s) => String(s.uses).startsWith("actions/cache/save@") && s.with.path === "site",
+  );
+  expect(restore).toBeGreaterThan(-1);
+  expect(all[restore].id).toBe("site");
+  // The primary key is the inputs' hash alone (a prefix of every entry saved from them: the newest
+  // wins); restore-keys the newest entry of any inputs, which the action builds over.
+  expect(all[restore].with).toMatchObject({
+    key: expression(`format('site-{0}', ${SITE_INPUTS})`),
+    "restore-keys": "site-",
+  });
+  return { restore, save };
+}
 const shell = (job: Plain) =>
   steps(job)
     .map((s) => String(s.run ?? ""))
@@ -88,23 +118,34 @@ describe("publish.yml", () => {
   it("never commits site/: restores the previous deployment before publishing, saves it after signing, uploads it", () => {
     const all = steps(publish);
     const index = (predicate: (s: Plain) => boolean) => all.findIndex(predicate);
-    const restore = index(
-      (s) => String(s.uses).startsWith("actions/cache/restore@") && s.with.path === "site",
-    );
-    const save = index((s) => String(s.uses).startsWith("actions/cache/save@") && s.with.path === "site");
+    const { restore, save } = siteCache(all);
     const upload = index((s) => String(s.uses).startsWith("actions/upload-pages-artifact@"));
-    expect(all[restore].with).toMatchObject({
-      key: expression("format('site-{0}', github.sha)"),
-      "restore-keys": "site-",
-    });
     expect(restore).toBeLessThan(index((s) => s.id === "publish"));
     expect(save).toBeGreaterThan(index((s) => s.id === "sign"));
     expect(save).toBeLessThan(upload);
-    // A key is written once: the records commit, then the run, so every save is a new entry.
-    expect(String(all[save].with.key)).toContain("steps.publish.outputs.commit || github.sha");
-    expect(String(all[save].with.key)).toContain("github.run_id");
-    expect(all[save].if).toBe(all[upload].if);
+    // Saved under the inputs' hash as it is after the publication, then the run: every save is a new
+    // key (entries are immutable), so a re-signed site is never shadowed by an older entry.
+    expect(all[save].with.key).toBe(
+      expression(`format('site-{0}-{1}-{2}', ${SITE_INPUTS}, github.run_id, github.run_attempt)`),
+    );
+    // A failed save costs the next run a build, never this run its deploy.
+    expect(all[save]["continue-on-error"]).toBe(true);
+    // Saved whenever Pages deploys, and when the restored entry was not exact (the action built
+    // over it): the next no-op run then finds an exact one.
+    expect(all[save].if).toBe(
+      `steps.sign.outputs.deploy == 'true' || steps.publish.outputs.deploy == 'true' || !${EXACT}`,
+    );
+    expect(all[upload].if).toBe(
+      "steps.sign.outputs.deploy == 'true' || steps.publish.outputs.deploy == 'true'",
+    );
     expect(all[upload].with.path).toBe("site");
+  });
+
+  it("skips the drift check only for an entry saved from exactly these inputs", () => {
+    const step = steps(publish).find((s) => s.id === "publish");
+    expect(step.with["site-exact"]).toBe(expression(EXACT));
+    // The pending step never reads the site.
+    expect(steps(publish).find((s) => s.id === "pending").with["site-exact"]).toBeUndefined();
   });
 });
 
@@ -128,15 +169,34 @@ describe("sync.yml", () => {
 
   it("restores the previous site before the sync and saves what it deploys", () => {
     const all = steps(sync);
-    const restore = all.findIndex(
-      (s) => String(s.uses).startsWith("actions/cache/restore@") && s.with.path === "site",
-    );
-    const save = all.findIndex(
-      (s) => String(s.uses).startsWith("actions/cache/save@") && s.with.path === "site",
-    );
-    expect(restore).toBeGreaterThan(-1);
+    const { restore, save } = siteCache(all);
     expect(restore).toBeLessThan(all.findIndex((s) => s.id === "sync"));
     expect(save).toBeGreaterThan(all.findIndex((s) => s.id === "sync"));
-    expect(String(all[save].with.key)).toContain("steps.sync.outputs.commit || github.sha");
+    expect(all[save].with.key).toBe(
+      expression(`format('site-{0}-{1}-{2}', ${SITE_INPUTS}, github.run_id, github.run_attempt)`),
+    );
+    expect(all[save]["continue-on-error"]).toBe(true);
+    expect(all[save].if).toBe(
+      expression(
+        `!cancelled() && (steps.sync.outputs.changed == 'true' || (steps.sync.outcome == 'success' && !${EXACT}))`,
+      ),
+    );
+    expect(all.find((s) => s.id === "sync").with["site-exact"]).toBe(expression(EXACT));
+  });
+});
+
+describe("validate-submission.yml", () => {
+  const validate = workflow("validate-submission.yml").jobs.validate;
+
+  it("reads the default branch's entry for the base checkout's inputs, never writes one, and skips the build only on an exact one", () => {
+    const all = steps(validate);
+    const { restore, save } = siteCache(all);
+    expect(save).toBe(-1);
+    const step = all.findIndex((s) => s.id === "validate");
+    expect(restore).toBeLessThan(step);
+    expect(all[step].with["site-exact"]).toBe(expression(EXACT));
+    // The inputs hashed are the base branch's: the checkout is the base ref, not the pull request.
+    const checkout = all.find((s) => String(s.uses).startsWith("actions/checkout@"));
+    expect(checkout.with.ref).toBe(expression("github.base_ref"));
   });
 });

@@ -1,7 +1,7 @@
 /**
  * The Actions cache as actions/cache/restore and actions/cache/save see it (a fake, named as one):
  * an entry is a folder saved under a key and never changed afterwards; a restore takes the exact key
- * or else the newest entry whose key starts with one of the restore keys, in their order; a save
+ * or else the newest entry whose key starts with the key, then with each restore key in their order; a save
  * under a key that exists is refused with a warning and fails nothing, as the action does. Stand-ins
  * for workflow-job.ts, keyed by the action's name.
  */
@@ -35,7 +35,9 @@ export class ActionsCache {
   private find(key: string, restoreKeys: string[]): Entry | undefined {
     const exact = this.entries.find((e) => e.key === key);
     if (exact) return exact;
-    for (const prefix of restoreKeys) {
+    // GitHub's docs (dependency caching, "cache action usage"): with no exact match the primary key
+    // is matched as a prefix too, before the restore keys in their order.
+    for (const prefix of [key, ...restoreKeys]) {
       const match = this.entries
         .filter((e) => e.key.startsWith(prefix))
         .sort((a, b) => b.created - a.created)[0];
@@ -52,10 +54,15 @@ export class ActionsCache {
           .map((k) => k.trim())
           .filter(Boolean);
         const entry = this.find(inputs.key ?? "", restoreKeys);
-        if (!entry) return { "cache-hit": "false" };
+        const primary = inputs.key ?? "";
+        if (!entry) return { "cache-hit": "false", "cache-primary-key": primary };
         rmSync(inputs.path!, { recursive: true, force: true });
         cpSync(entry.dir, inputs.path!, { recursive: true });
-        return { "cache-hit": String(entry.key === inputs.key), "cache-matched-key": entry.key };
+        return {
+          "cache-hit": String(entry.key === primary),
+          "cache-primary-key": primary,
+          "cache-matched-key": entry.key,
+        };
       },
       "actions/cache/save": async (inputs) => {
         if (this.entries.some((e) => e.key === inputs.key)) {
