@@ -12,6 +12,7 @@ import {
   emptyFolders,
   pool,
   publishedFolders,
+  readOperations,
   runSvc,
   spawnSvc,
   startServe,
@@ -92,7 +93,7 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("svc import killed at ever
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     newTree = treeHashes(reference);
-    operations = readFileSync(log, "utf8").trim().split("\n");
+    operations = readOperations(log);
     commitPoint = operations.findIndex((op) => / rename .*\/txn-\S+ -> .*\/commit-/.test(op)) + 1;
   }, 120_000);
 

@@ -130,7 +130,7 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("the publish route killed 
         csrf: admin.csrf,
       }).catch((error: unknown) => error);
       expect(answer, what).toBeInstanceOf(Error); // the connection died with the process
-      expect((await doomed.exited).signal, `${what}\n${doomed.stderr()}`).toBe("SIGKILL");
+      expect((await doomed.exitedWithin()).signal, `${what}\n${doomed.stderr()}`).toBe("SIGKILL");
 
       const portal = await startServe(root, { env });
       const call = api(portal.origin);

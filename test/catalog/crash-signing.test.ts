@@ -10,6 +10,7 @@ import {
   phasePoints,
   pool,
   publishedFolders,
+  readOperations,
   runSvc,
   startServe,
   contentHashes,
@@ -99,7 +100,7 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))(
       expect(run.code, run.stderr).toBe(0);
       expect(await treeProblems(reference)).toEqual([]);
       newTree = contentHashes(reference);
-      operations = readFileSync(log, "utf8").trim().split("\n");
+      operations = readOperations(log);
       commitPoint = operations.findIndex((op) => / rename .*\/txn-\S+ -> .*\/commit-/.test(op)) + 1;
     }, 180_000);
 

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -9,6 +9,7 @@ import {
   phasePoints,
   pool,
   publishedFolders,
+  readOperations,
   readRecords,
   startServe,
   contentHashes,
@@ -198,7 +199,7 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("hide and unhide killed mi
       expect(await treeProblems(done.root)).toEqual([]);
       copyTree(done.root, join(work, `${decision}-reference`));
       rmSync(done.root, { recursive: true, force: true });
-      operations[decision] = readFileSync(log, "utf8").trim().split("\n");
+      operations[decision] = readOperations(log);
     }
     hidden = join(work, "hide-reference");
     trees.hidden = contentHashes(hidden);
@@ -215,7 +216,7 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("hide and unhide killed mi
       killAfter: "unlink:/.svc-tmp/publish.lock",
     });
     expect(answer).toBeInstanceOf(Error);
-    expect((await portal.exited).signal, portal.stderr()).toBe("SIGKILL");
+    expect((await portal.exitedWithin()).signal, portal.stderr()).toBe("SIGKILL");
     expect(readRecords(root).find((r) => r.version === "1.1.0")?.status).toBe("hidden");
     expect(await restartAndCheck(root, trees.hidden!)).toEqual([]);
     rmSync(root, { recursive: true, force: true });
@@ -260,7 +261,7 @@ describe.skipIf(shouldSkip(clamscanPath, "clamscan"))("hide and unhide killed mi
             killAt === 0 ? { killAfter: "unlink:/.svc-tmp/publish.lock" } : { killAt },
           );
           root = killed.root;
-          const exit = await killed.portal.exited;
+          const exit = await killed.portal.exitedWithin();
           if (exit.signal !== "SIGKILL") problems.push(`not killed: ${JSON.stringify(exit)}`);
           const committed = killAt === 0 || killAt > commitPoint;
           problems.push(...(await restartAndCheck(root, committed ? trees[to]! : trees[from]!)));

@@ -78,15 +78,46 @@ export function spawnSvc(args: string[], options: SpawnOptions): ChildProcess {
   });
 }
 
-export function runSvc(args: string[], options: SpawnOptions): Promise<CliRun> {
+/** How long a crash test waits for one child to exit before it gives up on it (and kills it). */
+export const EXIT_TIMEOUT_MS = 120_000;
+
+/**
+ * `exited`, waited for at most timeoutMs: past it the child is SIGKILLed and the promise rejects
+ * naming `what` (a kill point the process never reached, a stop it ignored), so no crash test waits
+ * forever on a process that was never going to exit.
+ */
+export function exitWithin<T>(
+  child: ChildProcess,
+  exited: Promise<T>,
+  what: string,
+  timeoutMs = EXIT_TIMEOUT_MS,
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`${what}: the process had not exited after ${timeoutMs / 1000} s (killed now)`));
+    }, timeoutMs);
+  });
+  return Promise.race([exited, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** `svc <args>` to its exit, at most timeoutMs (see exitWithin). */
+export function runSvc(args: string[], options: SpawnOptions & { timeoutMs?: number }): Promise<CliRun> {
   const child = spawnSvc(args, options);
   const output = collect(child);
-  return new Promise((resolve, reject) => {
+  const exited = new Promise<CliRun>((resolve, reject) => {
     child.once("error", reject);
     child.once("exit", (code, signal) =>
       resolve({ code, signal, stdout: output.out(), stderr: output.err() }),
     );
   });
+  return exitWithin(
+    child,
+    exited,
+    `svc ${args.join(" ")}${options.fault ? ` (fault ${JSON.stringify(faultEnv(options.fault))})` : ""}`,
+    options.timeoutMs,
+  );
 }
 
 export interface ServeRun {
@@ -96,7 +127,12 @@ export interface ServeRun {
   stderr: () => string;
   /** Resolves when the process has exited (killed or stopped). */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** SIGTERM, as a service manager stops it; resolves with its exit. */
+  /**
+   * Its exit, waited for at most timeoutMs (see exitWithin): for a process the fault preload is to
+   * kill, a kill point it never reaches fails the test with a message instead of hanging it.
+   */
+  exitedWithin: (timeoutMs?: number) => Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGTERM, as a service manager stops it; resolves with its exit (at most EXIT_TIMEOUT_MS). */
   stop: () => Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
@@ -131,9 +167,16 @@ export async function startServe(
     stdout: output.out,
     stderr: output.err,
     exited,
+    exitedWithin: (timeoutMs) =>
+      exitWithin(
+        child,
+        exited,
+        `svc serve on ${origin}${options.fault ? ` (fault ${JSON.stringify(faultEnv(options.fault))})` : ""}\n${output.err()}`,
+        timeoutMs,
+      ),
     stop: () => {
       if (!done) child.kill("SIGTERM");
-      return exited;
+      return exitWithin(child, exited, `svc serve on ${origin}, stopped with SIGTERM`);
     },
   };
 }
@@ -312,6 +355,23 @@ export async function treeProblems(root: string): Promise<string[]> {
   return problems;
 }
 
+/**
+ * The operations of an SVC_FAULT_LOG that belong to the operation under test: without the release
+ * of the checkout lock `svc serve` holds (.svc-tmp/portal.lock, unlinked when the portal stops, which
+ * a reference run logs after the request it armed the preload for). A kill point there is never
+ * reached while the request runs. The lock's operations come only after the request's (it is taken
+ * at start-up, before the preload is armed), so the numbers of the lines kept are unchanged; one
+ * before another operation would renumber them, and throws.
+ */
+export function readOperations(log: string): string[] {
+  const lines = readFileSync(log, "utf8").trim().split("\n").filter(Boolean);
+  const isLock = (op: string) => op.includes("/.svc-tmp/portal.lock");
+  const kept = lines.filter((op) => !isLock(op));
+  if (lines.slice(0, kept.length).some(isLock))
+    throw new Error(`${log}: a portal.lock operation comes before the operation under test ends`);
+  return kept;
+}
+
 /** The phase of a publication an operation (a line of SVC_FAULT_LOG) belongs to. */
 function phaseOf(op: string): string {
   if (/\/txn-\S+ -> .*\/commit-/.test(op)) return "commit point";
@@ -320,6 +380,7 @@ function phaseOf(op: string): string {
   if (op.includes("signing-owed")) return "signing note";
   if (op.includes("/txn-") || op.includes("/downloads/")) return "prepare";
   if (op.includes("publish.lock")) return "lock";
+  if (op.includes("portal.lock")) return "portal lock";
   return "other";
 }
 
@@ -334,6 +395,8 @@ export function phasePoints(operations: readonly string[], from = 1): number[] {
   const points = new Set<number>();
   operations.forEach((op, i) => {
     const phase = phaseOf(op);
+    // The lock of the checkout a portal holds is released at its stop, not by the operation under test.
+    if (phase === "portal lock") return;
     if (i === 0 || phaseOf(operations[i - 1]!) !== phase) points.add(i + 1);
     if (i === operations.length - 1 || phaseOf(operations[i + 1]!) !== phase) points.add(i + 1);
     if (phase === "commit point") points.add(i + 2);
