@@ -357,6 +357,40 @@ describe.skipIf(skip)("publish: no bypass of the approval", { timeout: RUNS_TIME
   });
 });
 
+describe.skipIf(skip)("publish: the restored site and site-exact", { timeout: RUNS_TIMEOUT }, () => {
+  it("site-exact keeps the restored site unexamined; without it a drifted one is built over and deployed", async () => {
+    const s = await start();
+    const before = s.remote.head();
+    const sub = mergeApproved(s, 7, "better-hud");
+    expect((await s.run(await s.checkout(), pushEvent(before, sub.merge, [sub.path]))).code).toBe(0);
+    s.world.deployments = [{ id: 1, sha: s.remote.head(), state: "success" }];
+    const catalog = "site/api/v1/catalog.json";
+    const drift = (workspace: string) => {
+      const file = join(workspace, catalog);
+      const text = `${JSON.stringify({ ...JSON.parse(readFileSync(file, "utf8")), staleField: true }, null, 2)}\n`;
+      writeFileSync(file, text);
+      return { file, text };
+    };
+
+    // site-exact: the workflow vouches that the entry was saved from exactly these inputs.
+    const exactWorkspace = await s.checkout();
+    const stale = drift(exactWorkspace);
+    const exact = await s.run(exactWorkspace, scheduleEvent(), { inputs: { "site-exact": "true" } });
+    expect(exact.code, exact.stdout).toBe(0);
+    expect(exact.outputs).toMatchObject({ published: "0", deploy: "false", "site-rebuilt": "false" });
+    expect(exact.stdout).toContain("kept without a check");
+    expect(readFileSync(stale.file, "utf8")).toBe(stale.text);
+
+    // Anything else: built over, the drift repaired, and Pages deploys the change.
+    const workspace = await s.checkout();
+    const drifted = drift(workspace);
+    const built = await s.run(workspace, scheduleEvent(), { inputs: { "site-exact": "false" } });
+    expect(built.code, built.stdout).toBe(0);
+    expect(built.outputs).toMatchObject({ published: "0", deploy: "true", "site-rebuilt": "true" });
+    expect(readFileSync(drifted.file, "utf8")).not.toContain("staleField");
+  });
+});
+
 describe.skipIf(skip)("publish: idempotent", { timeout: RUNS_TIMEOUT }, () => {
   it("an already published version is a no-op with no pull request reads; other bytes for it are refused; Pages deploys and the scanner installs only when needed", async () => {
     const s = await start();
