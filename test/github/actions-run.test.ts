@@ -5,7 +5,7 @@
  * each test proves every expected call was made; workspaces are temp portal projects.
  */
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -200,6 +200,75 @@ describe("actions/validate from its bundle", () => {
       status: "failed",
       reasonCode: "version_exists",
     });
+  });
+
+  it("reads a restored site as it is only with site-exact; an older entry is built over from the base branch's records", async () => {
+    project = catalogProject();
+    // The cache entry: a deployment from before 1.0.0 was published.
+    const older = mkdtempSync(join(tmpdir(), "svc-older-site-"));
+    stops.push(async () => rmSync(older, { recursive: true, force: true }));
+    cpSync(project.siteDir, older, { recursive: true });
+    const published = modRelease({ version: "1.0.0" });
+    await publishRelease(publisherOptions(project), {
+      packageBytes: published.packageBytes,
+      sidecar: published.sidecar,
+      source: { kind: "import" },
+    });
+    const again = modRelease({ version: "1.0.0", extraFiles: { "notes.txt": "changed\n" } });
+    const tls = await startTlsServer({ "/better-hud-1.0.0.zip": again.packageBytes });
+    stops.push(() => tls.stop());
+    const path = "submissions/better-hud/1.0.0.json";
+    const side = {
+      ...again.sidecar,
+      package: { ...again.sidecar.package, url: `${tls.url}/better-hud-1.0.0.zip` },
+    };
+    const validate = async (siteExact: string) => {
+      rmSync(project!.siteDir, { recursive: true, force: true });
+      cpSync(older, project!.siteDir, { recursive: true });
+      github.expect("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", { body: [addedFile(path)] });
+      github.expect("GET /repos/{owner}/{repo}/contents/{path}", {
+        body: {
+          type: "file",
+          encoding: "base64",
+          content: Buffer.from(JSON.stringify(side)).toString("base64"),
+          path,
+          name: "1.0.0.json",
+          sha: "f".repeat(40),
+          size: 1,
+        },
+      });
+      const event = examplePayload("pull_request", "opened");
+      event.pull_request.number = 1;
+      event.pull_request.head.sha = "e".repeat(40);
+      const result = await runAction("validate", {
+        workspace: project!.root,
+        event,
+        eventName: "pull_request",
+        env: runnerEnv({ NODE_EXTRA_CA_CERTS: tls.caFile }),
+        inputs: {
+          "github-token": "ghs_read_only_test",
+          "report-path": join(dir, "submission-report.json"),
+          scanner: "none",
+          "site-exact": siteExact,
+        },
+      });
+      expect(result.code, result.stdout).toBe(0);
+      github.assertDone();
+      const report = readJson(join(dir, "submission-report.json")) as {
+        report: { checks: Array<{ id: string; status: string; reasonCode?: string }> };
+      };
+      return { result, semver: report.report.checks.find((c) => c.id === "semantic_version") };
+    };
+
+    // site-exact: the workflow vouches the entry matches the base checkout, so nothing is built (here
+    // it does not, which is how the test sees that the site was read as it is).
+    const exact = await validate("true");
+    expect(exact.result.stdout).toContain("read as it is");
+    expect(exact.semver?.reasonCode).not.toBe("version_exists");
+    // Without it the older entry is built over from the records, and 1.0.0 exists.
+    const built = await validate("false");
+    expect(built.result.stdout).toContain("site/ restored from an older cache entry: svc build wrote");
+    expect(built.semver).toMatchObject({ status: "failed", reasonCode: "version_exists" });
   });
 
   it("judges version_exists against every published version, not only the catalog's newest", async () => {
