@@ -130,10 +130,11 @@ describe("publish.yml", () => {
     );
     // A failed save costs the next run a build, never this run its deploy.
     expect(all[save]["continue-on-error"]).toBe(true);
-    // Saved whenever Pages deploys, and when the restored entry was not exact (the action built
-    // over it): the next no-op run then finds an exact one.
+    // Saved whenever Pages deploys, when the restored entry was not exact (the action built over
+    // it), and when the run changed the inputs without a deploy (a refusal written to the ledger):
+    // the next no-op run then finds an exact one.
     expect(all[save].if).toBe(
-      `steps.sign.outputs.deploy == 'true' || steps.publish.outputs.deploy == 'true' || !${EXACT}`,
+      `steps.sign.outputs.deploy == 'true' || steps.publish.outputs.deploy == 'true' || !${EXACT} || format('site-{0}', ${SITE_INPUTS}) != steps.site.outputs.cache-primary-key`,
     );
     expect(all[upload].if).toBe(
       "steps.sign.outputs.deploy == 'true' || steps.publish.outputs.deploy == 'true'",
