@@ -10,7 +10,8 @@
  * failure()), as on GitHub. A fake of the runner, named as one.
  */
 import { execFile } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { data, Evaluator, Lexer, Parser } from "@actions/expressions";
@@ -76,11 +77,10 @@ const STATUS = ["success", "failure", "always", "cancelled"];
 
 function evaluate(expr: string, context: Record<string, unknown>, failed: boolean): data.ExpressionData {
   const lexed = new Lexer(expr).lex();
-  const parsed = new Parser(
-    lexed.tokens,
-    CONTEXTS,
-    STATUS.map((name) => ({ name, minArgs: 0, maxArgs: 0 })),
-  ).parse();
+  const parsed = new Parser(lexed.tokens, CONTEXTS, [
+    ...STATUS.map((name) => ({ name, minArgs: 0, maxArgs: 0 })),
+    { name: "hashFiles", minArgs: 1, maxArgs: 255 },
+  ]).parse();
   const status = new Map(
     STATUS.map((name) => [
       name,
@@ -95,8 +95,65 @@ function evaluate(expr: string, context: Record<string, unknown>, failed: boolea
       },
     ]),
   );
+  const workspace = String((context.github as { workspace?: unknown } | undefined)?.workspace ?? "");
+  const functions = new Map([...status, ["hashfiles", hashFilesFunction(workspace)]]);
   const dictionary = JSON.parse(JSON.stringify(context), data.reviver) as data.Dictionary;
-  return new Evaluator(parsed, dictionary, status).evaluate();
+  return new Evaluator(parsed, dictionary, functions).evaluate();
+}
+
+/** A glob of the runner's hashFiles as the workflows use it: `**` any depth, `*` within one name. */
+function globRegExp(pattern: string): RegExp {
+  const body = pattern
+    .split("**")
+    .map((part) =>
+      part
+        .split("*")
+        .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+        .join("[^/]*"),
+    )
+    .join(".*");
+  return new RegExp(`^${body}$`);
+}
+
+function workspaceFiles(dir: string, prefix = ""): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.name === ".git" || entry.name === "node_modules") continue;
+    const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) out.push(...workspaceFiles(join(dir, entry.name), rel));
+    else if (entry.isFile()) out.push(rel);
+  }
+  return out;
+}
+
+/**
+ * The runner's hashFiles(patterns...): the sha256 of the sha256 digests of every matched file under
+ * the workspace, in path order; the empty string when nothing matches (actions/runner's
+ * hashFiles script). Evaluated when a step's expression is, as on the runner.
+ */
+function hashFilesFunction(workspace: string) {
+  return {
+    name: "hashFiles",
+    minArgs: 1,
+    maxArgs: 255,
+    call: (...args: data.ExpressionData[]) => {
+      const patterns = args.map((a) => globRegExp(a.coerceString()));
+      const files = workspace
+        ? workspaceFiles(workspace)
+            .filter((f) => patterns.some((p) => p.test(f)))
+            .sort()
+        : [];
+      if (files.length === 0) return new data.StringData("");
+      const all = createHash("sha256");
+      for (const f of files)
+        all.update(
+          createHash("sha256")
+            .update(readFileSync(join(workspace, f)))
+            .digest(),
+        );
+      return new data.StringData(all.digest("hex"));
+    },
+  };
 }
 
 /** A value of the file as the runner sees it: `${{ }}` evaluated, literals as they are. */
@@ -173,6 +230,9 @@ export async function runJob(options: JobOptions): Promise<JobResult> {
     github: {
       event_name: options.event.name,
       event: options.event.payload,
+      // What GitHub sets: the login whose action started the run (a push's pusher, a schedule's
+      // workflow file's last committer), which the payload names as its sender.
+      actor: String((options.event.payload.sender as { login?: unknown } | undefined)?.login ?? "octocat"),
       token: options.token ?? "ghs_workflow_token",
       workspace: options.workspace,
       repository: options.env?.GITHUB_REPOSITORY ?? "",
