@@ -96,10 +96,16 @@ function evaluate(expr: string, context: Record<string, unknown>, failed: boolea
     ]),
   );
   const workspace = String((context.github as { workspace?: unknown } | undefined)?.workspace ?? "");
-  const functions = new Map([...status, ["hashfiles", hashFilesFunction(workspace)]]);
+  const functions: EvaluatorFunctions = new Map([
+    ...(status as EvaluatorFunctions),
+    ["hashfiles", hashFilesFunction(workspace)],
+  ]);
   const dictionary = JSON.parse(JSON.stringify(context), data.reviver) as data.Dictionary;
   return new Evaluator(parsed, dictionary, functions).evaluate();
 }
+
+/** The function table Evaluator takes (its FunctionDefinition type is not exported by the package). */
+type EvaluatorFunctions = NonNullable<ConstructorParameters<typeof Evaluator>[2]>;
 
 /** A glob of the runner's hashFiles as the workflows use it: `**` any depth, `*` within one name. */
 function globRegExp(pattern: string): RegExp {
