@@ -155,6 +155,9 @@ export const ERROR_CODES = {
   app_not_installed: github("the GitHub App is not installed on the portal repository", 502),
 
   address_in_use: local("svc serve's host and port are taken by another process; nothing was left running"),
+  workers_need_database: local(
+    "svc serve --workers above 1 needs PostgreSQL (DATABASE_URL): PGlite is one process's database",
+  ),
 
   usage_invalid: cli("the command line is invalid (unknown flag, missing argument)"),
   package_unreadable: cli("--package names no readable file"),

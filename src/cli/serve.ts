@@ -2,6 +2,8 @@ import { defaultRandomBytes } from "../accounts/secrets.ts";
 import { createSubmissionsRuntime } from "../pipeline/submissions-runtime.ts";
 import { assertCanSign, signAfterCommit } from "../distribution/tuf-repository.ts";
 import { portalSigning } from "./keys.ts";
+import cluster, { type Worker } from "node:cluster";
+import { availableParallelism } from "node:os";
 import { join, relative } from "node:path";
 import { withPublishLock } from "../catalog/atomic-files.ts";
 import {
@@ -32,7 +34,7 @@ import { startDevExample } from "./example.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags, recoveredLine } from "./project.ts";
 
 const HELP = `usage: svc serve [--port 8787] [--host 127.0.0.1] [--dev] [--no-example] [--reset-limits]
-                 [--root DIR] [--site DIR]
+                 [--root DIR] [--site DIR] [--workers N|auto]
 
 Runs the local portal: the static site with every contract route (also without .json), and the
 backend routes on one process. --dev turns on the developer switches npm start uses
@@ -42,7 +44,13 @@ the example mod (pulls-template/example-mod) through the importer.
 
   --no-example     do not publish the example mod (also SVC_EXAMPLE=0)
   --reset-limits   clear every rate-limit window before serving
+  --workers N      serve from N processes (auto: one per core) sharing the port; needs DATABASE_URL
+                   (PostgreSQL). The first process holds the locks, recovers, builds the site and runs
+                   the background jobs (validation worker) once; the N workers only serve.
 `;
+
+/** Set in the environment of a forked serving worker (node:cluster); never by a person. */
+const WORKER_ENV = "SVC_SERVE_WORKER_PORT";
 
 export async function run(args: string[], io: CliIo): Promise<number> {
   const { values } = parseFlags(args, {
@@ -52,11 +60,23 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     dev: { type: "boolean" },
     "no-example": { type: "boolean" },
     "reset-limits": { type: "boolean" },
+    workers: { type: "string" },
   });
   if (values.help) {
     io.stdout.write(HELP);
     return EXIT_OK;
   }
+  const workers =
+    values.workers === undefined
+      ? 1
+      : values.workers === "auto"
+        ? availableParallelism()
+        : Number(values.workers);
+  if (!Number.isInteger(workers) || workers < 1 || workers > 256) {
+    io.stderr.write(`svc serve: --workers must be 1-256 or auto\n`);
+    return EXIT_USAGE;
+  }
+  if (cluster.isWorker && io.env[WORKER_ENV]) return serveWorker(values, io);
   const port = Number(values.port ?? io.env.PORT ?? 8787);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     io.stderr.write(`svc serve: --port must be 0-65535\n`);
@@ -68,6 +88,12 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   const listenPort = values.dev ? await resolvePort(host, port) : port;
   const config = values.dev ? devPortalConfig(configured, host, listenPort) : configured;
   const settings = parseSettings(env, { dataDir: join(paths.root, ".data") });
+  if (workers > 1 && !settings.databaseUrl)
+    throw new SvcError(
+      "workers_need_database",
+      `svc serve --workers ${workers} needs PostgreSQL: set DATABASE_URL (PGlite, the default database, is opened by one process only), or serve with one process`,
+      { details: { workers } },
+    );
   // The store first: on PGlite it locks the data folder, so a second portal on the same folder is
   // refused (data_dir_locked) before it touches anything.
   const store = await createStore(settings);
@@ -143,8 +169,11 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   const startup = await pipeline.ready;
   const server = createPortalServer(app);
   let bound: { port: number; host: string };
+  let pool: Worker[] = [];
   try {
-    bound = await listen(server, listenPort, host);
+    if (workers > 1) {
+      ({ bound, pool } = await forkWorkers(workers, listenPort, host, () => pipeline.worker.kick()));
+    } else bound = await listen(server, listenPort, host);
   } catch (error) {
     // Nothing may keep running once the portal cannot serve: the worker, the store (and with it the
     // data folder's lock) and a dev portal's rebuilt site are put back before the error is reported.
@@ -174,6 +203,11 @@ export async function run(args: string[], io: CliIo): Promise<number> {
       `  health      ${origin}/api/v1/backend/health`,
       `  backend     ${implemented.length}/${ENDPOINTS.length} routes implemented: ${implemented.join(", ")}`,
       `  database    ${app.store?.description ?? "none"}`,
+      ...(pool.length > 0
+        ? [
+            `  workers     ${pool.length} serving processes (pids ${pool.map((w) => w.process.pid).join(", ")}); locks, recovery, site and background jobs in pid ${process.pid}`,
+          ]
+        : []),
       `  antivirus   ${pipeline.scannerDescription}`,
       `  github      ${pipeline.githubDescription}`,
       `  staging     ${join(settings.dataDir, "uploads", "staging")} (private)`,
@@ -202,7 +236,8 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     write: (lines) => io.stdout.write(`${lines.join("\n")}\n`),
   });
   await new Promise<void>((resolve) => {
-    const stop = () => server.close(() => resolve());
+    const stop = () =>
+      pool.length > 0 ? void stopWorkers(pool).then(resolve) : server.close(() => resolve());
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
   });
@@ -216,6 +251,159 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   await app.store?.close();
   unlockCheckout();
   return EXIT_OK;
+}
+
+interface WorkerMessage {
+  svc?: "kick" | "listen-failed";
+  code?: string;
+  message?: string;
+}
+
+/**
+ * Forks the serving workers (node:cluster shares the listening socket between them). A worker that dies while the portal
+ * runs is replaced; an upload's kick from any worker wakes the primary's validation worker.
+ */
+async function forkWorkers(
+  count: number,
+  port: number,
+  host: string,
+  kick: () => void,
+): Promise<{ bound: { port: number; host: string }; pool: Worker[] }> {
+  const pool: Worker[] = [];
+  const forkOne = (onPort: number): Promise<{ worker: Worker; port: number }> =>
+    new Promise((resolve, reject) => {
+      const worker = cluster.fork({ [WORKER_ENV]: String(onPort) });
+      let failure: WorkerMessage | null = null;
+      worker.on("message", (message: WorkerMessage) => {
+        if (message?.svc === "kick") kick();
+        if (message?.svc === "listen-failed") failure = message;
+      });
+      const early = (code: number | null) =>
+        reject(
+          Object.assign(
+            new Error(failure?.message ?? `a serving worker exited before it listened (exit code ${code})`),
+            { code: failure?.code },
+          ),
+        );
+      worker.once("exit", early);
+      worker.once("listening", (address) => {
+        worker.off("exit", early);
+        resolve({ worker, port: address.port });
+      });
+    });
+  try {
+    // Every worker asks for the same port as given (0 included): the primary keeps one listening
+    // handle per address and port asked for, so port 0 binds one random port that all of them share.
+    const forked = await Promise.all(Array.from({ length: count }, () => forkOne(port)));
+    pool.push(...forked.map((f) => f.worker));
+    for (const worker of pool) replaceOnDeath(worker, pool, port, kick);
+    const first = forked[0]!;
+    return { bound: { port: first.port, host }, pool };
+  } catch (error) {
+    await stopWorkers(pool);
+    throw error;
+  }
+}
+
+/** A worker that exits while the portal serves (not on a stop) is replaced by a fresh one. */
+function replaceOnDeath(worker: Worker, pool: Worker[], port: number, kick: () => void): void {
+  worker.once("exit", () => {
+    const at = pool.indexOf(worker);
+    if (at < 0 || worker.exitedAfterDisconnect) return;
+    const next = cluster.fork({ [WORKER_ENV]: String(port) });
+    next.on("message", (message: WorkerMessage) => {
+      if (message?.svc === "kick") kick();
+    });
+    pool[at] = next;
+    replaceOnDeath(next, pool, port, kick);
+  });
+}
+
+/** Each worker finishes its requests, closes its database pool and exits. */
+async function stopWorkers(pool: Worker[]): Promise<void> {
+  const workers = pool.splice(0);
+  await Promise.all(
+    workers.map(
+      (worker) =>
+        new Promise<void>((resolve) => {
+          if (worker.isDead()) return resolve();
+          worker.once("exit", () => resolve());
+          worker.disconnect();
+        }),
+    ),
+  );
+}
+
+/**
+ * One serving worker of `svc serve --workers N`: its own database pool, app context and HTTP server
+ * on the shared port. It takes no lock, recovers nothing and builds nothing (the primary did, before
+ * forking) and runs no background job; each answer names its process (x-svc-worker).
+ */
+async function serveWorker(
+  values: Parameters<typeof openProject>[0] & ServeFlags,
+  io: CliIo,
+): Promise<number> {
+  const port = Number(io.env[WORKER_ENV]);
+  const host = values.host ?? "127.0.0.1";
+  const env = values.dev ? { SVC_DEV_EMAIL: "return-token", SVC_LIVE_UPLOADS: "1", ...io.env } : io.env;
+  const { paths, config: configured } = openProject(values, io);
+  const config = values.dev ? devPortalConfig(configured, host, port) : configured;
+  const settings = parseSettings(env, { dataDir: join(paths.root, ".data") });
+  const store = await createStore(settings);
+  const log = (line: string) => io.stderr.write(`${line}\n`);
+  const app = await createAppContext({
+    config,
+    settings,
+    siteDir: paths.siteDir,
+    recordsDir: paths.recordsDir,
+    store,
+    log: (line) => (line.startsWith("[dev email]") ? io.stdout.write(`${line}\n`) : log(line)),
+    ...(values.dev ? { rateLimitResetHint: RESET_LIMITS_HINT } : {}),
+  });
+  const pipeline = createSubmissionsRuntime({
+    config,
+    settings,
+    store,
+    root: paths.root,
+    recordsDir: paths.recordsDir,
+    siteDir: paths.siteDir,
+    now: app.now,
+    random: defaultRandomBytes,
+    log,
+    signing: portalSigning({ env, cwd: io.cwd }, settings.dataDir),
+    serveOnly: { kickWorker: () => process.send?.({ svc: "kick" }) },
+  });
+  app.submissions = pipeline.backend;
+  const server = createPortalServer(app);
+  const pid = String(process.pid);
+  server.prependListener("request", (_req, res) => res.setHeader("x-svc-worker", pid));
+  try {
+    await listen(server, port, host);
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    process.send?.({
+      svc: "listen-failed",
+      code,
+      message: code === "EADDRINUSE" ? `${host}:${port} is in use` : (error as Error).message,
+    });
+    await store.close();
+    throw error;
+  }
+  await new Promise<void>((resolve) => {
+    const stop = () => server.close(() => resolve());
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+    process.once("disconnect", stop);
+  });
+  await app.accounts?.flushPendingWrites();
+  await store.close();
+  if (process.connected) process.disconnect();
+  return EXIT_OK;
+}
+
+interface ServeFlags {
+  host?: string | undefined;
+  dev?: boolean | undefined;
 }
 
 /** The start-up line for what a crash of the previous process left and this one put right. */

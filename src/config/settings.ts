@@ -27,6 +27,12 @@ export interface RuntimeSettings {
    * writes the PR-backed state (docs/github.md, "Uploads through the API").
    */
   github: GitHubSettings | null;
+  /**
+   * SVC_ACCEL_REDIRECT (e.g. /internal-downloads/): behind nginx, an authorized fast-lane download
+   * answers with an empty body and `X-Accel-Redirect: {prefix}{site path}`, and nginx sends the bytes
+   * from an `internal` location (docs/api.md, "Behind nginx"). Null: the portal sends the bytes.
+   */
+  accelRedirect: string | null;
 }
 
 export interface GitHubSettings {
@@ -135,5 +141,19 @@ export function parseSettings(
       database: env.SVC_CLAMAV_DATABASE?.trim() || null,
     },
     github: parseGitHubSettings(env),
+    accelRedirect: parseAccelRedirect(env.SVC_ACCEL_REDIRECT),
   };
+}
+
+/** SVC_ACCEL_REDIRECT: an absolute URI prefix ending in /, of plain path characters (it goes into a header). */
+function parseAccelRedirect(value: string | undefined): string | null {
+  const prefix = value?.trim();
+  if (!prefix) return null;
+  if (!/^\/([A-Za-z0-9._~-]+\/)+$/.test(prefix)) {
+    throw new SvcError(
+      "config_invalid",
+      `SVC_ACCEL_REDIRECT must be a path like /internal-downloads/ (starts and ends with /; got '${prefix}')`,
+    );
+  }
+  return prefix;
 }

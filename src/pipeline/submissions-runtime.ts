@@ -10,7 +10,7 @@ import { appInstallation } from "../github/app-auth.ts";
 import type { Store } from "../store/store.ts";
 import type { SubmissionBackend } from "../submissions/backend.ts";
 import { type LocalBackendOptions, LocalSubmissionBackend } from "../submissions/local-backend.ts";
-import { recoverSubmissionsAtStart } from "../submissions/recovery.ts";
+import { recoverSubmissionsAtStart, type StartupRecovery } from "../submissions/recovery.ts";
 import { scannerFromSettings } from "../submissions/scanner-settings.ts";
 import { startValidationWorker } from "../submissions/worker.ts";
 import { GitHubSubmissionBackend } from "./github-backend.ts";
@@ -28,7 +28,20 @@ export interface SubmissionsSetup {
   log: (line: string) => void;
   /** Online signing keys: every publication, hide and unhide signs the site (see PublisherOptions.signing). */
   signing?: SiteSigning | null;
+  /**
+   * A serving worker of `svc serve --workers N`: start-up recovery and the validation worker run once,
+   * in the primary; this process only serves, and an upload's kick is handed to the primary here.
+   */
+  serveOnly?: { kickWorker: () => void };
 }
+
+const NOTHING_RECOVERED: StartupRecovery = {
+  partialFiles: 0,
+  orphanedPackages: 0,
+  resumedValidations: 0,
+  completedPublications: [],
+  reconciledVisibility: [],
+};
 
 /** The GitHub link the settings ask for (GitHub-backed submissions), or null. */
 export function githubLinkFromSettings(
@@ -96,36 +109,40 @@ export function createSubmissionsRuntime(setup: SubmissionsSetup) {
   };
   // What a crash of the previous process left (orphaned uploads, held leases, stranded publications)
   // is put right before the worker claims anything. PGlite holds its data folder exclusively.
-  const ready = recoverSubmissionsAtStart({
-    store: setup.store,
-    config: setup.config,
-    now: setup.now,
-    random: setup.random,
-    storageRoot: setup.settings.dataDir,
-    exclusive: setup.store.kind === "pglite",
-    publisher,
-    log: setup.log,
-  });
-  const worker = startValidationWorker(
-    {
-      store: setup.store,
-      config: setup.config,
-      now: setup.now,
-      random: setup.random,
-      siteDir: setup.siteDir,
-      storageRoot: setup.settings.dataDir,
-      scanner: scanner.create,
-      log: setup.log,
-      ...(github
-        ? {
-            onCompleted: async (id: string) => {
-              await reportOnce(setup, github, id);
-            },
-          }
-        : {}),
-    },
-    { startAfter: ready.catch(() => null) },
-  );
+  const ready = setup.serveOnly
+    ? Promise.resolve(NOTHING_RECOVERED)
+    : recoverSubmissionsAtStart({
+        store: setup.store,
+        config: setup.config,
+        now: setup.now,
+        random: setup.random,
+        storageRoot: setup.settings.dataDir,
+        exclusive: setup.store.kind === "pglite",
+        publisher,
+        log: setup.log,
+      });
+  const worker = setup.serveOnly
+    ? { kick: setup.serveOnly.kickWorker, stop: async () => {} }
+    : startValidationWorker(
+        {
+          store: setup.store,
+          config: setup.config,
+          now: setup.now,
+          random: setup.random,
+          siteDir: setup.siteDir,
+          storageRoot: setup.settings.dataDir,
+          scanner: scanner.create,
+          log: setup.log,
+          ...(github
+            ? {
+                onCompleted: async (id: string) => {
+                  await reportOnce(setup, github, id);
+                },
+              }
+            : {}),
+        },
+        { startAfter: ready.catch(() => null) },
+      );
   const local: LocalBackendOptions = {
     store: setup.store,
     config: setup.config,

@@ -139,9 +139,12 @@ export interface ServeRun {
 /** `svc serve --port 0` as its own process; resolves once it prints its banner (it is serving). */
 export async function startServe(
   root: string,
-  options: { env?: Record<string, string>; fault?: Fault; timeoutMs?: number } = {},
+  options: { env?: Record<string, string>; fault?: Fault; timeoutMs?: number; args?: string[] } = {},
 ): Promise<ServeRun> {
-  const child = spawnSvc(["serve", "--port", "0", "--root", root], { cwd: root, ...options });
+  const child = spawnSvc(["serve", "--port", "0", "--root", root, ...(options.args ?? [])], {
+    cwd: root,
+    ...options,
+  });
   const output = collect(child);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),
