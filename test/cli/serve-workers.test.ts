@@ -2,7 +2,7 @@
 // primary holds the locks and runs the start-up work and the background jobs once. PGlite is one
 // process's database, so --workers above 1 without DATABASE_URL is refused before anything starts.
 import { randomBytes } from "node:crypto";
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
@@ -38,6 +38,63 @@ async function freshDatabase(url: string): Promise<{ url: string; drop: () => Pr
       await client.end();
     },
   };
+}
+
+/** The pid of the process (among pids) holding the loopback TCP socket with this local port (Linux /proc). */
+function pidOfLocalPort(port: number, pids: string[]): string | null {
+  const inodes = new Set<string>();
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    if (!existsSync(table)) continue;
+    for (const line of readFileSync(table, "utf8").split("\n").slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      const local = fields[1];
+      if (local && Number.parseInt(local.split(":")[1] ?? "", 16) === port) inodes.add(fields[9] ?? "");
+    }
+  }
+  for (const pid of pids) {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      let target = "";
+      try {
+        target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        continue;
+      }
+      const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+      if (inode && inodes.has(inode)) return pid;
+    }
+  }
+  return null;
+}
+
+/**
+ * Which of pids used the database in the next ms while nobody sends a request: PostgreSQL's
+ * pg_stat_activity gives every connection's client port and when its state last changed (each
+ * statement moves it), and the port names the process. Only background work talks to the database
+ * then, and the validation worker polls its queue every second.
+ */
+async function busyWithoutRequests(databaseUrl: string, pids: string[], ms: number): Promise<Set<string>> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const first = new Map<number, string>();
+  const busy = new Set<number>();
+  try {
+    for (let round = 0, end = Date.now() + ms; Date.now() < end; round++) {
+      const { rows } = await client.query<{ client_port: number; changed: string }>(
+        "SELECT client_port, state_change::text AS changed FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND client_port IS NOT NULL",
+      );
+      for (const row of rows) {
+        const seen = first.get(row.client_port);
+        if (seen === undefined) {
+          first.set(row.client_port, row.changed);
+          if (round > 0) busy.add(row.client_port);
+        } else if (seen !== row.changed) busy.add(row.client_port);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await client.end();
+  }
+  return new Set([...busy].map((port) => pidOfLocalPort(port, pids) ?? `unknown port ${port}`));
 }
 
 describe("svc serve --workers", () => {
@@ -84,6 +141,10 @@ describe("svc serve --workers", () => {
             seen.add(health.headers.get("x-svc-worker") ?? "none");
           }
           expect([...seen].sort()).toEqual([a, b].sort());
+          // Between requests only the primary talks to the database: its validation worker polls the
+          // queue; the workers run no background job.
+          const busy = await busyWithoutRequests(database.url, [primary!, a!, b!], 3500);
+          expect([...busy]).toEqual([primary]);
           // Both workers serve the site the primary built once.
           const catalog = await fetch(`${portal.origin}/api/v1/catalog`);
           expect(catalog.status).toBe(200);
