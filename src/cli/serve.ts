@@ -319,7 +319,7 @@ function replaceOnDeath(worker: Worker, pool: Worker[], port: number, kick: () =
   });
 }
 
-/** Each worker finishes its requests, closes its database pool and exits. */
+/** Each worker finishes its requests, closes its database pool and exits (killed after 10 s). */
 async function stopWorkers(pool: Worker[]): Promise<void> {
   const workers = pool.splice(0);
   await Promise.all(
@@ -327,7 +327,12 @@ async function stopWorkers(pool: Worker[]): Promise<void> {
       (worker) =>
         new Promise<void>((resolve) => {
           if (worker.isDead()) return resolve();
-          worker.once("exit", () => resolve());
+          // A worker that has not exited 10 s after its disconnect is killed: the portal stops.
+          const kill = setTimeout(() => worker.kill("SIGKILL"), 10_000);
+          worker.once("exit", () => {
+            clearTimeout(kill);
+            resolve();
+          });
           worker.disconnect();
         }),
     ),
