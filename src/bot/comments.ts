@@ -6,7 +6,8 @@
 import { type SubmissionState, stateDefinition } from "../workflow/machine.ts";
 import type { SubmissionProblem } from "../github/submission-files.ts";
 import type { ReportCheck, SubmissionReport } from "../github/submission-report.ts";
-import { formatSize, type ReleaseDiff, renderReleaseDiffMarkdown } from "../contracts/release-diff.ts";
+import { type ReleaseDiff, renderReleaseDiffMarkdown } from "../contracts/release-diff.ts";
+import { formatBytes } from "../lib/format-bytes.ts";
 import { recordShard } from "../contracts/records.ts";
 
 /** The hidden marker that finds the status comment; the JSON after it is the stored state. */
@@ -182,7 +183,7 @@ export function releaseDiffSection(content: ReleaseDiffContent): string {
   return wrap([
     `### Changes in ${inlineCode(content.diff.version, 64)}`,
     "",
-    `Too long to show here (package ${formatSize(content.diff.size.packageBytes.after)}, ${content.fileCount} files, ${content.diff.risks.length} findings): compare the files with the last published version before approving.`,
+    `Too long to show here (package ${formatBytes(content.diff.size.packageBytes.after)}, ${content.fileCount} files, ${content.diff.risks.length} findings): compare the files with the last published version before approving.`,
   ]);
 }
 

@@ -1,12 +1,9 @@
 import { randomBytes } from "node:crypto";
 import {
-  closeSync,
   existsSync,
-  fsyncSync,
   linkSync,
   lstatSync,
   mkdirSync,
-  openSync,
   readdirSync,
   readFileSync,
   renameSync,
@@ -18,6 +15,7 @@ import {
 } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { SvcError } from "../errors.ts";
+import { fsyncPath } from "../lib/atomic-write.ts";
 import { describeHolder, removeLeftovers, waitForLock } from "../lib/lock-file.ts";
 
 /**
@@ -119,25 +117,6 @@ interface LegacyEntry {
   next: string | null;
   backup: string | null;
   create?: boolean;
-}
-
-function fsyncPath(path: string): void {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
-    throw error;
-  }
-  try {
-    fsyncSync(fd);
-  } catch (error) {
-    // Some platforms and filesystems refuse fsync on a directory; there is nothing more to do there.
-    if (!["EISDIR", "EINVAL", "EPERM", "EBADF"].includes((error as NodeJS.ErrnoException).code ?? ""))
-      throw error;
-  } finally {
-    closeSync(fd);
-  }
 }
 
 function safeJoin(root: string, path: string): string {

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { binForTarget, TUF_DIR, targetPathOfCommitted } from "../distribution/tuf-layout.ts";
 import { resolveSigning, type SiteSigning, signChanges, signSite } from "../distribution/tuf-repository.ts";
@@ -6,7 +6,7 @@ import { loadLatestRoot } from "../distribution/tuf-root.ts";
 import { loadBin, loadSignedState } from "../distribution/tuf-signed-state.ts";
 import { hashSiteFile } from "../distribution/tuf-site-targets.ts";
 import { SvcError } from "../errors.ts";
-import { writeFileAtomic } from "../lib/atomic-write.ts";
+import { fsyncPath, writeFileAtomic } from "../lib/atomic-write.ts";
 import { type CommitOptions, owedSigningPath, type PublishedTree } from "./atomic-files.ts";
 
 /**
@@ -49,18 +49,6 @@ function readNote(tree: PublishedTree): string[] | null {
   return [];
 }
 
-function fsyncDir(dir: string): void {
-  const fd = openSync(dir, "r");
-  try {
-    fsyncSync(fd);
-  } catch (error) {
-    if (!["EISDIR", "EINVAL", "EPERM", "EBADF"].includes((error as NodeJS.ErrnoException).code ?? ""))
-      throw error;
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** Adds the targets of committed paths (root- or site-relative) to the note, durably. */
 export function oweSigning(tree: PublishedTree, committed: readonly string[]): void {
   const targets = committed.map(targetPathOfCommitted).filter((t): t is string => t !== null);
@@ -71,7 +59,7 @@ export function oweSigning(tree: PublishedTree, committed: readonly string[]): v
   const file = owedSigningPath(tree.root);
   mkdirSync(dirname(file), { recursive: true });
   writeFileAtomic(file, `${JSON.stringify({ version: 1, targets: owed } satisfies OwedNote)}\n`);
-  fsyncDir(dirname(file));
+  fsyncPath(dirname(file));
 }
 
 /**
@@ -99,7 +87,7 @@ export function clearOwedSigning(tree: PublishedTree): void {
   const file = owedSigningPath(tree.root);
   if (!existsSync(file)) return;
   rmSync(file, { force: true });
-  fsyncDir(dirname(file));
+  fsyncPath(dirname(file));
 }
 
 /**

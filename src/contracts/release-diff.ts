@@ -7,6 +7,7 @@
  * comment (the bot's status comment can call it as it stands).
  */
 import type { Dependency, Entrypoint, ReleaseRecord } from "./records.ts";
+import { formatBytes } from "../lib/format-bytes.ts";
 
 /** One file of a package, as the validator measured it; the signature only where it was sniffed. */
 export interface DiffFile {
@@ -325,7 +326,7 @@ function deriveRisks(diff: Omit<ReleaseDiff, "risks">, current: ReleaseSide, rul
     risks.push({
       code: "package_size_jump",
       severity: "notice",
-      message: `the package grows from ${formatSize(before)} to ${formatSize(size.packageBytes.after)}`,
+      message: `the package grows from ${formatBytes(before)} to ${formatBytes(size.packageBytes.after)}`,
     });
   if (nativeBinaries.removed.length > 0)
     risks.push({
@@ -357,7 +358,7 @@ function deriveRisks(diff: Omit<ReleaseDiff, "risks">, current: ReleaseSide, rul
     risks.push({
       code: "first_release",
       severity: "info",
-      message: `first release of this mod: ${plural(files?.added.length ?? 0, "file")}, ${formatSize(size.installedBytes.after)} installed`,
+      message: `first release of this mod: ${plural(files?.added.length ?? 0, "file")}, ${formatBytes(size.installedBytes.after)} installed`,
     });
   else if (files === null)
     risks.push({
@@ -427,22 +428,8 @@ export function computeReleaseDiff(
   return { ...diff, risks: deriveRisks(diff, current, rules) };
 }
 
-/** Deterministic sizes (no locale), as the pages write them. */
-export function formatSize(bytes: number): string {
-  const magnitude = Math.abs(bytes);
-  if (magnitude < 1024) return `${bytes} bytes`;
-  const units = ["KiB", "MiB", "GiB"];
-  let value = magnitude / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${bytes < 0 ? "-" : ""}${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
-}
-
 function signed(bytes: number): string {
-  return bytes > 0 ? `+${formatSize(bytes)}` : bytes === 0 ? "no change" : formatSize(bytes);
+  return bytes > 0 ? `+${formatBytes(bytes)}` : bytes === 0 ? "no change" : formatBytes(bytes);
 }
 
 /**
@@ -503,14 +490,14 @@ export function renderReleaseDiffMarkdown(
     const native = (f: DiffEntry) => (f.native ? " (native)" : "");
     for (const f of files.added)
       rows.push(
-        `| ${diff.firstRelease ? "file" : "added"} | ${code(f.path)}${native(f)} | ${formatSize(f.sizeBytes)} |`,
+        `| ${diff.firstRelease ? "file" : "added"} | ${code(f.path)}${native(f)} | ${formatBytes(f.sizeBytes)} |`,
       );
     for (const f of files.changed)
       rows.push(
-        `| changed | ${code(f.path)}${native(f)} | ${formatSize(f.before.sizeBytes)} → ${formatSize(f.sizeBytes)} |`,
+        `| changed | ${code(f.path)}${native(f)} | ${formatBytes(f.before.sizeBytes)} → ${formatBytes(f.sizeBytes)} |`,
       );
     for (const f of files.removed)
-      rows.push(`| removed | ${code(f.path)}${native(f)} | ${formatSize(f.sizeBytes)} |`);
+      rows.push(`| removed | ${code(f.path)}${native(f)} | ${formatBytes(f.sizeBytes)} |`);
   }
   if (rows.length > 0) {
     lines.push("| change | file | size |", "|---|---|---|", ...rows.slice(0, maxFiles));
@@ -521,8 +508,8 @@ export function renderReleaseDiffMarkdown(
   const unchanged = files && !diff.firstRelease ? ` ${plural(files.unchangedCount, "file")} unchanged.` : "";
   lines.push(
     pkg.before === null || pkg.delta === null
-      ? `Package: ${formatSize(pkg.after)}.${unchanged}`
-      : `Package: ${formatSize(pkg.before)} → ${formatSize(pkg.after)} (${signed(pkg.delta)}).${unchanged}`,
+      ? `Package: ${formatBytes(pkg.after)}.${unchanged}`
+      : `Package: ${formatBytes(pkg.before)} → ${formatBytes(pkg.after)} (${signed(pkg.delta)}).${unchanged}`,
   );
   const manifest = manifestLines(diff);
   if (manifest.length > 0) lines.push("", "Manifest:", ...manifest);

@@ -50,3 +50,26 @@ export function writeFileSynced(
     closeSync(fd);
   }
 }
+
+/**
+ * Makes a file's or a folder's entry durable (a rename or a new name in it); a path already gone
+ * has nothing to sync.
+ */
+export function fsyncPath(path: string): void {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
+  try {
+    fsyncSync(fd);
+  } catch (error) {
+    // Some platforms and filesystems refuse fsync on a directory; there is nothing more to do there.
+    if (!["EISDIR", "EINVAL", "EPERM", "EBADF"].includes((error as NodeJS.ErrnoException).code ?? ""))
+      throw error;
+  } finally {
+    closeSync(fd);
+  }
+}
