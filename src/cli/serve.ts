@@ -139,32 +139,9 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     io.stderr.write(
       "svc serve: the signed metadata is behind the catalog (an interrupted signing); publications are refused until SVC_TUF_ONLINE_KEYS is set\n",
     );
-  const log = (line: string) => io.stderr.write(`${line}\n`);
-  // Dev email lines (tokens) go to stdout with the start-up banner, so a person running npm start sees them.
-  const app = await createAppContext({
-    config,
-    settings,
-    siteDir: paths.siteDir,
-    recordsDir: paths.recordsDir,
-    store,
-    log: (line) => (line.startsWith("[dev email]") ? io.stdout.write(`${line}\n`) : log(line)),
-    ...(values.dev ? { rateLimitResetHint: RESET_LIMITS_HINT } : {}),
-  });
-  const limitsLine = values["reset-limits"] ? await resetLimits(app.store) : null;
   // The upload pipeline: private staging under the data dir, the publisher, the mod-validation worker.
-  const pipeline = createSubmissionsRuntime({
-    config,
-    settings,
-    store: app.store!,
-    root: paths.root,
-    recordsDir: paths.recordsDir,
-    siteDir: paths.siteDir,
-    now: app.now,
-    random: defaultRandomBytes,
-    log,
-    signing,
-  });
-  app.submissions = pipeline.backend;
+  const { app, pipeline } = await portalApp({ dev: values.dev, io, config, settings, paths, store, signing });
+  const limitsLine = values["reset-limits"] ? await resetLimits(app.store) : null;
   // Orphaned uploads removed, interrupted validations resumed, stranded publications completed.
   const startup = await pipeline.ready;
   const server = createPortalServer(app);
@@ -355,30 +332,16 @@ async function serveWorker(
   const config = values.dev ? devPortalConfig(configured, host, port) : configured;
   const settings = parseSettings(env, { dataDir: join(paths.root, ".data") });
   const store = await createStore(settings);
-  const log = (line: string) => io.stderr.write(`${line}\n`);
-  const app = await createAppContext({
+  const { app } = await portalApp({
+    dev: values.dev,
+    io,
     config,
     settings,
-    siteDir: paths.siteDir,
-    recordsDir: paths.recordsDir,
+    paths,
     store,
-    log: (line) => (line.startsWith("[dev email]") ? io.stdout.write(`${line}\n`) : log(line)),
-    ...(values.dev ? { rateLimitResetHint: RESET_LIMITS_HINT } : {}),
-  });
-  const pipeline = createSubmissionsRuntime({
-    config,
-    settings,
-    store,
-    root: paths.root,
-    recordsDir: paths.recordsDir,
-    siteDir: paths.siteDir,
-    now: app.now,
-    random: defaultRandomBytes,
-    log,
     signing: portalSigning({ env, cwd: io.cwd }, settings.dataDir),
     serveOnly: { kickWorker: () => process.send?.({ svc: "kick" }) },
   });
-  app.submissions = pipeline.backend;
   const server = createPortalServer(app);
   const pid = String(process.pid);
   server.prependListener("request", (_req, res) => res.setHeader("x-svc-worker", pid));
@@ -404,6 +367,49 @@ async function serveWorker(
   await store.close();
   if (process.connected) process.disconnect();
   return EXIT_OK;
+}
+
+/**
+ * The portal's app context with its submissions runtime, as the single process and each worker run
+ * it. Dev email lines (tokens) go to stdout with the start-up banner, so a person running npm start
+ * sees them; every other line goes to stderr.
+ */
+async function portalApp(options: {
+  dev: boolean | undefined;
+  io: CliIo;
+  config: Parameters<typeof createAppContext>[0]["config"];
+  settings: RuntimeSettings;
+  paths: ReturnType<typeof openProject>["paths"];
+  store: Awaited<ReturnType<typeof createStore>>;
+  signing: Parameters<typeof createSubmissionsRuntime>[0]["signing"];
+  serveOnly?: Parameters<typeof createSubmissionsRuntime>[0]["serveOnly"];
+}) {
+  const { io, config, settings, paths, store } = options;
+  const log = (line: string) => io.stderr.write(`${line}\n`);
+  const app = await createAppContext({
+    config,
+    settings,
+    siteDir: paths.siteDir,
+    recordsDir: paths.recordsDir,
+    store,
+    log: (line) => (line.startsWith("[dev email]") ? io.stdout.write(`${line}\n`) : log(line)),
+    ...(options.dev ? { rateLimitResetHint: RESET_LIMITS_HINT } : {}),
+  });
+  const pipeline = createSubmissionsRuntime({
+    config,
+    settings,
+    store,
+    root: paths.root,
+    recordsDir: paths.recordsDir,
+    siteDir: paths.siteDir,
+    now: app.now,
+    random: defaultRandomBytes,
+    log,
+    signing: options.signing,
+    ...(options.serveOnly ? { serveOnly: options.serveOnly } : {}),
+  });
+  app.submissions = pipeline.backend;
+  return { app, pipeline };
 }
 
 interface ServeFlags {
