@@ -4,8 +4,12 @@
  * workflow token only reads; the app's key comes from the `publish` environment; publication runs on
  * push, on a schedule and on a plain dispatch, in one never-cancelled concurrency group.
  */
-import { describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
 import { type Plain, readWorkflow } from "../support/workflow-file.ts";
+import { runJob } from "../support/workflow-job.ts";
 
 function workflow(name: string): Plain {
   const { doc, errors } = readWorkflow(name);
@@ -110,9 +114,60 @@ describe("publish.yml", () => {
     expect(publish.needs).toBe("signatures");
     expect(publish.if).toBe(
       expression(
-        "!cancelled() && !(github.event_name == 'push' && vars.SVC_BOT_LOGINS != '' && contains(vars.SVC_BOT_LOGINS, github.actor))",
+        "!cancelled() && !(github.event_name == 'push' && vars.SVC_BOT_LOGINS != '' && (contains(format(',{0},', vars.SVC_BOT_LOGINS), format(',{0},', github.actor)) || contains(format(',{0},', vars.SVC_BOT_LOGINS), format(', {0},', github.actor))))",
       ),
     );
+  });
+
+  describe("the app's own push starts nothing; anyone else's push runs the job", () => {
+    const dirs: string[] = [];
+    afterAll(() => {
+      for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+    });
+
+    /**
+     * The publish job's `if:` as a runner evaluates it, for a push by `login`. The checkout stand-in
+     * records that the job started and then fails it, so no step after it runs: started or skipped
+     * is all this asks.
+     */
+    async function pushBy(login: string, botLogins: string, eventName = "push") {
+      const workspace = mkdtempSync(join(tmpdir(), "svc-publish-if-"));
+      dirs.push(workspace);
+      let started = false;
+      const job = await runJob({
+        workflow: "publish.yml",
+        job: "publish",
+        event: { name: eventName, payload: { sender: { login } } },
+        workspace,
+        runnerTemp: join(workspace, "temp"),
+        vars: { SVC_BOT_LOGINS: botLogins },
+        actions: {
+          "actions/checkout": async () => {
+            started = true;
+            throw new Error("the job started");
+          },
+        },
+      });
+      expect(job.result).toBe(started ? "failure" : "skipped");
+      return started;
+    }
+
+    it("skips a push by a login of the list, matched whole and in any letter case", async () => {
+      expect(await pushBy("svc-portal[bot]", "svc-portal[bot]")).toBe(false);
+      expect(await pushBy("SVC-Portal[bot]", "svc-portal[bot]")).toBe(false);
+      expect(await pushBy("svc-portal[bot]", "other[bot],svc-portal[bot]")).toBe(false);
+      expect(await pushBy("svc-portal[bot]", "other[bot], svc-portal[bot]")).toBe(false);
+    });
+
+    it("runs for a human whose login is part of the app's, or of any entry, and for every scheduled run", async () => {
+      expect(await pushBy("svc-portal", "svc-portal[bot]")).toBe(true);
+      expect(await pushBy("portal", "svc-portal[bot], other[bot]")).toBe(true);
+      expect(await pushBy("svc-portal[bot]", "svc-portal[bot]x")).toBe(true);
+      expect(await pushBy("octocat", "svc-portal[bot]")).toBe(true);
+      // Unset, nothing is skipped; a schedule's actor is never skipped either.
+      expect(await pushBy("svc-portal[bot]", "")).toBe(true);
+      expect(await pushBy("svc-portal[bot]", "svc-portal[bot]", "schedule")).toBe(true);
+    });
   });
 
   it("never commits site/: restores the previous deployment before publishing, saves it after signing, uploads it", () => {
