@@ -130,9 +130,12 @@ export class StaticSite {
       }
     }
     if (!rel || !stats) throw new SvcError("not_found", `no resource at ${pathname}`);
+    const known = this.cache.get(rel);
     const file = await this.load(rel, stats);
-    // The file may have changed while it was hashed; re-stat and serve what was hashed only if unchanged.
-    stats = this.stat(rel) ?? stats;
+    // The file may have changed while it was hashed: then re-stat and serve what was hashed only if
+    // unchanged. A cached answer was not read now (its key is this very stat), so one stat per
+    // request is enough.
+    if (file !== known) stats = this.stat(rel) ?? stats;
     const ext = extension(rel);
     const acceptsGzip = /\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""));
     const useGzip = Boolean(file.gzip && acceptsGzip);

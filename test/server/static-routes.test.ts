@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { renameSync } from "node:fs";
 import type { Server } from "node:http";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -174,6 +175,28 @@ describe("local portal over loopback HTTP", () => {
     expect((await part.arrayBuffer()).byteLength).toBe(100);
     const beyond = await fetch(path, { headers: { range: `bytes=${artifact.length}-` } });
     expect(beyond.status).toBe(416);
+  });
+
+  it("serves a document replaced on disk from the next request on, with its new ETag", async () => {
+    const path = `${origin}/api/v1/mods/better-hud/notes.txt`;
+    const identity = { headers: { "accept-encoding": "identity" } };
+    project.write("site/api/v1/mods/better-hud/notes.txt", "first version of the document\n");
+    const first = await fetch(path, identity);
+    expect(await first.text()).toBe("first version of the document\n");
+    // Answered from memory now: the same bytes and ETag.
+    const again = await fetch(path, identity);
+    expect(again.headers.get("etag")).toBe(first.headers.get("etag"));
+    expect(await again.text()).toBe("first version of the document\n");
+    // Replaced as a publication replaces files (a new file renamed over the old one).
+    project.write("site/api/v1/mods/better-hud/notes.txt.new", "second, longer version of the document\n");
+    renameSync(
+      project.site("api/v1/mods/better-hud/notes.txt.new"),
+      project.site("api/v1/mods/better-hud/notes.txt"),
+    );
+    const second = await fetch(path, identity);
+    expect(second.headers.get("etag")).not.toBe(first.headers.get("etag"));
+    expect(second.headers.get("content-length")).toBe("39");
+    expect(await second.text()).toBe("second, longer version of the document\n");
   });
 
   it("serves health with the live-upload flag", async () => {
