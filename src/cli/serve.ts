@@ -1,10 +1,7 @@
-import { defaultRandomBytes } from "../accounts/secrets.ts";
-import { createSubmissionsRuntime } from "../pipeline/submissions-runtime.ts";
-import { assertCanSign, signAfterCommit } from "../distribution/tuf-repository.ts";
-import { portalSigning } from "./keys.ts";
-import cluster, { type Worker } from "node:cluster";
+import { relative, join } from "node:path";
 import { availableParallelism } from "node:os";
-import { join, relative } from "node:path";
+import type { Worker } from "node:cluster";
+import { assertCanSign, signAfterCommit } from "../distribution/tuf-repository.ts";
 import { withPublishLock } from "../catalog/atomic-files.ts";
 import {
   clearOwedSigning,
@@ -15,7 +12,6 @@ import {
 import { loadSiteInputs, renderSite, writeSite } from "../catalog/site.ts";
 import { parseSettings, type RuntimeSettings } from "../config/settings.ts";
 import { ENDPOINTS } from "../contracts/endpoints.ts";
-import { createAppContext } from "../http/app.ts";
 import { SvcError } from "../errors.ts";
 import { createPortalServer, listen } from "../http/server.ts";
 import { createStore } from "../store/index.ts";
@@ -25,13 +21,15 @@ import {
   describeBaseUrl,
   devPortalConfig,
   lockPortalCheckout,
-  RESET_LIMITS_HINT,
   resetLimits,
   resolvePort,
   restoreConfiguredSite,
 } from "./dev-portal.ts";
 import { startDevExample } from "./example.ts";
+import { portalSigning } from "./keys.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags, recoveredLine } from "./project.ts";
+import { portalApp, serveEnv } from "./serve-app.ts";
+import { forkWorkers, isServeWorker, serveWorker, stopWorkers } from "./serve-workers.ts";
 
 const HELP = `usage: svc serve [--port 8787] [--host 127.0.0.1] [--dev] [--no-example] [--reset-limits]
                  [--root DIR] [--site DIR] [--workers N|auto]
@@ -48,9 +46,6 @@ the example mod (pulls-template/example-mod) through the importer.
                    (PostgreSQL). The first process holds the locks, recovers, builds the site and runs
                    the background jobs (validation worker) once; the N workers only serve.
 `;
-
-/** Set in the environment of a forked serving worker (node:cluster); never by a person. */
-const WORKER_ENV = "SVC_SERVE_WORKER_PORT";
 
 export async function run(args: string[], io: CliIo): Promise<number> {
   const { values } = parseFlags(args, {
@@ -76,14 +71,14 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     io.stderr.write(`svc serve: --workers must be 1-256 or auto\n`);
     return EXIT_USAGE;
   }
-  if (cluster.isWorker && io.env[WORKER_ENV]) return serveWorker(values, io);
+  if (isServeWorker(io)) return serveWorker(values, io);
   const port = Number(values.port ?? io.env.PORT ?? 8787);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     io.stderr.write(`svc serve: --port must be 0-65535\n`);
     return EXIT_USAGE;
   }
   const host = values.host ?? "127.0.0.1";
-  const env = values.dev ? { SVC_DEV_EMAIL: "return-token", SVC_LIVE_UPLOADS: "1", ...io.env } : io.env;
+  const env = serveEnv(values.dev, io.env);
   const { paths, config: configured } = openProject(values, io);
   const listenPort = values.dev ? await resolvePort(host, port) : port;
   const config = values.dev ? devPortalConfig(configured, host, listenPort) : configured;
@@ -228,193 +223,6 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   await app.store?.close();
   unlockCheckout();
   return EXIT_OK;
-}
-
-interface WorkerMessage {
-  svc?: "kick" | "listen-failed";
-  code?: string;
-  message?: string;
-}
-
-/**
- * Forks the serving workers (node:cluster shares the listening socket between them). A worker that dies while the portal
- * runs is replaced; an upload's kick from any worker wakes the primary's validation worker.
- */
-async function forkWorkers(
-  count: number,
-  port: number,
-  host: string,
-  kick: () => void,
-): Promise<{ bound: { port: number; host: string }; pool: Worker[] }> {
-  const pool: Worker[] = [];
-  const forkOne = (onPort: number): Promise<{ worker: Worker; port: number }> =>
-    new Promise((resolve, reject) => {
-      const worker = cluster.fork({ [WORKER_ENV]: String(onPort) });
-      let failure: WorkerMessage | null = null;
-      worker.on("message", (message: WorkerMessage) => {
-        if (message?.svc === "kick") kick();
-        if (message?.svc === "listen-failed") failure = message;
-      });
-      const early = (code: number | null) =>
-        reject(
-          Object.assign(
-            new Error(failure?.message ?? `a serving worker exited before it listened (exit code ${code})`),
-            { code: failure?.code },
-          ),
-        );
-      worker.once("exit", early);
-      worker.once("listening", (address) => {
-        worker.off("exit", early);
-        resolve({ worker, port: address.port });
-      });
-    });
-  try {
-    // Every worker asks for the same port as given (0 included): the primary keeps one listening
-    // handle per address and port asked for, so port 0 binds one random port that all of them share.
-    const forked = await Promise.all(Array.from({ length: count }, () => forkOne(port)));
-    pool.push(...forked.map((f) => f.worker));
-    for (const worker of pool) replaceOnDeath(worker, pool, port, kick);
-    const first = forked[0]!;
-    return { bound: { port: first.port, host }, pool };
-  } catch (error) {
-    await stopWorkers(pool);
-    throw error;
-  }
-}
-
-/** A worker that exits while the portal serves (not on a stop) is replaced by a fresh one. */
-function replaceOnDeath(worker: Worker, pool: Worker[], port: number, kick: () => void): void {
-  worker.once("exit", () => {
-    const at = pool.indexOf(worker);
-    if (at < 0 || worker.exitedAfterDisconnect) return;
-    const next = cluster.fork({ [WORKER_ENV]: String(port) });
-    next.on("message", (message: WorkerMessage) => {
-      if (message?.svc === "kick") kick();
-    });
-    pool[at] = next;
-    replaceOnDeath(next, pool, port, kick);
-  });
-}
-
-/** Each worker finishes its requests, closes its database pool and exits (killed after 10 s). */
-async function stopWorkers(pool: Worker[]): Promise<void> {
-  const workers = pool.splice(0);
-  await Promise.all(
-    workers.map(
-      (worker) =>
-        new Promise<void>((resolve) => {
-          if (worker.isDead()) return resolve();
-          // A worker that has not exited 10 s after its disconnect is killed: the portal stops.
-          const kill = setTimeout(() => worker.kill("SIGKILL"), 10_000);
-          worker.once("exit", () => {
-            clearTimeout(kill);
-            resolve();
-          });
-          worker.disconnect();
-        }),
-    ),
-  );
-}
-
-/**
- * One serving worker of `svc serve --workers N`: its own database pool, app context and HTTP server
- * on the shared port. It takes no lock, recovers nothing and builds nothing (the primary did, before
- * forking) and runs no background job; each answer names its process (x-svc-worker).
- */
-async function serveWorker(
-  values: Parameters<typeof openProject>[0] & ServeFlags,
-  io: CliIo,
-): Promise<number> {
-  const port = Number(io.env[WORKER_ENV]);
-  const host = values.host ?? "127.0.0.1";
-  const env = values.dev ? { SVC_DEV_EMAIL: "return-token", SVC_LIVE_UPLOADS: "1", ...io.env } : io.env;
-  const { paths, config: configured } = openProject(values, io);
-  const config = values.dev ? devPortalConfig(configured, host, port) : configured;
-  const settings = parseSettings(env, { dataDir: join(paths.root, ".data") });
-  const store = await createStore(settings);
-  const { app } = await portalApp({
-    dev: values.dev,
-    io,
-    config,
-    settings,
-    paths,
-    store,
-    signing: portalSigning({ env, cwd: io.cwd }, settings.dataDir),
-    serveOnly: { kickWorker: () => process.send?.({ svc: "kick" }) },
-  });
-  const server = createPortalServer(app);
-  const pid = String(process.pid);
-  server.prependListener("request", (_req, res) => res.setHeader("x-svc-worker", pid));
-  try {
-    await listen(server, port, host);
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    process.send?.({
-      svc: "listen-failed",
-      code,
-      message: code === "EADDRINUSE" ? `${host}:${port} is in use` : (error as Error).message,
-    });
-    await store.close();
-    throw error;
-  }
-  await new Promise<void>((resolve) => {
-    const stop = () => server.close(() => resolve());
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
-    process.once("disconnect", stop);
-  });
-  await app.accounts?.flushPendingWrites();
-  await store.close();
-  if (process.connected) process.disconnect();
-  return EXIT_OK;
-}
-
-/**
- * The portal's app context with its submissions runtime, as the single process and each worker run
- * it. Dev email lines (tokens) go to stdout with the start-up banner, so a person running npm start
- * sees them; every other line goes to stderr.
- */
-async function portalApp(options: {
-  dev: boolean | undefined;
-  io: CliIo;
-  config: Parameters<typeof createAppContext>[0]["config"];
-  settings: RuntimeSettings;
-  paths: ReturnType<typeof openProject>["paths"];
-  store: Awaited<ReturnType<typeof createStore>>;
-  signing: Parameters<typeof createSubmissionsRuntime>[0]["signing"];
-  serveOnly?: Parameters<typeof createSubmissionsRuntime>[0]["serveOnly"];
-}) {
-  const { io, config, settings, paths, store } = options;
-  const log = (line: string) => io.stderr.write(`${line}\n`);
-  const app = await createAppContext({
-    config,
-    settings,
-    siteDir: paths.siteDir,
-    recordsDir: paths.recordsDir,
-    store,
-    log: (line) => (line.startsWith("[dev email]") ? io.stdout.write(`${line}\n`) : log(line)),
-    ...(options.dev ? { rateLimitResetHint: RESET_LIMITS_HINT } : {}),
-  });
-  const pipeline = createSubmissionsRuntime({
-    config,
-    settings,
-    store,
-    root: paths.root,
-    recordsDir: paths.recordsDir,
-    siteDir: paths.siteDir,
-    now: app.now,
-    random: defaultRandomBytes,
-    log,
-    signing: options.signing,
-    ...(options.serveOnly ? { serveOnly: options.serveOnly } : {}),
-  });
-  app.submissions = pipeline.backend;
-  return { app, pipeline };
-}
-
-interface ServeFlags {
-  host?: string | undefined;
-  dev?: boolean | undefined;
 }
 
 /** The start-up line for what a crash of the previous process left and this one put right. */
