@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { intakeRelease } from "../../src/bot/release-intake.ts";
-import { NEW_SIDECAR_CODES } from "../../src/cli/new.ts";
+import { NEW_SIDECAR_CODES } from "../../src/cli/new-sidecar.ts";
 import type { GitHubApi } from "../../src/github/api.ts";
 import { classifySubmission, parseSubmissionPath } from "../../src/github/submission-files.ts";
 import { validateSidecar } from "../../src/validation/documents.ts";
