@@ -17,14 +17,21 @@ export function hashSiteFile(path: string): { length: number; sha256: string } {
 }
 
 // Not lib/walk.ts's listFilesUnder: dot-names (an atomic writer's temporaries) are never targets.
+// Entries come typed from readdir: no stat per file (a full signing walks ~100,000 of them).
 function listFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
   const out: string[] = [];
   const walk = (d: string) => {
-    for (const name of readdirSync(d).sort()) {
-      if (name.startsWith(".")) continue;
-      const full = join(d, name);
-      if (statSync(full).isDirectory()) walk(full);
+    const entries = readdirSync(d, { withFileTypes: true }).sort((a, b) =>
+      a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+    );
+    for (const entry of entries) {
+      if (entry.name.startsWith(".")) continue;
+      const full = join(d, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.isFile()) out.push(full);
+      // A link (or a type readdir cannot name): what it resolves to decides.
+      else if (statSync(full).isDirectory()) walk(full);
       else out.push(full);
     }
   };
@@ -36,33 +43,35 @@ function sitePath(siteDir: string, full: string): string {
   return relative(siteDir, full).split(sep).join("/");
 }
 
+const VERSIONS_DOCUMENT = /^api\/v1\/mods\/([^/]+)\/versions\.json$/;
+
 /**
  * Every target of the site: each contract document under api/v1, each artifact under downloads/,
  * and each externally hosted artifact a per-mod versions document (or the catalog) lists. A served
- * artifact whose bytes disagree with the sha256 its document records is never signed.
+ * artifact whose bytes disagree with the sha256 its document records is never signed. Each file is
+ * read once: a versions document is hashed and parsed from the same bytes.
  */
 export function collectSiteTargets(siteDir: string): SiteTarget[] {
   const targets = new Map<string, SiteTarget>();
+  const listed: Array<{ modId: string; version: CatalogVersionLike }> = [];
+  const inVersionsDocuments: typeof listed = [];
   for (const full of [...listFiles(join(siteDir, "api", "v1")), ...listFiles(join(siteDir, "downloads"))]) {
     const path = sitePath(siteDir, full);
-    targets.set(path, { path, ...hashSiteFile(full) });
+    const bytes = readFileSync(full);
+    targets.set(path, { path, length: bytes.length, sha256: sha256Hex(bytes) });
+    const modId = VERSIONS_DOCUMENT.exec(path)?.[1];
+    if (!modId) continue;
+    const document = JSON.parse(bytes.toString("utf8")) as { versions?: CatalogVersionLike[] };
+    for (const version of document.versions ?? []) inVersionsDocuments.push({ modId, version });
   }
-  const listed: Array<{ modId: string; version: CatalogVersionLike }> = [];
   const catalogFile = join(siteDir, "api", "v1", "catalog.json");
   if (existsSync(catalogFile)) {
     const catalog = JSON.parse(readFileSync(catalogFile, "utf8")) as Partial<CatalogLike>;
     for (const mod of catalog.mods ?? [])
       for (const version of mod.versions ?? []) listed.push({ modId: mod.id, version });
   }
-  for (const path of targets.keys()) {
-    const modId = /^api\/v1\/mods\/([^/]+)\/versions\.json$/.exec(path)?.[1];
-    if (!modId) continue;
-    const document = JSON.parse(readFileSync(join(siteDir, path), "utf8")) as {
-      versions?: CatalogVersionLike[];
-    };
-    for (const version of document.versions ?? []) listed.push({ modId, version });
-  }
-  for (const { modId, version } of listed) {
+  // The versions documents after the catalog: where both list a version, theirs is signed.
+  for (const { modId, version } of [...listed, ...inVersionsDocuments]) {
     const target = checkedArtifactTarget(siteDir, modId, version, (path) => targets.get(path));
     if (target) targets.set(target.path, target);
   }

@@ -1,5 +1,6 @@
-import { closeSync, fsyncSync, linkSync, openSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { linkSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fsyncAll } from "../lib/fsync-many.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import type { OnlineKeys } from "./tuf-keys.ts";
 
@@ -9,8 +10,9 @@ const KEEP_OLD_VERSIONS = 3;
 /**
  * The new versioned files of one signing run (bins, targets, snapshot). They never replace a file a
  * reader uses — nothing names them until timestamp.json does — so they need no rename, only to be
- * on disk before the timestamp is: all are written, then each is fsynced, then the directory once
- * (one journal flush instead of one per file: ~3 s for 1,024 bins on this VM's disk otherwise).
+ * on disk before the timestamp is: all are written, then they and the directory are fsynced, many
+ * at once on a worker (lib/fsync-many.ts: the 1,024 bins of a full signing took ~4 s of fsyncs one
+ * by one on this VM's disk, ~0.3 s concurrently).
  * Files with identical bytes — the empty bins of a full signing, same version and expiry — are
  * hard links to one file.
  */
@@ -35,14 +37,7 @@ export class VersionedFiles {
   }
 
   sync(): void {
-    for (const file of [...this.toSync, this.dir]) {
-      const fd = openSync(file, "r");
-      try {
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-    }
+    fsyncAll([...this.toSync, this.dir]);
   }
 }
 

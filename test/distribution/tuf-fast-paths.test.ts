@@ -1,0 +1,116 @@
+import { generateKeyPairSync } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Metadata, TargetFile, Targets } from "@tufjs/models";
+import { describe, expect, it } from "vitest";
+import {
+  allBins,
+  binForTarget,
+  BIN_BIT_LENGTH,
+  BIN_NAME_PREFIX,
+  serializeCompact,
+} from "../../src/distribution/tuf-layout.ts";
+import { signerFor, TUF_SPEC_VERSION, type TufKeyFile } from "../../src/distribution/tuf-keys.ts";
+import { LinearTargets, signedBinText } from "../../src/distribution/tuf-targets.ts";
+import { fsyncAll, PARALLEL_FSYNC_FROM } from "../../src/lib/fsync-many.ts";
+
+function keyFile(): TufKeyFile {
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+  return {
+    schema: "svc.tuf-key.v1",
+    role: "targets",
+    keyid: "a".repeat(64),
+    publicKey: publicKey.export({ type: "spki", format: "pem" }).toString(),
+    privateKey: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+  } as TufKeyFile;
+}
+
+describe("signing fast paths hold to the library's bytes", () => {
+  it("signedBinText writes exactly what Metadata.sign + serializeCompact write for the same targets", () => {
+    const signer = signerFor(keyFile());
+    const targets = [
+      { path: "api/v1/mods/b/versions.json", length: 912, sha256: "ab".repeat(32) },
+      { path: "api/v1/mods/a/detail.json", length: 0, sha256: "cd".repeat(32) },
+      {
+        path: 'external/mods/q"uote\\back/1.0.0/x-1.0.0.zip',
+        length: 123_456_789,
+        sha256: "ef".repeat(32),
+        url: 'https://example.test/rel/"x"\\y?z=1&é',
+      },
+      { path: "downloads/mods/é-mod/2.0.0/é-mod-2.0.0.zip", length: 42, sha256: "01".repeat(32) },
+    ];
+    const expires = "2027-02-24T12:00:00Z";
+    const signed = new LinearTargets({ version: 7, specVersion: TUF_SPEC_VERSION, expires });
+    for (const t of [...targets].sort((a, b) => (a.path < b.path ? -1 : 1)))
+      signed.addTarget(
+        new TargetFile({
+          path: t.path,
+          length: t.length,
+          hashes: { sha256: t.sha256 },
+          ...(t.url ? { unrecognizedFields: { custom: { url: t.url } } } : {}),
+        }),
+      );
+    const metadata = new Metadata(signed);
+    metadata.sign(signer);
+    expect(signedBinText(signer, 7, expires, targets)).toBe(serializeCompact(metadata));
+    // And what the library reads back verifies with the key (the signature covers canonical JSON).
+    const empty = new Metadata(new LinearTargets({ version: 1, specVersion: TUF_SPEC_VERSION, expires }));
+    empty.sign(signer);
+    expect(signedBinText(signer, 1, expires, [])).toBe(serializeCompact(empty));
+  });
+
+  it("binForTarget names the bin SuccinctRoles.getRoleForTarget names", () => {
+    const roles = Targets.fromJSON({
+      _type: "targets",
+      spec_version: TUF_SPEC_VERSION,
+      version: 1,
+      expires: "2000-01-01T00:00:00Z",
+      targets: {},
+      delegations: {
+        keys: {},
+        succinct_roles: {
+          keyids: [],
+          threshold: 1,
+          bit_length: BIN_BIT_LENGTH,
+          name_prefix: BIN_NAME_PREFIX,
+        },
+      },
+    }).delegations!.succinctRoles!;
+    const seen = new Set<string>();
+    for (let i = 0; i < 5000; i++) {
+      const path = `api/v1/mods/mod-${i}/${i % 2 ? "detail" : "versions"}.json${i % 7 === 0 ? "é" : ""}`;
+      const bin = binForTarget(path);
+      expect(bin).toBe(roles.getRoleForTarget(path));
+      seen.add(bin);
+    }
+    // 5,000 paths over 1,024 bins reach nearly all of them, and only names allBins lists.
+    expect(seen.size).toBeGreaterThan(990);
+    for (const bin of seen) expect(allBins()).toContain(bin);
+  });
+});
+
+describe("fsyncAll", () => {
+  it("syncs many paths on a worker (files, their folder, a path already gone) and fails on one it cannot open", () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-fsync-all-"));
+    try {
+      const files = Array.from({ length: PARALLEL_FSYNC_FROM + 10 }, (_, i) => join(dir, `${i}.json`));
+      for (const file of files) writeFileSync(file, `{"n":${files.indexOf(file)}}`);
+      expect(() => fsyncAll([...files, dir, join(dir, "gone.json")])).not.toThrow();
+      // A component that is a file, not a folder: ENOTDIR is an error, reported with its code.
+      let error: NodeJS.ErrnoException | null = null;
+      try {
+        fsyncAll([...files, join(files[0]!, "child")]);
+      } catch (e) {
+        error = e as NodeJS.ErrnoException;
+      }
+      expect(error?.code).toBe("ENOTDIR");
+      expect(error?.message).toContain("child");
+      // Below the threshold, the same outcome one path at a time.
+      expect(() => fsyncAll(files.slice(0, 2))).not.toThrow();
+      expect(() => fsyncAll([join(files[0]!, "child")])).toThrow();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
