@@ -6,7 +6,7 @@
 import { computeReleaseDiff, lastPublishedRecord, recordSide } from "../contracts/release-diff.ts";
 import { NATIVE_RULES } from "../contracts/validation-contract.ts";
 import type { SubmissionReport } from "../github/submission-report.ts";
-import { releaseDiffSection } from "./comments.ts";
+import { releaseDiffSection } from "./release-diff-section.ts";
 import type { SubmissionView } from "./derive.ts";
 import type { ModReleasesRead } from "./fetch.ts";
 

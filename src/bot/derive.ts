@@ -3,11 +3,8 @@
  */
 import { classifySubmission, type SubmissionShape } from "../github/submission-files.ts";
 import { STATES, type SubmissionState } from "../workflow/machine.ts";
-import { sha256Hex } from "../lib/hash.ts";
 import {
   AWAITING_RUN_APPROVAL_LABEL,
-  DIFF_END_MARKER,
-  DIFF_MARKER,
   RELEASE_BRANCH_PREFIX,
   REMINDER_MARKER,
   type ReminderRecord,
@@ -17,7 +14,8 @@ import {
   SUBMITTER_MARKER,
   type SubmitterRecord,
 } from "./comments.ts";
-import type { PullRequestInfo } from "./fetch.ts";
+import type { PullRequestInfo } from "./pull-request.ts";
+import { readDiffSection } from "./release-diff-section.ts";
 import { type StatusKey, verifyStatus, verifySubmitter } from "./status-seal.ts";
 
 /** Whose records count: the app's logins, and the key its records are sealed with. */
@@ -196,25 +194,6 @@ export function readStoredStatus(
     void: !sealed,
     releaseDiff: sealed && stored.diff ? readDiffSection(comment.body, stored.diff) : null,
   };
-}
-
-/**
- * The release diff section of a status comment body: the text from DIFF_MARKER to a DIFF_END_MARKER
- * whose sha256 is the sealed digest. Anything else (an edited section, a marker inside a file name)
- * is no diff at all.
- */
-export function readDiffSection(body: string, digest: string): string | null {
-  const start = body.indexOf(DIFF_MARKER);
-  if (start < 0) return null;
-  for (
-    let end = body.indexOf(DIFF_END_MARKER, start);
-    end >= 0;
-    end = body.indexOf(DIFF_END_MARKER, end + 1)
-  ) {
-    const section = body.slice(start, end + DIFF_END_MARKER.length);
-    if (sha256Hex(section) === digest) return section;
-  }
-  return null;
 }
 
 /**

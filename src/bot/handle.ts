@@ -31,8 +31,8 @@ import {
   fetchOwnership,
   fetchPullRequestInfo,
   isModerator,
-  type PullRequestInfo,
 } from "./fetch.ts";
+import type { PullRequestInfo } from "./pull-request.ts";
 import { type StatusKey, verifyStatus } from "./status-seal.ts";
 
 export interface BotOptions {

@@ -8,7 +8,7 @@
  */
 import { Octokit } from "@octokit/rest";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { DIFF_MARKER, DIFF_MAX_CHARS, releaseDiffSection } from "../../src/bot/comments.ts";
+import { DIFF_MARKER, DIFF_MAX_CHARS, releaseDiffSection } from "../../src/bot/release-diff-section.ts";
 import { fetchModReleases } from "../../src/bot/fetch.ts";
 import { RECORD_PATHS, type ReleaseRecord } from "../../src/contracts/records.ts";
 import { computeReleaseDiff } from "../../src/contracts/release-diff.ts";
