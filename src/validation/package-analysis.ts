@@ -24,6 +24,7 @@ import { analyzeCollisions, analyzeName } from "./zip/names.ts";
 import {
   type ByteSource,
   inflateEntry,
+  inflateEntryBorrowed,
   readZipStructure,
   type ZipCaps,
   type ZipFinding,
@@ -210,10 +211,12 @@ async function analyzeSource(
     const keep = configFileNames(input.sidecar, manifestBytes);
     keep.add(manifestName);
     let inspected = 0;
+    const scansEachEntry = queue !== null && !entriesInsidePackage;
     const record = (item: InspectedEntry, file: PackageFile, window: Buffer) => {
       installFiles.push(file);
-      item.kind = sniffFileType(window);
-      inventory.push({ ...file, signature: item.kind });
+      const signature = sniffFileType(window);
+      item.kind = signature;
+      inventory.push({ path: file.path, sizeBytes: file.sizeBytes, sha256: file.sha256, signature });
     };
     if (parallel) {
       const inspections = await parallel.finish((done) => {
@@ -244,7 +247,9 @@ async function analyzeSource(
     for (const item of parallel ? [] : entries) {
       const { entry } = item;
       if (entry.isDirectory) continue;
-      const result = inflateEntry(source, entry);
+      // Borrowed unless the scanner queues each entry's bytes: the data is hashed and sniffed here,
+      // and copied where it is kept.
+      const result = scansEachEntry ? inflateEntry(source, entry) : inflateEntryBorrowed(source, entry);
       inspected += entry.compressedSize;
       if (reportsProgress) progress({ phase: "inspecting", doneBytes: inspected, totalBytes: total });
       if (!result.ok) {
@@ -257,7 +262,7 @@ async function analyzeSource(
       record(item, { path: entry.name, sizeBytes: data.length, sha256: sha256Hex(data) }, sniffWindow(data));
       // First one wins, as for the manifest above; duplicates fail zip_path_safety anyway.
       if (keep.has(entry.name) && !files.has(entry.name)) files.set(entry.name, Buffer.from(data));
-      if (queue && !entriesInsidePackage) await queue.add(entry.index, JSON.stringify(entry.name), data);
+      if (scansEachEntry) await queue.add(entry.index, JSON.stringify(entry.name), data);
     }
     // A finding inside the package is attributed: its entries are scanned one by one so the log
     // names the infected ones. A limits finding is about the package as a whole and needs none.

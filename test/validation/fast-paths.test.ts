@@ -1,7 +1,17 @@
 import { deflateRawSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { analyzeName, analyzeNameFully } from "../../src/validation/zip/names.ts";
-import { inflateOneShot, reusedInflater, type ZipEntry } from "../../src/validation/zip/reader.ts";
+import { inflateFacts, inflateFactsBorrowed } from "../../src/validation/zip/inflate-raw.mjs";
+import {
+  bufferSource,
+  inflateEntry,
+  inflateEntryBorrowed,
+  inflateOneShot,
+  readZipStructure,
+  reusedInflater,
+  type ZipEntry,
+} from "../../src/validation/zip/reader.ts";
+import { buildZip } from "./zip-builder.ts";
 import { sniffByEveryMagic, sniffFileType } from "../../src/validation/zip/sniff.ts";
 
 // The validator takes shortcuts for the common case (plain ASCII names, content whose first byte
@@ -279,5 +289,65 @@ describe("the reused inflater", () => {
       }
     }
     expect(reused(deflated, text.length)).toEqual({ data: text, unread: 0 });
+  });
+
+  it("gives inflateFacts' answer through the borrowed output buffer too, case after case, stored and deflated", () => {
+    const withMethod: Array<[string, Buffer, number, number]> = [
+      ...cases.map(([label, data, declared]): [string, Buffer, number, number] => [label, data, declared, 8]),
+      ["a stored entry", text, text.length, 0],
+      ["a large entry (past the borrowed buffer)", deflateRawSync(Buffer.alloc(300_000, 0x61)), 300_000, 8],
+    ];
+    for (const round of [1, 2]) {
+      for (const [label, data, declared, method] of withMethod) {
+        const want = inflateFacts(data, method, declared);
+        const got = inflateFactsBorrowed(data, method, declared);
+        // Compared at once: the borrowed data is valid only until the next call.
+        expect({ round, label, got }).toEqual({ round, label, got: want });
+      }
+    }
+  });
+
+  it("lends one buffer: a later call overwrites the data, so the runner copies what it keeps", () => {
+    const other = Buffer.from("shield_2 = 4 ; 5\n".repeat(60));
+    const first = inflateFactsBorrowed(deflated, 8, text.length) as { data: Buffer };
+    const kept = Buffer.from(first.data);
+    inflateFactsBorrowed(deflateRawSync(other), 8, other.length);
+    expect(kept).toEqual(text);
+    expect(first.data.equals(text)).toBe(false);
+  });
+});
+
+describe("inflateEntryBorrowed", () => {
+  it("gives inflateEntry's verdict and data for every entry of a package, including broken ones", () => {
+    const files = [
+      { name: "svc-mod.json", data: Buffer.from('{"id":"x"}') },
+      ...Array.from({ length: 40 }, (_, i) => ({
+        name: `Content/f${i}.txt`,
+        data: Buffer.from(`line ${i}\n`.repeat(i * 7)),
+      })),
+    ];
+    const zip = buildZip(files.map((f) => ({ name: f.name, data: f.data })));
+    const structure = readZipStructure(zip, {
+      maxEntries: 1000,
+      maxNameBytes: 200,
+      maxPathDepth: 8,
+      maxEntryUncompressedBytes: 1 << 20,
+      maxTotalUncompressedBytes: 1 << 24,
+      maxCompressionRatio: 1000,
+      compressionRatioMinBytes: 1 << 20,
+    });
+    expect(structure.findings).toEqual([]);
+    const lying = structure.entries.map((entry, i) =>
+      i % 3 === 1
+        ? { ...entry, crc32: (entry.crc32 ^ 1) >>> 0 }
+        : i % 3 === 2
+          ? { ...entry, uncompressedSize: entry.uncompressedSize + 1 }
+          : entry,
+    );
+    for (const entry of [...structure.entries, ...lying]) {
+      const want = inflateEntry(zip, entry);
+      const got = inflateEntryBorrowed(bufferSource(zip), entry);
+      expect({ name: entry.name, got }).toEqual({ name: entry.name, got: want });
+    }
   });
 });

@@ -1,5 +1,6 @@
+import * as nodeBuffer from "node:buffer";
 import type { ReasonCode } from "../checks/index.ts";
-import { inflateFacts } from "./inflate-raw.mjs";
+import { type InflateFacts, inflateFacts, inflateFactsBorrowed } from "./inflate-raw.mjs";
 import { ExtraFieldChecker } from "./extra-fields.ts";
 
 /** Random access to the package bytes: a Buffer in memory, or positional reads from an open file. */
@@ -19,6 +20,10 @@ export function bufferSource(bytes: Buffer): ByteSource {
   };
 }
 
+function outOfRange(offset: number): never {
+  throw new RangeError(`read at ${offset} is outside the bytes read`);
+}
+
 /** A window of the source, addressed with absolute offsets, so parsing code reads like the spec. */
 class View {
   constructor(
@@ -31,11 +36,20 @@ class View {
   has(offset: number, length: number): boolean {
     return offset >= this.base && offset + length <= this.base + this.buf.length;
   }
+  // Plain byte reads, as extra-fields.ts does: Buffer's readUInt16LE/readUInt32LE validate their
+  // argument on every call, and these run about 25 times per entry, mostly before the JIT has
+  // optimized the loops (a CLI run reads the directory once). Out of range stays a RangeError.
   u16(offset: number): number {
-    return this.buf.readUInt16LE(offset - this.base);
+    const b = this.buf;
+    const i = offset - this.base;
+    if (i < 0 || i + 2 > b.length) outOfRange(offset);
+    return b[i]! | (b[i + 1]! << 8);
   }
   u32(offset: number): number {
-    return this.buf.readUInt32LE(offset - this.base);
+    const b = this.buf;
+    const i = offset - this.base;
+    if (i < 0 || i + 4 > b.length) outOfRange(offset);
+    return (b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24)) >>> 0;
   }
   slice(start: number, end: number): Buffer {
     return this.buf.subarray(start - this.base, end - this.base);
@@ -161,6 +175,11 @@ const UNIX_MODE_HOSTS: ReadonlySet<number> = new Set([2, 3, 5, 12, 13, 16, 17, 1
 // "a", escape the invisible-character rule and collide unseen with a real "a".
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
+/** buffer.isAscii where the runtime has it (Node 18.15/19.6 and later). */
+const isAscii: ((input: Uint8Array) => boolean) | undefined = (
+  nodeBuffer as { isAscii?: (input: Uint8Array) => boolean }
+).isAscii;
+
 const S_IFMT = 0o170000;
 const S_IFREG = 0o100000;
 const S_IFDIR = 0o040000;
@@ -202,6 +221,8 @@ function emptyStructure(findings: ZipFinding[]): ZipStructure {
 }
 
 function hasNonAscii(bytes: Uint8Array): boolean {
+  // One native call (Node 20+) instead of a loop per byte that runs before the JIT has warmed up.
+  if (isAscii) return !isAscii(bytes);
   for (let i = 0; i < bytes.length; i++) if (bytes[i]! >= 0x80) return true;
   return false;
 }
@@ -816,8 +837,25 @@ export function judgeInflate(
 export function inflateEntry(input: Buffer | ByteSource, entry: ZipEntry): InflateResult {
   const source = Buffer.isBuffer(input) ? bufferSource(input) : input;
   const compressed = source.read(entry.dataOffset, entry.compressedSize);
-  const facts = inflateFacts(compressed, entry.method, entry.uncompressedSize);
-  const verdict = judgeInflate(entry, "failure" in facts ? facts : { ...facts, length: facts.data.length });
+  return judged(entry, inflateFacts(compressed, entry.method, entry.uncompressedSize));
+}
+
+/**
+ * inflateEntry for a caller that uses the data at once: a small deflated entry's data lies in a
+ * buffer the next call on this thread overwrites (inflate-raw.mjs inflateFactsBorrowed), so what is
+ * kept must be copied. The runner's loop over every entry uses it; the verdict is inflateEntry's.
+ */
+export function inflateEntryBorrowed(source: ByteSource, entry: ZipEntry): InflateResult {
+  const compressed = source.read(entry.dataOffset, entry.compressedSize);
+  return judged(entry, inflateFactsBorrowed(compressed, entry.method, entry.uncompressedSize));
+}
+
+function judged(entry: ZipEntry, facts: InflateFacts): InflateResult {
+  // The facts as judgeInflate reads them, without spreading the data's object into a new one.
+  const verdict = judgeInflate(
+    entry,
+    "failure" in facts ? facts : { length: facts.data.length, unread: facts.unread, crc: facts.crc },
+  );
   return verdict.ok ? { ok: true, data: (facts as { data: Buffer }).data } : verdict;
 }
 
