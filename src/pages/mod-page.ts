@@ -53,13 +53,22 @@ ${plainText(version.releaseNotes)}
 `;
 }
 
+/** The ids of every mod the catalog lists: which dependencies a mod page can link to. */
+export function listedModIds(catalog: CatalogDocument): ReadonlySet<string> {
+  return new Set(catalog.mods.map((m) => m.id));
+}
+
+/**
+ * One mod's page. `listed` is listedModIds(catalog): a caller rendering many pages from one catalog
+ * (the full build) makes it once, since building it per page made a build quadratic in the mods.
+ */
 export function renderModPage(
   ctx: PageContext,
   mod: ModDetailDocument,
   catalog: CatalogDocument,
   matrix: GameBuildMatrix,
+  listed: ReadonlySet<string> = listedModIds(catalog),
 ): string {
-  const listed = new Set(catalog.mods.map((m) => m.id));
   const latest = mod.versions[0];
   const authors = mod.authors.map(
     (a, i) =>

@@ -14,7 +14,7 @@ import { renderAdminAuditPage, renderAdminPublishPage, renderAdminRolesPage } fr
 import { renderCatalogPage, renderModsRedirectPage } from "./catalog-page.ts";
 import type { GameBuildMatrix } from "./compatibility.ts";
 import type { PageContext } from "./layout.ts";
-import { renderModPage } from "./mod-page.ts";
+import { listedModIds, renderModPage } from "./mod-page.ts";
 import { renderModerationQueuePage, renderModerationReviewPage } from "./moderation-pages.ts";
 import {
   type ReleasePagesOptions,
@@ -127,9 +127,10 @@ export function renderPages(files: ReadonlyMap<string, string>, config: PortalCo
   const readiness = parse<ReadinessView>(files, SITE_PATHS.readiness);
   if (catalog) {
     pages.set(PAGE_PATHS.catalog, renderCatalogPage(ctx, catalog, matrix));
+    const listed = listedModIds(catalog);
     for (const mod of catalog.mods) {
       const detail = parse<ModDetailDocument>(files, SITE_PATHS.modDetail(mod.id));
-      if (detail) pages.set(PAGE_PATHS.modPage(mod.id), renderModPage(ctx, detail, catalog, matrix));
+      if (detail) pages.set(PAGE_PATHS.modPage(mod.id), renderModPage(ctx, detail, catalog, matrix, listed));
     }
   }
   pages.set(PAGE_PATHS.modsIndex, renderModsRedirectPage(ctx));
