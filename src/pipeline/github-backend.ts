@@ -9,9 +9,9 @@ import {
   type Decision,
   loadSubmission,
   type NewSubmission,
-  resubmitSubmission,
   type SubmissionRow,
 } from "../submissions/service.ts";
+import { resubmitSubmission } from "../submissions/resubmit.ts";
 import { transition } from "../workflow/machine.ts";
 import {
   type GitHubLink,

@@ -42,28 +42,25 @@ import {
   readOwnership,
   submissionOwnership,
 } from "./ownership.ts";
+import { completePublication, followReleaseStatuses } from "./publication.ts";
+import { findResubmittable, resubmitSubmission } from "./resubmit.ts";
 import {
   applySubmissionAction,
   applySubmissionActionIn,
-  completePublication,
   createSubmission,
   type Decision,
-  findResubmittable,
-  followReleaseStatuses,
-  listOwnedSubmissions,
-  listSubmissions,
   loadSubmission,
   medianWaitSeconds,
   type NewSubmission,
   newSubmissionId,
   queueInfo,
-  resubmitSubmission,
   SUBMISSION_AUDIT,
   type SubmissionDeps,
   type SubmissionRow,
   type SubmissionView,
   submissionView,
 } from "./service.ts";
+import { listOwnedSubmissions, listSubmissions } from "./submission-lists.ts";
 import { releaseDetails, staffDetails } from "./review.ts";
 import { removeStaged, stagedFile } from "./staging.ts";
 

@@ -2,7 +2,8 @@ import { existsSync, readdirSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { appendAuditEvent } from "../accounts/audit.ts";
 import { findPublishedRelease, findRelease, type PublisherOptions } from "../catalog/publisher.ts";
-import { completePublication, loadSubmission, type SubmissionDeps, type SubmissionRow } from "./service.ts";
+import { completePublication } from "./publication.ts";
+import { loadSubmission, type SubmissionDeps, type SubmissionRow } from "./service.ts";
 import { removeStaged, stagingPath } from "./staging.ts";
 import { VALIDATION_QUEUE } from "./worker.ts";
 

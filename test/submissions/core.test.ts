@@ -10,12 +10,12 @@ import { createPgliteStore, MIGRATIONS, migrate, type Store } from "../../src/st
 import {
   applySubmissionAction,
   createSubmission,
-  listSubmissions,
   loadSubmission,
   newSubmissionId,
   type SubmissionDeps,
   submissionView,
 } from "../../src/submissions/service.ts";
+import { listSubmissions } from "../../src/submissions/submission-lists.ts";
 import { removeStaged, stagePackage } from "../../src/submissions/staging.ts";
 import { runNextValidationJob, type WorkerDeps } from "../../src/submissions/worker.ts";
 import { createClamdScanner } from "../../src/validation/antivirus/clamd.ts";
