@@ -26,29 +26,33 @@ function outOfRange(offset: number): never {
 
 /** A window of the source, addressed with absolute offsets, so parsing code reads like the spec. */
 class View {
+  /** One past the last absolute offset held (the buffer's length getter is no plain field read). */
+  readonly end: number;
   constructor(
     readonly buf: Buffer,
     readonly base: number,
-  ) {}
+  ) {
+    this.end = base + buf.length;
+  }
   static of(source: ByteSource, offset: number, length: number): View {
     return new View(source.read(offset, Math.max(0, length)), offset);
   }
   has(offset: number, length: number): boolean {
-    return offset >= this.base && offset + length <= this.base + this.buf.length;
+    return offset >= this.base && offset + length <= this.end;
   }
   // Plain byte reads, as extra-fields.ts does: Buffer's readUInt16LE/readUInt32LE validate their
   // argument on every call, and these run about 25 times per entry, mostly before the JIT has
   // optimized the loops (a CLI run reads the directory once). Out of range stays a RangeError.
   u16(offset: number): number {
+    if (offset < this.base || offset + 2 > this.end) outOfRange(offset);
     const b = this.buf;
     const i = offset - this.base;
-    if (i < 0 || i + 2 > b.length) outOfRange(offset);
     return b[i]! | (b[i + 1]! << 8);
   }
   u32(offset: number): number {
+    if (offset < this.base || offset + 4 > this.end) outOfRange(offset);
     const b = this.buf;
     const i = offset - this.base;
-    if (i < 0 || i + 4 > b.length) outOfRange(offset);
     return (b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24)) >>> 0;
   }
   slice(start: number, end: number): Buffer {
@@ -56,8 +60,13 @@ class View {
   }
   /** Whether the `length` bytes at `offset` are exactly `other`, without a slice of their own. */
   equals(offset: number, length: number, other: Buffer): boolean {
+    if (length !== other.length) return false;
+    if (offset < this.base || offset + length > this.end) outOfRange(offset);
+    // A loop, not Buffer.compare: names are tens of bytes, and compare checks four offsets per call.
+    const b = this.buf;
     const start = offset - this.base;
-    return length === other.length && this.buf.compare(other, 0, length, start, start + length) === 0;
+    for (let i = 0; i < length; i++) if (b[start + i] !== other[i]) return false;
+    return true;
   }
 }
 
