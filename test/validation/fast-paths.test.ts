@@ -1,6 +1,6 @@
 import { deflateRawSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { analyzeName, analyzeNameFully } from "../../src/validation/zip/names.ts";
+import { analyzeName, analyzeNameFully, isReservedDeviceName } from "../../src/validation/zip/names.ts";
 import { inflateFacts, inflateFactsBorrowed } from "../../src/validation/zip/inflate-raw.mjs";
 import {
   bufferSource,
@@ -349,5 +349,49 @@ describe("inflateEntryBorrowed", () => {
       const got = inflateEntryBorrowed(bufferSource(zip), entry);
       expect({ name: entry.name, got }).toEqual({ name: entry.name, got: want });
     }
+  });
+});
+
+describe("fourth-character shortcut in isReservedDeviceName", () => {
+  const devices = ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"];
+  for (const prefix of ["COM", "LPT"]) for (const d of "123456789¹²³") devices.push(prefix + d);
+  /** The rule without the shortcut, as it was: the stem before the first dot, trailing spaces off, uppercased. */
+  function reference(segment: string): boolean {
+    const dot = segment.indexOf(".");
+    const stem = (dot === -1 ? segment : segment.slice(0, dot)).replace(/ +$/, "");
+    return devices.includes(stem.toUpperCase());
+  }
+  it("answers as the full comparison does for devices, near misses and every fourth character", () => {
+    const segments = ["Content", "Config", "console", "conin", "CONOUT", "Data", "com", "lpt0", "COM10"];
+    for (const device of devices) {
+      for (const cased of [device, device.toLowerCase(), device[0] + device.slice(1).toLowerCase()])
+        for (const tail of ["", ".txt", " ", "  .dll", "x", "1", ".tar.gz"]) segments.push(cased + tail);
+    }
+    // Every fourth character after each device prefix, ASCII and a few that uppercase to ASCII.
+    const fourths = [
+      ...Array.from({ length: 128 }, (_, c) => String.fromCharCode(c)),
+      "ı",
+      "¹",
+      "²",
+      "³",
+      "ſ",
+      "K",
+    ];
+    for (const head of ["CON", "con", "COM", "lpt", "Nul", "aux", "PRN"])
+      for (const fourth of fourths)
+        for (const tail of ["", "N$", "n$", "UT$", "ut$", "x", "..", " "])
+          segments.push(head + fourth + tail);
+    let devicesSeen = 0;
+    for (const segment of segments) {
+      const want = reference(segment);
+      if (want) devicesSeen++;
+      expect({ segment, got: isReservedDeviceName(segment) }).toEqual({ segment, got: want });
+      // The same segment inside a path, as isCleanPlainName asks.
+      const path = `Mods/${segment}/x`;
+      expect({ path, got: isReservedDeviceName(path, 5, 5 + segment.length) }).toEqual({ path, got: want });
+    }
+    // The dotless i: "conın$" uppercases to CONIN$.
+    expect(isReservedDeviceName("conın$")).toBe(true);
+    expect(devicesSeen).toBeGreaterThan(devices.length * 3);
   });
 });

@@ -53,6 +53,19 @@ export function isReservedDeviceName(name: string, start = 0, end = name.length)
   // CON, COM1, CONIN$, CONOUT$: 3, 4, 6 or 7 characters.
   const length = stop - start;
   if (length < 3 || length === 5 || length > 7) return false;
+  // Past three characters the fourth is a digit (COM1, LPT¹) or the I/O of CONIN$/CONOUT$: an ASCII
+  // fourth character other than those rules the segment out without a slice ("Content" is 7 long,
+  // as CONOUT$ is). A non-ASCII one goes on (U+0131 dotless i uppercases to I).
+  if (length > 3) {
+    const fourth = name.charCodeAt(start + 3);
+    if (
+      fourth < 0x80 &&
+      !(fourth >= 0x31 && fourth <= 0x39) &&
+      (fourth | 0x20) !== 0x69 &&
+      (fourth | 0x20) !== 0x6f
+    )
+      return false;
+  }
   return RESERVED.has(name.slice(start, stop).toUpperCase());
 }
 
