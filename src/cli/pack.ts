@@ -5,6 +5,7 @@ import { readValidationDocuments } from "../catalog/validator.ts";
 import { writeFileAtomic } from "../lib/atomic-write.ts";
 import { packFolder, type PackProgress } from "../validation/pack.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
+import { byteProgressBar } from "./progress-bar.ts";
 
 const HELP = `usage: svc pack FOLDER [--out FILE.zip] [--site DIR] [--json]
 
@@ -45,31 +46,7 @@ async function progressBar(io: CliIo, folder: string): Promise<((p: PackProgress
   };
   walk(folder);
   if (total < PROGRESS_MIN_BYTES) return undefined;
-  const { default: cliProgress } = await import("cli-progress");
-  const bar = new cliProgress.SingleBar(
-    {
-      stream: io.stderr,
-      format: "{phase} [{bar}] {percentage}% {doneMiB}/{totalMiB} MiB",
-      clearOnComplete: true,
-      hideCursor: true,
-    },
-    cliProgress.Presets.shades_classic,
-  );
-  let phase = "";
-  const mib = (n: number) => (n / 1048576).toFixed(1);
-  return (p) => {
-    if (p.phase !== phase) {
-      if (phase) bar.stop();
-      phase = p.phase;
-      bar.start(p.totalBytes, 0, { phase: phase.padEnd(11), doneMiB: "0.0", totalMiB: mib(p.totalBytes) });
-    }
-    bar.update(p.doneBytes, {
-      phase: phase.padEnd(11),
-      doneMiB: mib(p.doneBytes),
-      totalMiB: mib(p.totalBytes),
-    });
-    if (p.doneBytes >= p.totalBytes) bar.stop();
-  };
+  return byteProgressBar(io, 11);
 }
 
 function usageError(io: CliIo, code: string, message: string, json: boolean): number {

@@ -12,6 +12,7 @@ import { runValidation } from "../validation/runner.ts";
 import type { GameBuildsDocument, ValidationProgress } from "../validation/types.ts";
 import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
+import { byteProgressBar } from "./progress-bar.ts";
 
 const HELP = `usage: svc validate --package FILE --metadata FILE [options]
 
@@ -65,31 +66,7 @@ async function progressBar(
 ): Promise<((p: ValidationProgress) => void) | undefined> {
   // Only worth drawing for large packages, and only on a terminal (never into logs or pipes).
   if (!io.stderr.isTTY || totalBytes < 8 * 1024 * 1024) return undefined;
-  const { default: cliProgress } = await import("cli-progress");
-  const bar = new cliProgress.SingleBar(
-    {
-      stream: io.stderr,
-      format: "{phase} [{bar}] {percentage}% {doneMiB}/{totalMiB} MiB",
-      clearOnComplete: true,
-      hideCursor: true,
-    },
-    cliProgress.Presets.shades_classic,
-  );
-  let phase = "";
-  return (p) => {
-    const mib = (n: number) => (n / 1048576).toFixed(1);
-    if (p.phase !== phase) {
-      if (phase) bar.stop();
-      phase = p.phase;
-      bar.start(p.totalBytes, 0, { phase: phase.padEnd(10), doneMiB: "0.0", totalMiB: mib(p.totalBytes) });
-    }
-    bar.update(p.doneBytes, {
-      phase: phase.padEnd(10),
-      doneMiB: mib(p.doneBytes),
-      totalMiB: mib(p.totalBytes),
-    });
-    if (p.doneBytes >= p.totalBytes) bar.stop();
-  };
+  return byteProgressBar(io, 10);
 }
 
 /** The --timings table: each step with its milliseconds and its share of the total, then the total. */

@@ -1,6 +1,6 @@
 import type { Dependency, Entrypoint } from "../contracts/records.ts";
 import { SOURCE_SCHEMA_BASE, type SchemaName, schemaRegistry } from "../contracts/schemas.ts";
-import type { ModConfig, PackageInventory, Sidecar } from "../validation/types.ts";
+import type { ModConfig, PackageInventory, Sidecar, ValidationReport } from "../validation/types.ts";
 import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import type { SubmissionProblem } from "./submission-files.ts";
 
@@ -30,17 +30,8 @@ export interface ReportCheck {
   required: boolean;
 }
 
-export interface ReportValidation {
-  schema: "svc.validation-report.v1";
-  modId: string | null;
-  version: string | null;
-  packageSha256: string | null;
-  packageSizeBytes: number | null;
-  passed: boolean;
-  checks: ReportCheck[];
-  startedAt: string;
-  finishedAt: string;
-}
+/** The validator's report as a submission report carries it: its checks without their timings. */
+export type ReportValidation = Omit<ValidationReport, "checks"> & { checks: ReportCheck[] };
 
 /** At most this many files in a report: a report stays a few hundred kilobytes at worst. */
 export const REPORT_MAX_FILES = 1000;

@@ -10,20 +10,11 @@ import type { SqlExecutor } from "../store/store.ts";
 import {
   type ActorRef,
   applySubmissionActionIn,
+  type Publication,
   SUBMISSION_AUDIT,
   type SubmissionDeps,
   type SubmissionRow,
 } from "./service.ts";
-
-/** Where a published submission's release lives (the upload-submission document's publication). */
-export interface Publication {
-  packageUrl: string;
-  catalogUrl: string;
-  detailUrl: string;
-  versionsUrl: string;
-  pageUrl: string;
-  publishedAt: string;
-}
 
 export function publicationOf(
   config: PortalConfig,

@@ -55,6 +55,16 @@ export interface SubmissionRow {
   updated_at: Date | string;
 }
 
+/** Where a published submission's release lives (the upload-submission document's publication). */
+export interface Publication {
+  packageUrl: string;
+  catalogUrl: string;
+  detailUrl: string;
+  versionsUrl: string;
+  pageUrl: string;
+  publishedAt: string;
+}
+
 export interface DecisionRow {
   decision: Decision;
   reviewer_account_id: string;
@@ -233,6 +243,14 @@ export interface ActorRef {
   kind: Actor;
 }
 
+/** What a move may carry: the reviewer's notes, where an unhide lands, who may see the row at all. */
+export interface SubmissionActionOptions {
+  notes?: string;
+  unhideTo?: "published" | "superseded";
+  /** A row this refuses is not_found to the caller. */
+  visibleTo?: (row: SubmissionRow) => boolean;
+}
+
 /**
  * Moves a submission with the state machine, under a row lock, recording the decision (with the
  * reviewer's notes and how long the release waited) and one audit event in the same transaction.
@@ -243,11 +261,7 @@ export async function applySubmissionAction(
   submissionId: string,
   action: Action,
   actor: ActorRef,
-  options: {
-    notes?: string;
-    unhideTo?: "published" | "superseded";
-    visibleTo?: (row: SubmissionRow) => boolean;
-  } = {},
+  options: SubmissionActionOptions = {},
 ): Promise<SubmissionRow> {
   return deps.store.transaction((tx) =>
     applySubmissionActionIn(tx, deps, submissionId, action, actor, options),
@@ -261,11 +275,7 @@ export async function applySubmissionActionIn(
   submissionId: string,
   action: Action,
   actor: ActorRef,
-  options: {
-    notes?: string;
-    unhideTo?: "published" | "superseded";
-    visibleTo?: (row: SubmissionRow) => boolean;
-  } = {},
+  options: SubmissionActionOptions = {},
 ): Promise<SubmissionRow> {
   const now = deps.now();
   const row = await loadSubmission(tx, submissionId, true);
@@ -452,14 +462,7 @@ export async function submissionView(
       satisfied: row.detail_page?.satisfied ?? false,
       pageUrl: urls.modPage(row.mod_id),
     },
-    publication: row.publication as null | {
-      packageUrl: string;
-      catalogUrl: string;
-      detailUrl: string;
-      versionsUrl: string;
-      pageUrl: string;
-      publishedAt: string;
-    },
+    publication: row.publication as Publication | null,
     ...(ownership ? { ownership } : {}),
     ...(details.release ?? {}),
     ...(staff ? { uploader: staff.uploader, earlierSubmissions: staff.earlierSubmissions } : {}),
