@@ -4,6 +4,13 @@
  * load generator costs far less CPU than the server it measures (Node's http client would not).
  * It understands exactly what the bench asks for: answers with a Content-Length body.
  *
+ * The warm-up starts once every client has had its first answer: connections reach a
+ * `svc serve --workers N` worker through its primary one at a time (node:cluster's round-robin
+ * hand-off), which on a busy machine took longer than the warm-up itself, so the measured seconds
+ * began with clients still waiting for their connection. The time until every client was answered
+ * once is reported as `readyMs`; the measurement is the steady state of 50 open connections, as
+ * for nginx.
+ *
  *   node --import tsx bench/api/load.ts '{"port":8080,"path":"/x","headers":{},"clients":50,...}'
  */
 import { connect, type Socket } from "node:net";
@@ -35,6 +42,11 @@ let stopping = false;
 let answered = 0;
 let unexpected = 0;
 let firstUnexpected = "";
+let waiting = options.clients;
+let allAnswered: () => void = () => {};
+const ready = new Promise<void>((resolve) => {
+  allAnswered = resolve;
+});
 
 function client(): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -43,6 +55,7 @@ function client(): Promise<void> {
     let pending: Buffer = Buffer.alloc(0);
     let sentAt = 0n;
     let bodyLeft = -1;
+    let first = true;
     const send = () => {
       if (stopping) {
         socket.end();
@@ -73,6 +86,10 @@ function client(): Promise<void> {
         pending = pending.subarray(bodyLeft);
         bodyLeft = -1;
         answered += 1;
+        if (first) {
+          first = false;
+          if (--waiting === 0) allAnswered();
+        }
         if (measuring) latenciesMs.push(Number(process.hrtime.bigint() - sentAt) / 1e6);
         send();
       }
@@ -82,7 +99,20 @@ function client(): Promise<void> {
   });
 }
 
+const startedAt = process.hrtime.bigint();
 const clients = Array.from({ length: options.clients }, client);
+const READY_TIMEOUT_MS = 60_000;
+await Promise.race([
+  ready,
+  new Promise((_, reject) =>
+    setTimeout(
+      () =>
+        reject(new Error(`${waiting} of ${options.clients} clients had no answer in ${READY_TIMEOUT_MS} ms`)),
+      READY_TIMEOUT_MS,
+    ).unref(),
+  ),
+]);
+const readyMs = Number(process.hrtime.bigint() - startedAt) / 1e6;
 await new Promise((resolve) => setTimeout(resolve, options.warmupMs));
 measuring = true;
 const started = process.hrtime.bigint();
@@ -104,6 +134,7 @@ process.stdout.write(
     p99ms: at(0.99),
     maxMs: sorted.at(-1) ?? 0,
     answered,
+    readyMs,
     unexpected,
     firstUnexpected,
   })}\n`,

@@ -269,6 +269,41 @@ async function startBareNode(path: string): Promise<{ port: number; stop(): void
   };
 }
 
+/** bench/api/bare-cluster.ts in its own process: bare node:http in `workers` processes on one port. */
+async function startBareCluster(
+  workers: number,
+  artifact: string,
+  json: string,
+): Promise<{ port: number; stop(): Promise<void> }> {
+  const child = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      join(import.meta.dirname, "bare-cluster.ts"),
+      JSON.stringify({ workers, artifact, json }),
+    ],
+    { cwd: join(import.meta.dirname, "..", ".."), stdio: ["ignore", "pipe", "inherit"] },
+  );
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /listening (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once("exit", (code) => reject(new Error(`bare-cluster.ts exited with ${code}`)));
+  });
+  return {
+    port,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
 interface CurlResult {
   status: number;
   bytes: number;
@@ -491,7 +526,7 @@ async function main(): Promise<number> {
     // Part 3's portal: `svc serve --workers N` on the same database (the key above is in it), and
     // nginx with as many workers beside it.
     const databaseUrl = process.env.DATABASE_URL?.trim();
-    let workers: { port: number; nginxPort: number; line: string } | null = null;
+    let workers: { port: number; nginxPort: number; barePort: number; line: string } | null = null;
     if (databaseUrl && !ONLY_REQUESTS) {
       const portalRoot = join(root, "workers-portal");
       const started = await startWorkersPortal({
@@ -507,7 +542,9 @@ async function main(): Promise<number> {
       stops.push(() => started.stop());
       const webN = await startNginx(nginx, root, "nginx-workers", WORKERS, join(portalRoot, "site"), null);
       stops.push(webN.stop);
-      workers = { port: started.port, nginxPort: webN.port, line: started.workersLine };
+      const bareN = await startBareCluster(WORKERS, join(siteDir, rel), join(siteDir, jsonPath));
+      stops.push(bareN.stop);
+      workers = { port: started.port, nginxPort: webN.port, barePort: bareN.port, line: started.workersLine };
     }
 
     const auth = { authorization: `Bearer ${apiKey}` };
@@ -522,6 +559,7 @@ async function main(): Promise<number> {
       nginxN: { url: `http://127.0.0.1:${workers?.nginxPort}/${rel}`, headers: {} },
       staticN: { url: `http://127.0.0.1:${workers?.port}/${rel}`, headers: {} },
       laneN: { url: `http://127.0.0.1:${workers?.port}/api/v1/${rel}`, headers: auth },
+      bareN: { url: `http://127.0.0.1:${workers?.barePort}/${rel}`, headers: {} },
     };
     type Target = keyof typeof urls;
     const oneProcess: Target[] = ["nginx", "static", "lane", "bare", "loop", "copy"];
@@ -546,7 +584,7 @@ async function main(): Promise<number> {
       for (const target of [...oneProcess, "accel" as const])
         await curl(urls[target].url, urls[target].headers);
       if (workers)
-        for (const target of ["nginxN", "staticN", "laneN"] as const)
+        for (const target of ["nginxN", "staticN", "laneN", "bareN"] as const)
           await curl(urls[target].url, urls[target].headers);
     }
     // Baselines recorded beside each subject, pair by pair: `${subject}/${baseline}x${parallel}`.
@@ -572,6 +610,7 @@ async function main(): Promise<number> {
         if (workers) {
           await pair("nginxN", "staticN", parallel, round);
           await pair("nginxN", "laneN", parallel, round);
+          await pair("nginxN", "bareN", parallel, round);
         }
       }
     }
@@ -595,8 +634,8 @@ async function main(): Promise<number> {
     const range = { range: "bytes=0-4095" };
     const rangePairs: Array<{ nginx: LoadResult; lane: LoadResult; bare: LoadResult }> = [];
     const jsonPairs: Array<{ nginx: LoadResult; portal: LoadResult }> = [];
-    const workerRangePairs: Array<{ nginx: LoadResult; portal: LoadResult }> = [];
-    const workerJsonPairs: Array<{ nginx: LoadResult; portal: LoadResult }> = [];
+    const workerRangePairs: Array<{ nginx: LoadResult; portal: LoadResult; bare: LoadResult }> = [];
+    const workerJsonPairs: Array<{ nginx: LoadResult; portal: LoadResult; bare: LoadResult }> = [];
     const loadAverages: number[] = [loadavg()[0]!];
     for (let p = 0; p < LOAD_PAIRS; p++) {
       const nginxRange = await load(web.port, `/${rel}`, range, false);
@@ -610,10 +649,12 @@ async function main(): Promise<number> {
         workerRangePairs.push({
           nginx: await load(workers.nginxPort, `/${rel}`, range, false),
           portal: await load(workers.port, `/api/v1/${rel}`, { ...auth, ...range }, false),
+          bare: await load(workers.barePort, `/${rel}`, range, false),
         });
         workerJsonPairs.push({
           nginx: await load(workers.nginxPort, `/${jsonPath}`, {}, false, 200),
           portal: await load(workers.port, `/${jsonPath}`, {}, false, 200),
+          bare: await load(workers.barePort, `/${jsonPath}`, {}, false, 200),
         });
       }
       loadAverages.push(loadavg()[0]!);
@@ -730,6 +771,15 @@ async function main(): Promise<number> {
             ]);
           }
         }
+        for (const parallel of [1, PARALLEL]) {
+          workerCells.push([
+            `(node:http x${WORKERS}, pread loop) x${parallel}`,
+            describeStats(rate("bareN", parallel), mibps),
+            describeStats(pairedBaseline("bareN", "nginxN", parallel), mibps),
+            describeStats(pairedRatio("bareN", "nginxN", parallel), x),
+            `Node's own ceiling in ${WORKERS} processes`,
+          ]);
+        }
         printTable(["lane", `workers ${WORKERS}`, `nginx ${WORKERS}w`, "ratio", "verdict"], workerCells);
       } else {
         log(
@@ -755,6 +805,8 @@ async function main(): Promise<number> {
     };
     const pairRatios = (pairs: Array<{ nginx: LoadResult; portal: LoadResult }>) =>
       summarize(pairs.map((p) => p.portal.requestsPerSecond / p.nginx.requestsPerSecond));
+    const bareRatios = (pairs: Array<{ nginx: LoadResult; bare: LoadResult }>) =>
+      summarize(pairs.map((p) => p.bare.requestsPerSecond / p.nginx.requestsPerSecond));
     log("");
     log(
       `API-key request (Range 4 KiB), ${CLIENTS} concurrent keep-alive clients, ${DURATION_MS / 1000} s each, ${LOAD_PAIRS} pair(s) nginx then portal`,
@@ -774,8 +826,9 @@ async function main(): Promise<number> {
       const portals = workerRangePairs.map((p) => p.portal);
       log(`  3. --workers ${WORKERS}          ${describe(portals)}`);
       log(`     nginx ${WORKERS} workers      ${describe(workerRangePairs.map((p) => p.nginx))}`);
+      log(`     bare node:http x${WORKERS}     ${describe(workerRangePairs.map((p) => p.bare))}`);
       log(
-        `     portal / nginx req/s, pair by pair ${describeStats(pairRatios(workerRangePairs), x)}; margin to ${GOALS.p99Ms} ms: ${(GOALS.p99Ms - p99(portals).median).toFixed(2)} ms (median), ${(GOALS.p99Ms - p99(portals).max).toFixed(2)} ms (worst pair)`,
+        `     portal / nginx req/s, pair by pair ${describeStats(pairRatios(workerRangePairs), x)}; bare node:http x${WORKERS} / nginx ${describeStats(bareRatios(workerRangePairs), x)}; margin to ${GOALS.p99Ms} ms: ${(GOALS.p99Ms - p99(portals).median).toFixed(2)} ms (median), ${(GOALS.p99Ms - p99(portals).max).toFixed(2)} ms (worst pair)`,
       );
       workersLatencyMet = latencyMet(portals);
       log(
@@ -799,7 +852,10 @@ async function main(): Promise<number> {
       const r = pairRatios(workerJsonPairs);
       log(`  3. --workers ${WORKERS}          ${describe(workerJsonPairs.map((p) => p.portal))}`);
       log(`     nginx ${WORKERS} workers      ${describe(workerJsonPairs.map((p) => p.nginx))}`);
-      log(`     portal / nginx req/s, pair by pair ${describeStats(r, x)}`);
+      log(`     bare node:http x${WORKERS}     ${describe(workerJsonPairs.map((p) => p.bare))}`);
+      log(
+        `     portal / nginx req/s, pair by pair ${describeStats(r, x)}; bare node:http x${WORKERS} / nginx ${describeStats(bareRatios(workerJsonPairs), x)} (Node's own ceiling)`,
+      );
       workersJsonMet = r.median >= GOALS.jsonRatio;
       log(
         `     ${verdict(workersJsonMet, `>= ${GOALS.jsonRatio}x nginx's req/s, median of pairs`, `50 KB JSON document, --workers ${WORKERS}`)}`,
