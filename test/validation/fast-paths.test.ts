@@ -12,7 +12,7 @@ import {
   type ZipEntry,
 } from "../../src/validation/zip/reader.ts";
 import { buildZip } from "./zip-builder.ts";
-import { sniffByEveryMagic, sniffFileType } from "../../src/validation/zip/sniff.ts";
+import { looksLikeText, sniffByEveryMagic, sniffFileType } from "../../src/validation/zip/sniff.ts";
 
 // The validator takes shortcuts for the common case (plain ASCII names, content whose first byte
 // opens no known magic). Each must give exactly what the general path gives.
@@ -393,5 +393,37 @@ describe("fourth-character shortcut in isReservedDeviceName", () => {
     // The dotless i: "conın$" uppercases to CONIN$.
     expect(isReservedDeviceName("conın$")).toBe(true);
     expect(devicesSeen).toBeGreaterThan(devices.length * 3);
+  });
+});
+
+describe("looksLikeText", () => {
+  /** The loop it replaced: any NUL or C0 control other than tab, LF, VT, FF, CR and ESC in the first 4 KiB. */
+  function byLoop(bytes: Uint8Array): boolean {
+    const n = Math.min(bytes.length, 4096);
+    for (let i = 0; i < n; i++) {
+      const b = bytes[i]!;
+      if (b === 0) return false;
+      if (b < 0x09 || (b > 0x0d && b < 0x20 && b !== 0x1b)) return false;
+    }
+    return true;
+  }
+  it("answers as the byte loop does for every byte value at the start, the middle, the 4 KiB edge and past it", () => {
+    const text = Buffer.from("health_1 = 2 ; 3\n".repeat(400));
+    let notText = 0;
+    for (let b = 0; b < 256; b++) {
+      for (const at of [0, 1, 777, 4095, 4096, 6000]) {
+        const bytes = Buffer.from(text);
+        bytes[at] = b;
+        const want = byLoop(bytes);
+        if (!want) notText++;
+        expect({ b, at, got: looksLikeText(bytes) }).toEqual({ b, at, got: want });
+        // A plain Uint8Array view of part of a larger buffer reads the same bytes.
+        const view = new Uint8Array(bytes.buffer, bytes.byteOffset + 1, bytes.length - 1);
+        expect({ b, at, view: looksLikeText(view) }).toEqual({ b, at, view: byLoop(view) });
+      }
+    }
+    // 26 byte values are not text (0-8, 14-26, 28-31), each seen at the four positions inside the first 4 KiB.
+    expect(notText).toBe(26 * 4);
+    expect(looksLikeText(Buffer.alloc(0))).toBe(true);
   });
 });

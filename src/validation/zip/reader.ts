@@ -738,10 +738,14 @@ function describeUnsupportedFlags(flags: number, method: number): string | null 
 
 /** Every byte before the central directory must belong to exactly one entry, in order. */
 function checkLayout(entries: ZipEntry[], cdOffset: number, findings: ZipFinding[]): void {
-  const placed = entries
-    .filter((e) => e.dataOffset >= 0)
-    .sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
-  if (placed.length !== entries.length) return; // already reported as local_header_invalid
+  let inOrder = true;
+  for (let i = 0; i < entries.length; i++) {
+    if (entries[i]!.dataOffset < 0) return; // already reported as local_header_invalid
+    if (i > 0 && entries[i]!.localHeaderOffset < entries[i - 1]!.localHeaderOffset) inOrder = false;
+  }
+  // Writers put the central records in the order of the entries: then there is nothing to sort (a
+  // stable sort of sorted entries is the same list, and a comparator call per entry costs).
+  const placed = inOrder ? entries : [...entries].sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
   let cursor = 0;
   for (const entry of placed) {
     const label = entry.nameDecoded ? entry.name : `<entry ${entry.index + 1}>`;
