@@ -7,7 +7,7 @@ import { commitFiles, FileExistsError, withPublishLock } from "./atomic-files.ts
 import { assertCanSign, type SiteSigning, signAfterCommit } from "../distribution/tuf-repository.ts";
 import { checkContractRules } from "./contract-rules.ts";
 import { clearOwedSigning, owedSigningError, owingSignature, settleOwedSigning } from "./owed-signing.ts";
-import { listGeneratedFiles, loadSiteInputs, renderSite, type SiteInputs } from "./site.ts";
+import { listGeneratedFiles, loadSiteInputs, renderSiteFiles, type SiteInputs } from "./site.ts";
 
 export interface RebuildOptions {
   root: string;
@@ -53,7 +53,18 @@ export async function commitRecordUpdates(
         if (settleOwedSigning(tree, options.signing) === "owed") throw owedSigningError(tree);
         let inputs = loadSiteInputs(options.config, options.recordsDir);
         for (const update of updates) inputs = update.apply(inputs);
-        const files = renderSite(inputs, options.siteDir, options.now ?? (() => new Date()));
+        const files = new Map<string, string>();
+        // Documents the render found byte for byte on disk are left out of the commit unread again.
+        const unchanged = new Set<string>();
+        renderSiteFiles(
+          inputs,
+          options.siteDir,
+          (path, text, onDisk) => {
+            files.set(path, text);
+            if (onDisk === "same") unchanged.add(path);
+          },
+          options.now ?? (() => new Date()),
+        );
         const failures = checkContractRules(files);
         if (failures.length > 0) {
           throw new SvcError(
@@ -69,7 +80,7 @@ export async function commitRecordUpdates(
         const recordsRel = rel(options.root, options.recordsDir);
         const write = new Map<string, string>();
         for (const update of updates) write.set(`${recordsRel}/${update.path}`, update.text);
-        for (const [path, text] of files) write.set(`${siteRel}/${path}`, text);
+        for (const [path, text] of files) if (!unchanged.has(path)) write.set(`${siteRel}/${path}`, text);
         const stale = listGeneratedFiles(options.siteDir)
           .filter((p) => !files.has(p))
           .map((p) => `${siteRel}/${p}`);

@@ -9,7 +9,7 @@ import { assertCanSign, type SiteSigning, signAfterCommit } from "../distributio
 import { type CommitResult, type RecoveryResult, withPublishLock } from "./atomic-files.ts";
 import { clearOwedSigning, owingSignature, settleOwedSigning } from "./owed-signing.ts";
 import { checkSite } from "./site-check.ts";
-import { loadSiteInputs, type ProjectPaths, renderSite, writeSite } from "./site.ts";
+import { loadSiteInputs, type ProjectPaths, renderAndWriteSite } from "./site.ts";
 
 export interface SiteBuild extends CommitResult {
   /** How many files the build produces (all of them compared with the disk). */
@@ -34,12 +34,15 @@ export async function buildSite(
     () => {
       assertCanSign(paths.siteDir, signing);
       const owed = settleOwedSigning(paths, signing);
-      const files = renderSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir);
-      const result = writeSite(paths.siteDir, files, owingSignature(paths, signing));
+      const { files, ...result } = renderAndWriteSite(
+        loadSiteInputs(config, paths.recordsDir),
+        paths.siteDir,
+        owingSignature(paths, signing),
+      );
       // A build is also the repair path: re-hash the whole site rather than trust the commit's list.
       signAfterCommit(paths.siteDir, signing, result, { full: true });
       if (signing) clearOwedSigning(paths);
-      return { ...result, files: files.size, owed };
+      return { ...result, files, owed };
     },
     options.onRecovered ? { onRecovered: options.onRecovered } : {},
   );

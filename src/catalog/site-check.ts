@@ -6,7 +6,7 @@ import { checkLocalArtifacts } from "./artifact-check.ts";
 import { type RecoveryResult, withPublishLock } from "./atomic-files.ts";
 import { checkContractRules } from "./contract-rules.ts";
 import { owedSigningProblem, settleOwedSigning } from "./owed-signing.ts";
-import { listGeneratedFiles, loadSiteInputs, type ProjectPaths, renderSite } from "./site.ts";
+import { listGeneratedFiles, loadSiteInputs, type ProjectPaths, renderSiteFiles } from "./site.ts";
 
 export interface SiteCheckResult {
   /** One line per problem: drift, a missing or stale file, a failed contract rule, a missing artifact. */
@@ -44,9 +44,20 @@ export async function checkSite(
         problems.push(`signing: ${error instanceof Error ? error.message : String(error)}`);
       }
       const inputs = loadSiteInputs(config, paths.recordsDir);
-      const expected = renderSite(inputs, paths.siteDir);
+      // The render reads each existing document once to keep its timestamp and says which are
+      // byte for byte on disk: those are not read again.
+      const expected = new Map<string, string>();
+      const onDisk = new Set<string>();
+      renderSiteFiles(inputs, paths.siteDir, (path, text, known) => {
+        expected.set(path, text);
+        if (known === "same") onDisk.add(path);
+      });
       const committed = new Map<string, string>();
       for (const [path, text] of expected) {
+        if (onDisk.has(path)) {
+          committed.set(path, text);
+          continue;
+        }
         const full = join(paths.siteDir, path);
         if (!existsSync(full)) {
           problems.push(`missing: site/${path} (run svc build)`);

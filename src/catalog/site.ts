@@ -1,6 +1,6 @@
 import type { ModOwnership } from "../contracts/ownership.ts";
 import { sha256Hex } from "../lib/hash.ts";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { GameBuildEntry, PortalConfig } from "../config/portal-config.ts";
 import { SvcError } from "../errors.ts";
@@ -11,6 +11,8 @@ import {
   buildModDetail,
   buildModsIndex,
   buildModVersions,
+  type ModDetailDocument,
+  type ModView,
   visibleMods,
 } from "../contracts/catalog.ts";
 import {
@@ -39,7 +41,9 @@ import { buildValidationContract } from "../contracts/validation-contract.ts";
 import { buildWorkflowDocument } from "../contracts/workflow.ts";
 import { TUF_DIR } from "../distribution/tuf-layout.ts";
 import { readRootFiles } from "../distribution/tuf-root.ts";
-import { listPageFiles, renderPages } from "../pages/render-pages.ts";
+import type { GameBuildMatrix } from "../pages/compatibility.ts";
+import { listPageFiles, PAGE_PATHS, sitePages } from "../pages/render-pages.ts";
+import type { ReadinessView } from "../pages/status-page.ts";
 import { CHECKS } from "../validation/checks/index.ts";
 import { recordsAtBase } from "./portal-base.ts";
 import { type CommitOptions, type CommitResult, commitFiles } from "./atomic-files.ts";
@@ -129,8 +133,16 @@ export interface RenderOptions {
   onlyMods?: ReadonlySet<string>;
 }
 
-/** Builds every document (unvalidated, timestamps pending). Paths are relative to the site root. */
-export function generateDocuments(inputs: SiteInputs, options: RenderOptions = {}): GeneratedDocument[] {
+/** What every document of the site is built from: the visible mods, the supported builds, readiness. */
+interface DocumentPlan {
+  inputs: SiteInputs;
+  mods: ModView[];
+  supported: string[];
+  /** The site's global documents (everything but catalog.json and the per-mod documents), in order. */
+  globals: GeneratedDocument[];
+}
+
+function planDocuments(inputs: SiteInputs): DocumentPlan {
   const { config } = inputs;
   const at = PENDING_TIMESTAMP;
   const supported = supportedBuilds(inputs.gameBuilds);
@@ -145,13 +157,8 @@ export function generateDocuments(inputs: SiteInputs, options: RenderOptions = {
   };
   const readiness = computeReadiness(readinessInputs);
   const frameworkVersion = inputs.framework?.version ?? null;
-  const docs: GeneratedDocument[] = [
-    {
-      path: SITE_PATHS.catalog,
-      schema: "catalog",
-      // versionsSha256 is replaced by the hash of the final versions.json bytes in renderSite.
-      document: { ...buildCatalog(config, mods, supported, at) },
-    },
+  const changes = inputs.changes ?? [];
+  const globals: GeneratedDocument[] = [
     {
       path: SITE_PATHS.readiness,
       schema: "readiness",
@@ -189,25 +196,55 @@ export function generateDocuments(inputs: SiteInputs, options: RenderOptions = {
       schema: "game-publishing-validation",
       document: { ...buildValidationContract(config, supported, frameworkVersion, CHECKS, at) },
     },
+    {
+      path: CHANGES_PATHS.head,
+      schema: "changes-head",
+      document: { ...buildChangesHead(config.baseUrl, changes[0]?.page ?? 0, changes.at(-1) ?? null, at) },
+    },
   ];
-  const changes = inputs.changes ?? [];
-  docs.push({
-    path: CHANGES_PATHS.head,
-    schema: "changes-head",
-    document: { ...buildChangesHead(config.baseUrl, changes[0]?.page ?? 0, changes.at(-1) ?? null, at) },
-  });
-  for (const view of mods) {
-    if (options.onlyMods && !options.onlyMods.has(view.modId)) continue;
-    docs.push({
+  return { inputs, mods, supported, globals };
+}
+
+/** One mod's documents: its detail and its versions list. */
+function modDocuments(config: PortalConfig, view: ModView): [GeneratedDocument, GeneratedDocument] {
+  const at = PENDING_TIMESTAMP;
+  return [
+    {
       path: SITE_PATHS.modDetail(view.modId),
       schema: "mod-detail",
       document: { ...buildModDetail(config, view, at) },
-    });
-    docs.push({
+    },
+    {
       path: SITE_PATHS.modVersions(view.modId),
       schema: "mod-versions",
       document: { ...buildModVersions(view, at) },
-    });
+    },
+  ];
+}
+
+/**
+ * catalog.json; `versionsSha256` gives the hash of each mod's versions.json as written (undefined:
+ * the hash of that document generated with the pending timestamp, as buildCatalog computes it).
+ */
+function catalogDocument(plan: DocumentPlan, versionsSha256: (view: ModView) => string | undefined) {
+  const { config } = plan.inputs;
+  const document = buildCatalog(
+    config,
+    plan.mods,
+    plan.supported,
+    PENDING_TIMESTAMP,
+    (view) => versionsSha256(view) ?? sha256Hex(serializeDocument(buildModVersions(view, PENDING_TIMESTAMP))),
+  );
+  return { path: SITE_PATHS.catalog, schema: "catalog" as const, document: { ...document } };
+}
+
+/** Builds every document (unvalidated, timestamps pending). Paths are relative to the site root. */
+export function generateDocuments(inputs: SiteInputs, options: RenderOptions = {}): GeneratedDocument[] {
+  const plan = planDocuments(inputs);
+  const docs: GeneratedDocument[] = [catalogDocument(plan, () => undefined), ...plan.globals];
+  for (const view of plan.mods) {
+    if (options.onlyMods && !options.onlyMods.has(view.modId)) continue;
+    docs.push(...modDocuments(inputs.config, view));
   }
   return docs;
 }
@@ -217,41 +254,103 @@ export function serializeDocument(document: unknown): string {
 }
 
 /**
- * The exact bytes of every file under site/api/v1. A document whose content (all but generatedAt)
- * equals what is already on disk keeps its old bytes, so a rebuild with no input change changes no byte.
+ * What a render already knows of a file on disk when it hands it over: "same" (the text is the
+ * file's bytes), "differs" (the file is missing or has other bytes), or undefined (not compared).
  */
-export function renderSite(
+export type OnDisk = "same" | "differs" | undefined;
+
+/**
+ * Receives the files of a render one at a time (paths relative to the site root), each exactly once.
+ * A receiver that keeps only what it needs (the full build keeps only changed files) keeps the
+ * render's memory from growing with the site.
+ */
+export type SiteFileSink = (path: string, text: string, onDisk: OnDisk) => void;
+
+/**
+ * The exact bytes of every file under site/api/v1 and the pages, handed to `sink` one file at a time
+ * as they are made: the global documents, then each mod's detail, versions list and page, then
+ * catalog.json (it carries the hash of each versions.json as written) and the home page, the changes
+ * pages, schemas, TUF root metadata and the other pages. A document whose content (all but
+ * generatedAt) equals what is already on disk keeps its old bytes, so a rebuild with no input change
+ * changes no byte. Every existing document is read once (to keep its timestamp) and its sink call
+ * says whether it changed; files of other kinds are not compared (OnDisk undefined). Schema failures
+ * are collected and thrown at the end, after every file was handed over: a sink that commits only
+ * after this returns writes nothing then.
+ *
+ * Nothing here holds more than one mod's files at a time beyond what the indexes need (the
+ * documents that list every mod, and a hash and an id per mod), and no step looks at every mod per
+ * mod: the work is linear in the mods (test/catalog/site-render-work.test.ts counts it).
+ */
+export function renderSiteFiles(
   inputs: SiteInputs,
   siteDir: string,
+  sink: SiteFileSink,
   now: () => Date = () => new Date(),
   options: RenderOptions = {},
-): Map<string, string> {
+): void {
   const registry = schemaRegistry(inputs.config.baseUrl);
-  const files = new Map<string, string>();
   const stamp = now().toISOString();
   const failures: string[] = [];
-  const generated = generateDocuments(inputs, options);
-  // The catalog carries the hash of each versions.json as written, so it is rendered last.
-  const catalog = generated.find((d) => d.path === SITE_PATHS.catalog)!;
-  for (const { path, schema, document } of [...generated.filter((d) => d !== catalog), catalog]) {
-    if (document === catalog.document) {
-      for (const mod of (document as unknown as CatalogDocument).mods) {
-        const versionsText =
-          files.get(SITE_PATHS.modVersions(mod.id)) ??
-          readIfExists(join(siteDir, SITE_PATHS.modVersions(mod.id)));
-        if (versionsText !== undefined) mod.versionsSha256 = sha256Hex(versionsText);
-      }
-    }
+  const plan = planDocuments(inputs);
+  const pages = sitePages(inputs.config);
+  /** Stamps, checks and hands over one document; its parsed value, or undefined when it fails its schema. */
+  const emit = ({ path, schema, document }: GeneratedDocument): unknown => {
     const rendered = stampDocument(registry, siteDir, path, schema, document, stamp);
     if (!rendered.ok) failures.push(rendered.failure);
-    files.set(path, rendered.text);
+    sink(path, rendered.text, rendered.onDisk);
+    return rendered.ok ? rendered.value : undefined;
+  };
+  let matrix: GameBuildMatrix | undefined;
+  let readiness: ReadinessView | undefined;
+  for (const doc of plan.globals) {
+    const value = emit(doc);
+    if (doc.path === SITE_PATHS.gameBuilds) matrix = value as GameBuildMatrix | undefined;
+    if (doc.path === SITE_PATHS.readiness) readiness = value as ReadinessView | undefined;
   }
+  const modPage = pages.modPageRenderer(
+    plan.supported,
+    matrix ?? { builds: [], supportedGameBuilds: [] },
+    new Set(plan.mods.map((view) => view.modId)),
+  );
+  // The hash of each versions.json as this render wrote it; mods it does not render keep theirs.
+  const versionsSha256 = new Map<string, string>();
+  for (const view of plan.mods) {
+    if (options.onlyMods && !options.onlyMods.has(view.modId)) continue;
+    const [detail, versions] = modDocuments(inputs.config, view);
+    const detailValue = emit(detail);
+    const stamped = stampDocument(
+      registry,
+      siteDir,
+      versions.path,
+      versions.schema,
+      versions.document,
+      stamp,
+    );
+    if (!stamped.ok) failures.push(stamped.failure);
+    sink(versions.path, stamped.text, stamped.onDisk);
+    versionsSha256.set(view.modId, sha256Hex(stamped.text));
+    if (detailValue !== undefined && matrix !== undefined)
+      sink(PAGE_PATHS.modPage(view.modId), modPage(detailValue as ModDetailDocument), undefined);
+  }
+  const catalog = emit(
+    catalogDocument(plan, (view) => {
+      const known = versionsSha256.get(view.modId);
+      if (known !== undefined) return known;
+      const onDisk = readIfExists(join(siteDir, SITE_PATHS.modVersions(view.modId)));
+      return onDisk === undefined ? undefined : sha256Hex(onDisk);
+    }),
+  ) as CatalogDocument | undefined;
+  if (catalog !== undefined && matrix !== undefined)
+    sink(PAGE_PATHS.catalog, pages.catalogPage(catalog, matrix), undefined);
   for (const page of inputs.changes ?? []) {
     const result = registry.validate("changes-page", page);
     if (!result.ok)
       failures.push(`${CHANGES_PATHS.page(page.page)} (changes-page):\n${formatIssues(result.issues)}`);
-    files.set(CHANGES_PATHS.page(page.page), serializeChangesPage(page));
+    sink(CHANGES_PATHS.page(page.page), serializeChangesPage(page), undefined);
   }
+  for (const file of schemaFiles())
+    sink(file.publicPath, publishedSchemaText(file, inputs.config.baseUrl), undefined);
+  for (const [name, text] of inputs.tufRoots ?? []) sink(`${TUF_DIR}/${name}`, text, undefined);
   if (failures.length > 0) {
     throw new SvcError(
       "invalid_payload",
@@ -261,11 +360,22 @@ export function renderSite(
       },
     );
   }
-  for (const file of schemaFiles())
-    files.set(file.publicPath, publishedSchemaText(file, inputs.config.baseUrl));
-  for (const [name, text] of inputs.tufRoots ?? []) files.set(`${TUF_DIR}/${name}`, text);
-  // The HTML pages are rendered from these very documents, so they cannot disagree with the JSON.
-  for (const [path, text] of renderPages(files, inputs.config)) files.set(path, text);
+  for (const [path, text] of pages.otherPages(readiness)) sink(path, text, undefined);
+}
+
+/**
+ * The exact bytes of every file under site/api/v1 and the pages (renderSiteFiles, kept in a map).
+ * A document whose content (all but generatedAt) equals what is already on disk keeps its old bytes,
+ * so a rebuild with no input change changes no byte.
+ */
+export function renderSite(
+  inputs: SiteInputs,
+  siteDir: string,
+  now: () => Date = () => new Date(),
+  options: RenderOptions = {},
+): Map<string, string> {
+  const files = new Map<string, string>();
+  renderSiteFiles(inputs, siteDir, (path, text) => files.set(path, text), now, options);
   return files;
 }
 
@@ -273,10 +383,14 @@ function readIfExists(path: string): string | undefined {
   return existsSync(path) ? readFileSync(path, "utf8") : undefined;
 }
 
+/** The top-level generatedAt of a document as serializeDocument writes it (two-space indented keys). */
+const TOP_LEVEL_STAMP = /^ {2}"generatedAt": "([^"\\]*)"/m;
+
 /**
  * The bytes of one generated document, schema-checked. A document whose content (all but
  * generatedAt) equals what is already on disk keeps its old bytes, so a rebuild with no input change
- * changes no byte; otherwise it is stamped with `stamp`.
+ * changes no byte; otherwise it is stamped with `stamp`. `value` is the document as its text parses
+ * (what the pages are rendered from), `onDisk` whether the file on disk has exactly these bytes.
  */
 export function stampDocument(
   registry: ReturnType<typeof schemaRegistry>,
@@ -285,32 +399,103 @@ export function stampDocument(
   schema: SchemaName,
   document: Record<string, unknown> & { generatedAt?: string },
   stamp: string,
-): { ok: true; text: string } | { ok: false; text: string; failure: string } {
-  const pending = serializeDocument({ ...document, generatedAt: PENDING_TIMESTAMP });
+):
+  | { ok: true; text: string; value: unknown; onDisk: "same" | "differs" }
+  | { ok: false; text: string; value: unknown; onDisk: "same" | "differs"; failure: string } {
   const existing = readIfExists(join(siteDir, path));
   let text: string | undefined;
   if (existing !== undefined) {
-    try {
-      const parsed = JSON.parse(existing) as { generatedAt?: unknown };
-      if (
-        typeof parsed.generatedAt === "string" &&
-        serializeDocument({ ...parsed, generatedAt: PENDING_TIMESTAMP }) === pending
-      ) {
-        text = serializeDocument({ ...document, generatedAt: parsed.generatedAt });
-      }
-    } catch {
-      // An unparseable file is simply replaced.
+    // The common case first: the file is as this code writes it, so the document with the file's
+    // timestamp either is its bytes or differs in content. One serialization, no parse.
+    const kept = TOP_LEVEL_STAMP.exec(existing)?.[1];
+    if (kept !== undefined) {
+      const candidate = serializeDocument({ ...document, generatedAt: kept });
+      if (candidate === existing) text = existing;
     }
+    // Otherwise compare content as parsed (a file formatted by hand keeps its timestamp if its
+    // content is the same).
+    if (text === undefined) text = keptTimestampText(existing, document);
   }
   text ??= serializeDocument({ ...document, generatedAt: stamp });
-  const result = registry.validate(schema, JSON.parse(text));
-  if (!result.ok) return { ok: false, text, failure: `${path} (${schema}):\n${formatIssues(result.issues)}` };
-  return { ok: true, text };
+  const onDisk = text === existing ? "same" : "differs";
+  const value = JSON.parse(text) as unknown;
+  const result = registry.validate(schema, value);
+  if (!result.ok)
+    return {
+      ok: false,
+      text,
+      value,
+      onDisk,
+      failure: `${path} (${schema}):\n${formatIssues(result.issues)}`,
+    };
+  return { ok: true, text, value, onDisk };
+}
+
+/** The document's text with the existing file's timestamp when their content is the same, else undefined. */
+function keptTimestampText(
+  existing: string,
+  document: Record<string, unknown> & { generatedAt?: string },
+): string | undefined {
+  try {
+    const parsed = JSON.parse(existing) as { generatedAt?: unknown };
+    if (
+      typeof parsed.generatedAt === "string" &&
+      serializeDocument({ ...parsed, generatedAt: PENDING_TIMESTAMP }) ===
+        serializeDocument({ ...document, generatedAt: PENDING_TIMESTAMP })
+    ) {
+      return serializeDocument({ ...document, generatedAt: parsed.generatedAt });
+    }
+  } catch {
+    // An unparseable file is simply replaced.
+  }
+  return undefined;
 }
 
 /** Every generated file currently on disk: site/api/v1 and the pages (relative to the site root). */
 export function listGeneratedFiles(siteDir: string): string[] {
   return [...listFilesUnder(siteDir, ["api/v1"]), ...listPageFiles(siteDir)];
+}
+
+/** Whether the file at `full` has exactly the bytes of `text` (its size settles most differences unread). */
+export function sameAsDisk(full: string, text: string): boolean {
+  let size: number;
+  try {
+    size = statSync(full).size;
+  } catch {
+    return false;
+  }
+  if (size !== Buffer.byteLength(text, "utf8")) return false;
+  return readFileSync(full).equals(Buffer.from(text, "utf8"));
+}
+
+/**
+ * `svc build`'s render and write in one pass: every file is rendered (renderSiteFiles), compared with
+ * the disk once, and only the files that differ are kept, then committed as one transaction with the
+ * stale ones removed (writeSite's transaction, without a second comparison). Memory holds the changed
+ * files, not the site: a build over an unchanged site keeps none. `files`: how many files the site has.
+ */
+export function renderAndWriteSite(
+  inputs: SiteInputs,
+  siteDir: string,
+  options: CommitOptions = {},
+  now: () => Date = () => new Date(),
+): CommitResult & { files: number } {
+  const produced = new Set<string>();
+  const write = new Map<string, string>();
+  let same = 0;
+  renderSiteFiles(
+    inputs,
+    siteDir,
+    (path, text, onDisk) => {
+      produced.add(path);
+      if (onDisk === "same" || (onDisk === undefined && sameAsDisk(join(siteDir, path), text))) same++;
+      else write.set(path, text);
+    },
+    now,
+  );
+  const stale = listGeneratedFiles(siteDir).filter((path) => !produced.has(path));
+  const result = commitFiles(siteDir, { write, changed: new Set(write.keys()), delete: stale }, options);
+  return { ...result, unchanged: result.unchanged + same, files: produced.size };
 }
 
 /**

@@ -54,7 +54,7 @@ ${plainText(version.releaseNotes)}
 }
 
 /** The ids of every mod the catalog lists: which dependencies a mod page can link to. */
-export function listedModIds(catalog: CatalogDocument): ReadonlySet<string> {
+export function listedModIds(catalog: Pick<CatalogDocument, "mods">): ReadonlySet<string> {
   return new Set(catalog.mods.map((m) => m.id));
 }
 
@@ -65,7 +65,7 @@ export function listedModIds(catalog: CatalogDocument): ReadonlySet<string> {
 export function renderModPage(
   ctx: PageContext,
   mod: ModDetailDocument,
-  catalog: CatalogDocument,
+  catalog: Pick<CatalogDocument, "supportedGameBuilds" | "mods">,
   matrix: GameBuildMatrix,
   listed: ReadonlySet<string> = listedModIds(catalog),
 ): string {

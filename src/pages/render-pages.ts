@@ -112,45 +112,78 @@ function parse<T>(files: ReadonlyMap<string, string>, path: string): T | undefin
 }
 
 /**
+ * The pages made one at a time, as the full build streams them: a mod's page beside its documents,
+ * the home page from the catalog, then the others. Each is rendered from the very document the build
+ * is about to write (as parsed from its text), so a page can never disagree with the JSON.
+ */
+export interface SitePages {
+  /** `listed`: every mod id the catalog lists, made once (a set per page was quadratic). */
+  modPageRenderer(
+    supportedGameBuilds: string[],
+    matrix: GameBuildMatrix,
+    listed: ReadonlySet<string>,
+  ): (detail: ModDetailDocument) => string;
+  catalogPage(catalog: CatalogDocument, matrix: GameBuildMatrix): string;
+  /** Every page that is neither the home page nor a mod's, and the assets. */
+  otherPages(readiness: ReadinessView | undefined): Map<string, string>;
+}
+
+export function sitePages(config: PortalConfig): SitePages {
+  const ctx = pageContext(config);
+  return {
+    modPageRenderer(supportedGameBuilds, matrix, listed) {
+      const catalog = { supportedGameBuilds, mods: [] };
+      return (detail) => renderModPage(ctx, detail, catalog, matrix, listed);
+    },
+    catalogPage: (catalog, matrix) => renderCatalogPage(ctx, catalog, matrix),
+    otherPages(readiness) {
+      const pages = new Map<string, string>();
+      pages.set(PAGE_PATHS.modsIndex, renderModsRedirectPage(ctx));
+      if (readiness) pages.set(PAGE_PATHS.status, renderStatusPage(ctx, readiness));
+      pages.set(PAGE_PATHS.account, renderAccountHomePage(ctx));
+      pages.set(PAGE_PATHS.signUp, renderSignUpPage(ctx));
+      pages.set(PAGE_PATHS.verify, renderVerifyPage(ctx));
+      pages.set(PAGE_PATHS.signIn, renderSignInPage(ctx));
+      pages.set(PAGE_PATHS.confirm, renderConfirmPage(ctx));
+      pages.set(PAGE_PATHS.moderationQueue, renderModerationQueuePage(ctx));
+      pages.set(PAGE_PATHS.moderationReview, renderModerationReviewPage(ctx));
+      const releaseOptions = releasePagesOptions(config);
+      pages.set(PAGE_PATHS.releases, renderReleasesPage(ctx));
+      pages.set(PAGE_PATHS.upload, renderUploadPage(ctx, releaseOptions));
+      pages.set(PAGE_PATHS.submission, renderSubmissionPage(ctx, releaseOptions));
+      pages.set(PAGE_PATHS.adminPublish, renderAdminPublishPage(ctx));
+      pages.set(PAGE_PATHS.adminRoles, renderAdminRolesPage(ctx));
+      pages.set(PAGE_PATHS.adminAudit, renderAdminAuditPage(ctx));
+      for (const name of ASSET_FILES)
+        pages.set(PAGE_PATHS.asset(name), readFileSync(join(ASSET_DIR, name), "utf8"));
+      return pages;
+    },
+  };
+}
+
+/**
  * Every page, from the very documents the build is about to write (path -> text of site/api/v1),
  * so a page can never disagree with the JSON. Detail pages are rendered for the detail documents
  * present: all of them in a full build, the affected mods' in an incremental publication.
  */
 export function renderPages(files: ReadonlyMap<string, string>, config: PortalConfig): Map<string, string> {
-  const ctx = pageContext(config);
   const pages = new Map<string, string>();
+  const site = sitePages(config);
   const catalog = parse<CatalogDocument>(files, SITE_PATHS.catalog);
   const matrix = parse<GameBuildMatrix>(files, SITE_PATHS.gameBuilds) ?? {
     builds: [],
     supportedGameBuilds: [],
   };
-  const readiness = parse<ReadinessView>(files, SITE_PATHS.readiness);
   if (catalog) {
-    pages.set(PAGE_PATHS.catalog, renderCatalogPage(ctx, catalog, matrix));
-    const listed = listedModIds(catalog);
+    pages.set(PAGE_PATHS.catalog, site.catalogPage(catalog, matrix));
+    const modPage = site.modPageRenderer(catalog.supportedGameBuilds, matrix, listedModIds(catalog));
     for (const mod of catalog.mods) {
       const detail = parse<ModDetailDocument>(files, SITE_PATHS.modDetail(mod.id));
-      if (detail) pages.set(PAGE_PATHS.modPage(mod.id), renderModPage(ctx, detail, catalog, matrix, listed));
+      if (detail) pages.set(PAGE_PATHS.modPage(mod.id), modPage(detail));
     }
   }
-  pages.set(PAGE_PATHS.modsIndex, renderModsRedirectPage(ctx));
-  if (readiness) pages.set(PAGE_PATHS.status, renderStatusPage(ctx, readiness));
-  pages.set(PAGE_PATHS.account, renderAccountHomePage(ctx));
-  pages.set(PAGE_PATHS.signUp, renderSignUpPage(ctx));
-  pages.set(PAGE_PATHS.verify, renderVerifyPage(ctx));
-  pages.set(PAGE_PATHS.signIn, renderSignInPage(ctx));
-  pages.set(PAGE_PATHS.confirm, renderConfirmPage(ctx));
-  pages.set(PAGE_PATHS.moderationQueue, renderModerationQueuePage(ctx));
-  pages.set(PAGE_PATHS.moderationReview, renderModerationReviewPage(ctx));
-  const releaseOptions = releasePagesOptions(config);
-  pages.set(PAGE_PATHS.releases, renderReleasesPage(ctx));
-  pages.set(PAGE_PATHS.upload, renderUploadPage(ctx, releaseOptions));
-  pages.set(PAGE_PATHS.submission, renderSubmissionPage(ctx, releaseOptions));
-  pages.set(PAGE_PATHS.adminPublish, renderAdminPublishPage(ctx));
-  pages.set(PAGE_PATHS.adminRoles, renderAdminRolesPage(ctx));
-  pages.set(PAGE_PATHS.adminAudit, renderAdminAuditPage(ctx));
-  for (const name of ASSET_FILES)
-    pages.set(PAGE_PATHS.asset(name), readFileSync(join(ASSET_DIR, name), "utf8"));
+  for (const [path, text] of site.otherPages(parse<ReadinessView>(files, SITE_PATHS.readiness)))
+    pages.set(path, text);
   return pages;
 }
 
