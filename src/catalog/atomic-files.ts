@@ -1,21 +1,27 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import {
+  closeSync,
   existsSync,
+  fstatSync,
   linkSync,
   lstatSync,
   mkdirSync,
+  openSync,
   readdirSync,
   readFileSync,
+  readSync,
   renameSync,
   rmdirSync,
   rmSync,
   statSync,
   unlinkSync,
   writeFileSync,
+  writeSync,
 } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { SvcError } from "../errors.ts";
 import { fsyncPath } from "../lib/atomic-write.ts";
+import { fsyncAll } from "../lib/fsync-many.ts";
 import { describeHolder, removeLeftovers, waitForLock } from "../lib/lock-file.ts";
 
 /**
@@ -44,8 +50,35 @@ import { describeHolder, removeLeftovers, waitForLock } from "../lib/lock-file.t
  * manager that must see one consistent set reads through TUF, whose snapshot is signed after the
  * commit and pins every document's hash.
  */
+/**
+ * A file made of byte ranges of another file and new bytes, written by copying the ranges in chunks
+ * (never the whole source in memory): how a publication rewrites an index document that lists every
+ * mod with one entry spliced in. The source is read at commit time, under the tree's lock, and must
+ * still be the file the ranges were measured on (`expect`: else the commit fails, changing nothing).
+ * A spliced file is always written (the caller made it because it differs), never compared.
+ */
+export interface SplicedContent {
+  splice: {
+    source: string;
+    expect: { size: number; mtimeMs: number; ino: number };
+    parts: ReadonlyArray<Uint8Array | { start: number; end: number }>;
+  };
+}
+
+export type FileContent = string | Uint8Array | SplicedContent;
+
+export function isSpliced(content: FileContent | { stagedFile: string }): content is SplicedContent {
+  return typeof content === "object" && "splice" in content;
+}
+
+/** The length and sha256 of a file as a commit wrote it (what a signer would read back). */
+export interface FileDigest {
+  length: number;
+  sha256: string;
+}
+
 export interface FileChanges {
-  write: ReadonlyMap<string, string | Uint8Array>;
+  write: ReadonlyMap<string, FileContent>;
   /**
    * Paths in write that the caller knows differ from the file on disk (it read that file under the
    * tree's lock): written without reading the file again to compare. The others are compared, and
@@ -69,6 +102,11 @@ export interface CommitOptions {
    * commit writes, creates or deletes; throwing rolls everything back.
    */
   beforeCommit?: (change: { paths: readonly string[] }) => void;
+  /**
+   * Measure the length and sha256 of every written file while writing it (CommitResult.digests):
+   * a signing publication then signs them without reading megabytes back.
+   */
+  digests?: boolean;
 }
 
 /** A create-only path already exists: nothing was changed. */
@@ -85,6 +123,8 @@ export interface CommitResult {
   written: string[];
   deleted: string[];
   unchanged: number;
+  /** With CommitOptions.digests: each written (not created) path's length and sha256. */
+  digests?: Map<string, FileDigest>;
 }
 
 const TXN_DIR = ".svc-tmp";
@@ -128,7 +168,58 @@ function safeJoin(root: string, path: string): string {
   return full;
 }
 
-function sameBytes(path: string, content: string | Uint8Array): boolean {
+/** Bytes copied per read of a spliced file's source. */
+const SPLICE_CHUNK = 1 << 20;
+
+/**
+ * Writes one content file of a transaction (not yet fsynced: the commit syncs them all at once) and,
+ * when asked, returns its digest measured from the very bytes written.
+ */
+function writeContent(file: string, content: FileContent, digest: boolean): FileDigest | null {
+  const hash = digest ? createHash("sha256") : null;
+  let length = 0;
+  const fd = openSync(file, "w");
+  try {
+    const put = (bytes: Uint8Array) => {
+      let offset = 0;
+      while (offset < bytes.byteLength) offset += writeSync(fd, bytes, offset);
+      hash?.update(bytes);
+      length += bytes.byteLength;
+    };
+    if (!isSpliced(content)) {
+      put(typeof content === "string" ? Buffer.from(content, "utf8") : content);
+    } else {
+      const { source, expect, parts } = content.splice;
+      const from = openSync(source, "r");
+      try {
+        const now = fstatSync(from);
+        if (now.size !== expect.size || now.mtimeMs !== expect.mtimeMs || now.ino !== expect.ino)
+          throw new Error(`${source} changed after the splice was measured; nothing was written`);
+        const chunk = Buffer.allocUnsafe(SPLICE_CHUNK);
+        for (const part of parts) {
+          if (part instanceof Uint8Array) {
+            put(part);
+            continue;
+          }
+          for (let at = part.start; at < part.end; ) {
+            const n = readSync(from, chunk, 0, Math.min(SPLICE_CHUNK, part.end - at), at);
+            if (n === 0) throw new Error(`${source} ended before byte ${part.end}`);
+            put(chunk.subarray(0, n));
+            at += n;
+          }
+        }
+      } finally {
+        closeSync(from);
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return hash ? { length, sha256: hash.digest("hex") } : null;
+}
+
+function sameBytes(path: string, content: FileContent): boolean {
+  if (isSpliced(content)) return false;
   let size: number;
   try {
     size = statSync(path).size;
@@ -186,7 +277,7 @@ function exists(path: string): boolean {
 export function commitFiles(root: string, changes: FileChanges, options: CommitOptions = {}): CommitResult {
   recoverTransactions(root);
   const entries: JournalEntry[] = [];
-  const contents: Array<string | Uint8Array> = [];
+  const contents: FileContent[] = [];
   const creates: Array<{ index: number; content: string | Uint8Array | { stagedFile: string } }> = [];
   let unchanged = 0;
   for (const [path, content] of changes.write) {
@@ -217,16 +308,26 @@ export function commitFiles(root: string, changes: FileChanges, options: CommitO
   ensureDir(dir, touched);
   mkdirSync(txn);
   const sources = new Map<number, string>();
+  const digests = options.digests ? new Map<string, FileDigest>() : undefined;
+  // Every new file of the journal folder, fsynced together (with the journal and its folder) before
+  // the tree changes.
+  const unsynced: string[] = [];
   try {
-    for (const [i, content] of contents.entries())
-      writeFileSync(join(txn, `w${i}`), content, { flush: true });
+    for (const [i, content] of contents.entries()) {
+      const file = join(txn, `w${i}`);
+      const digest = writeContent(file, content, digests !== undefined);
+      unsynced.push(file);
+      // Writes are the journal's first entries, in contents' order.
+      if (digest) digests!.set(entries[i]!.path, digest);
+    }
     creates.forEach(({ index, content }, i) => {
       let source: string;
       if (typeof content === "object" && "stagedFile" in content) {
         source = content.stagedFile;
       } else {
         source = join(txn, `c${i}`);
-        writeFileSync(source, content, { flush: true });
+        writeFileSync(source, content);
+        unsynced.push(source);
       }
       const { ino, dev } = statSync(source);
       sources.set(index, source);
@@ -234,13 +335,10 @@ export function commitFiles(root: string, changes: FileChanges, options: CommitO
       entries[index] = { op: "create", path, ino, dev, dirs: missingDirs(root, path) };
     });
     // The journal is durable before the tree changes: a crash from here on is always recoverable.
-    writeFileSync(join(txn, JOURNAL), JSON.stringify({ version: 2, entries } satisfies Journal), {
-      flush: true,
-    });
-    fsyncPath(txn);
+    writeFileSync(join(txn, JOURNAL), JSON.stringify({ version: 2, entries } satisfies Journal));
     // Create-only files land before the commit point: the journal that undoes them must be findable.
     if (creates.length > 0) touched.add(dir);
-    for (const d of touched) fsyncPath(d);
+    fsyncAll([...unsynced, join(txn, JOURNAL), txn, ...touched]);
     touched.clear();
     entries.forEach((entry, i) => {
       options.beforeApply?.(i, entry.path);
@@ -272,6 +370,7 @@ export function commitFiles(root: string, changes: FileChanges, options: CommitO
     written: entries.filter((e) => e.op !== "delete").map((e) => e.path),
     deleted: entries.filter((e) => e.op === "delete").map((e) => e.path),
     unchanged,
+    ...(digests ? { digests } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 import type { ModOwnership } from "../contracts/ownership.ts";
-import { existsSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from "node:fs";
 import { join } from "node:path";
 import type { PortalConfig } from "../config/portal-config.ts";
 import {
@@ -37,6 +37,7 @@ import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
 import { parseManagerCatalog } from "../contracts/manager-reader.ts";
 import type { ReleaseRecord } from "../contracts/records.ts";
 import { sha256Hex } from "../lib/hash.ts";
+import type { SplicedContent } from "./atomic-files.ts";
 import { serializeDocument, stampDocument } from "./site.ts";
 
 /** One change of one mod's visible versions, with every record of that mod as it is after the change. */
@@ -54,8 +55,12 @@ export interface ModChange {
 }
 
 export interface RenderedModChange {
-  /** Site-relative path -> content of every file the change writes (the index documents as bytes). */
-  files: Map<string, string | Buffer>;
+  /**
+   * Site-relative path -> content of every file the change writes: the index documents as splices
+   * of the files on disk (SplicedContent: ranges of the old file around the one new entry), left
+   * out when their entry did not change.
+   */
+  files: Map<string, string | Buffer | SplicedContent>;
   /**
    * Paths in files whose content differs from the file read from disk under the publish lock: the
    * commit need not read them again to compare.
@@ -86,19 +91,87 @@ interface IndexLayout {
   empty: boolean;
 }
 
+/** Bytes searched per read of an index document (an entry is ~1.5 KB). */
+const PROBE = 16_384;
+
+/**
+ * An index document on disk, read by ranges: it lists every mod (70 MB at 50,000 mods), and a
+ * publication needs its header, the O(log mods) entries a binary search probes, and its length.
+ * The rest is copied into the new file by the commit in chunks (SplicedContent), never held here.
+ */
+class IndexFile {
+  private constructor(
+    private readonly fd: number,
+    readonly path: string,
+    readonly stat: { size: number; mtimeMs: number; ino: number },
+  ) {}
+
+  static open(path: string): IndexFile | undefined {
+    let fd: number;
+    try {
+      fd = openSync(path, "r");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+    const { size, mtimeMs, ino } = fstatSync(fd);
+    return new IndexFile(fd, path, { size, mtimeMs, ino });
+  }
+
+  get size(): number {
+    return this.stat.size;
+  }
+
+  read(start: number, end: number): Buffer {
+    const from = Math.max(0, start);
+    const bytes = Buffer.allocUnsafe(Math.max(0, Math.min(end, this.size) - from));
+    let got = 0;
+    while (got < bytes.length) {
+      const n = readSync(this.fd, bytes, got, bytes.length - got, from + got);
+      if (n === 0) break;
+      got += n;
+    }
+    return bytes.subarray(0, got);
+  }
+
+  /** Offset of the first `pattern` starting in [from, limit), or -1. */
+  indexOf(pattern: Buffer, from: number, limit = this.size): number {
+    for (let at = from; at < limit; at += PROBE) {
+      // Overlapping reads, so a match across two probes is found in the first.
+      const window = this.read(at, Math.min(at + PROBE + pattern.length - 1, this.size));
+      const found = window.indexOf(pattern);
+      if (found !== -1) return at + found < limit ? at + found : -1;
+    }
+    return -1;
+  }
+
+  equalsAt(start: number, bytes: Buffer): boolean {
+    return start >= 0 && this.read(start, start + bytes.length).equals(bytes);
+  }
+
+  /** The whole file (the rare paths that must parse a document). */
+  readAll(): Buffer {
+    return this.read(0, this.size);
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
+}
+
 /**
  * Reads the layout of an index document (catalog.json, mods/index.json) as serializeDocument writes
  * it: "mods" is the last field and each mod is an object at indent 4 whose first key is "id", in id
  * order. A newline inside a JSON string is always escaped, so "\n    {" can only start a mods entry.
- * The document stays bytes (it is megabytes): only the header before the array is decoded.
+ * Only the header before the array is read and decoded, and the document's last bytes.
  * null when the text has another layout (hand-edited, or written by an older version): the caller
  * re-renders the whole site then.
  */
-function readIndexLayout(bytes: Buffer): IndexLayout | null {
-  const at = bytes.indexOf(MODS_ARRAY);
+function readIndexLayout(file: IndexFile): IndexLayout | null {
+  const at = file.indexOf(Buffer.from(MODS_ARRAY), 0);
   if (at === -1) return null;
   // The fields before the array must be exactly as serializeDocument writes them.
-  const head = bytes.toString("utf8", 0, at);
+  const head = file.read(0, at).toString("utf8");
   let header: Record<string, unknown>;
   try {
     header = JSON.parse(`${head.replace(/,$/, "")}\n}`) as Record<string, unknown>;
@@ -107,33 +180,30 @@ function readIndexLayout(bytes: Buffer): IndexLayout | null {
     return null;
   }
   const arrayStart = at + Buffer.byteLength(MODS_ARRAY);
-  const headText = bytes.toString("utf8", 0, arrayStart);
-  if (bytes[arrayStart] === 93 /* ] */)
-    return bytes.subarray(arrayStart).equals(EMPTY_END)
+  const headText = file.read(0, arrayStart).toString("utf8");
+  if (file.read(arrayStart, arrayStart + 1)[0] === 93 /* ] */)
+    return file.size - arrayStart === EMPTY_END.length && file.equalsAt(arrayStart, EMPTY_END)
       ? { header, head: headText, arrayStart, arrayClose: arrayStart, empty: true }
       : null;
-  if (!startsWithAt(bytes, ENTRY_PREFIX, arrayStart) || !endsWith(bytes, DOCUMENT_END)) return null;
+  if (
+    !file.equalsAt(arrayStart, ENTRY_PREFIX) ||
+    !file.equalsAt(file.size - DOCUMENT_END.length, DOCUMENT_END)
+  )
+    return null;
   return {
     header,
     head: headText,
     arrayStart,
-    arrayClose: bytes.length - DOCUMENT_END.length,
+    arrayClose: file.size - DOCUMENT_END.length,
     empty: false,
   };
 }
 
-function startsWithAt(bytes: Buffer, prefix: Buffer, at: number): boolean {
-  return bytes.subarray(at, at + prefix.length).equals(prefix);
-}
-
-function endsWith(bytes: Buffer, suffix: Buffer): boolean {
-  return bytes.length >= suffix.length && bytes.subarray(bytes.length - suffix.length).equals(suffix);
-}
-
-function idAt(bytes: Buffer, entryStart: number): string {
+function idAt(file: IndexFile, entryStart: number): string {
   const from = entryStart + ENTRY_PREFIX.length;
   // Mod ids are ASCII ([a-z0-9-]), so latin1 decoding is exact and byte order is string order.
-  return bytes.toString("latin1", from, bytes.indexOf(34 /* " */, from));
+  const end = file.indexOf(Buffer.from('"'), from);
+  return file.read(from, end === -1 ? from : end).toString("latin1");
 }
 
 /**
@@ -141,14 +211,14 @@ function idAt(bytes: Buffer, entryStart: number): string {
  * in id order), O(log mods) probes of one entry each; the document is never scanned or parsed whole.
  */
 function locateEntry(
-  bytes: Buffer,
+  file: IndexFile,
   layout: IndexLayout,
   modId: string,
 ): { start: number; end: number; found: boolean } {
   if (layout.empty) return { start: layout.arrayStart, end: layout.arrayStart, found: false };
   const nextEntry = (from: number) => {
-    const at = bytes.indexOf(ENTRY_PREFIX, from);
-    return at === -1 || at >= layout.arrayClose ? layout.arrayClose : at;
+    const at = file.indexOf(ENTRY_PREFIX, from, layout.arrayClose);
+    return at === -1 ? layout.arrayClose : at;
   };
   let lo = layout.arrayStart;
   let hi = layout.arrayClose;
@@ -157,12 +227,12 @@ function locateEntry(
     const mid = lo + Math.floor((hi - lo) / 2);
     const at = nextEntry(mid);
     if (at >= hi) hi = mid;
-    else if (idAt(bytes, at) < modId) lo = at + 1;
+    else if (idAt(file, at) < modId) lo = at + 1;
     else hi = at;
   }
   const start = nextEntry(lo);
-  if (start === layout.arrayClose || idAt(bytes, start) !== modId) return { start, end: start, found: false };
-  return { start, end: bytes.indexOf(ENTRY_END, start) + ENTRY_END.length, found: true };
+  if (start === layout.arrayClose || idAt(file, start) !== modId) return { start, end: start, found: false };
+  return { start, end: file.indexOf(ENTRY_END, start) + ENTRY_END.length, found: true };
 }
 
 function entryText(entry: unknown): string {
@@ -171,46 +241,47 @@ function entryText(entry: unknown): string {
 
 /**
  * The index document with one mod's entry replaced, inserted (in id order) or removed, and
- * generatedAt (and count, when present) updated; byte-identical to serializing the patched document.
- * The same bytes (not a copy) when the entry is the same.
+ * generatedAt (and count, when present) updated, as a splice of the file on disk: byte-identical to
+ * serializing the patched document. null when the entry is the same (the file stays as it is).
  */
 function patchIndex(
-  bytes: Buffer,
+  file: IndexFile,
   layout: IndexLayout,
   modId: string,
   entry: unknown | null,
   generatedAt: string,
-): Buffer {
-  const place = locateEntry(bytes, layout, modId);
+): SplicedContent | null {
+  const place = locateEntry(file, layout, modId);
   const next = entry === null ? null : Buffer.from(entryText(entry));
-  if (place.found && next?.equals(bytes.subarray(place.start, place.end))) return bytes;
-  if (!place.found && next === null) return bytes;
-  let body: Buffer[];
+  if (place.found && next && file.equalsAt(place.start, next) && next.length === place.end - place.start)
+    return null;
+  if (!place.found && next === null) return null;
+  type Part = Buffer | { start: number; end: number };
+  const range = (start: number, end: number): Part[] => (end > start ? [{ start, end }] : []);
+  let body: Part[];
   let countChange = 0;
   const COMMA = Buffer.from(",");
   if (place.found && next !== null) {
-    body = [
-      bytes.subarray(layout.arrayStart, place.start),
-      next,
-      bytes.subarray(place.end, layout.arrayClose),
-    ];
+    body = [...range(layout.arrayStart, place.start), next, ...range(place.end, layout.arrayClose)];
   } else if (place.found) {
     countChange = -1;
-    let before = bytes.subarray(layout.arrayStart, place.start);
-    let after = bytes.subarray(place.end, layout.arrayClose);
+    let before = { start: layout.arrayStart, end: place.start };
+    let after = { start: place.end, end: layout.arrayClose };
     // Drop the entry with one of the commas around it.
-    if (after[0] === 44 /* , */) after = after.subarray(1);
-    else if (before.at(-1) === 44) before = before.subarray(0, -1);
-    body = [before, after];
+    if (after.end > after.start && file.read(after.start, after.start + 1)[0] === 44 /* , */)
+      after = { ...after, start: after.start + 1 };
+    else if (before.end > before.start && file.read(before.end - 1, before.end)[0] === 44)
+      before = { ...before, end: before.end - 1 };
+    body = [...range(before.start, before.end), ...range(after.start, after.end)];
   } else {
     countChange = 1;
-    const before = bytes.subarray(layout.arrayStart, place.start);
-    const after = bytes.subarray(place.start, layout.arrayClose);
+    const before = range(layout.arrayStart, place.start);
+    const after = range(place.start, layout.arrayClose);
     body = layout.empty
       ? [next!]
       : after.length === 0
-        ? [before, COMMA, next!]
-        : [before, next!, COMMA, after];
+        ? [...before, COMMA, next!]
+        : [...before, next!, COMMA, ...after];
   }
   let head = layout.head.replace(
     /\n {2}"generatedAt": "[^"]*"/,
@@ -218,8 +289,22 @@ function patchIndex(
   );
   if (typeof layout.header.count === "number")
     head = head.replace(/\n {2}"count": \d+,/, `\n  "count": ${layout.header.count + countChange},`);
-  const empty = body.every((part) => part.length === 0);
-  return Buffer.concat([Buffer.from(head), ...body, empty ? EMPTY_END : DOCUMENT_END]);
+  const empty = body.length === 0;
+  return {
+    splice: {
+      source: file.path,
+      expect: file.stat,
+      parts: [Buffer.from(head), ...body, empty ? EMPTY_END : DOCUMENT_END],
+    },
+  };
+}
+
+/** A splice made whole (the rare paths that must parse the patched document). */
+function materialize(file: IndexFile, content: SplicedContent | null): Buffer {
+  if (!content) return file.readAll();
+  return Buffer.concat(
+    content.splice.parts.map((part) => (part instanceof Uint8Array ? part : file.read(part.start, part.end))),
+  );
 }
 
 function readSiteBytes(siteDir: string, path: string): Buffer | undefined {
@@ -241,19 +326,31 @@ function readSite(siteDir: string, path: string): string | undefined {
  * another layout): the caller renders the whole site instead.
  */
 export function renderModChange(input: ModChange): RenderedModChange | null {
+  const catalogFile = IndexFile.open(join(input.siteDir, SITE_PATHS.catalog));
+  const indexFile = IndexFile.open(join(input.siteDir, SITE_PATHS.modsIndex));
+  try {
+    // A site built before the changes feed existed gets its head from a full render once.
+    if (!catalogFile || !indexFile || !existsSync(join(input.siteDir, CHANGES_PATHS.head))) return null;
+    return renderWithIndexes(input, catalogFile, indexFile);
+  } finally {
+    catalogFile?.close();
+    indexFile?.close();
+  }
+}
+
+function renderWithIndexes(
+  input: ModChange,
+  catalogFile: IndexFile,
+  indexFile: IndexFile,
+): RenderedModChange | null {
   const { config, siteDir, modId } = input;
   const registry = schemaRegistry(config.baseUrl);
   const stamp = input.now().toISOString();
-  const catalogText = readSiteBytes(siteDir, SITE_PATHS.catalog);
-  const indexText = readSiteBytes(siteDir, SITE_PATHS.modsIndex);
-  // A site built before the changes feed existed gets its head from a full render once.
-  if (catalogText === undefined || indexText === undefined || !existsSync(join(siteDir, CHANGES_PATHS.head)))
-    return null;
-  const catalogLayout = readIndexLayout(catalogText);
-  const indexLayout = readIndexLayout(indexText);
+  const catalogLayout = readIndexLayout(catalogFile);
+  const indexLayout = readIndexLayout(indexFile);
   if (!catalogLayout || !indexLayout) return null;
 
-  const files = new Map<string, string | Buffer>();
+  const files = new Map<string, string | Buffer | SplicedContent>();
   const changed = new Set<string>();
   const schemaFailures: string[] = [];
   const stampInto = (path: string, schema: Parameters<typeof stampDocument>[3], doc: object) => {
@@ -299,15 +396,20 @@ export function renderModChange(input: ModChange): RenderedModChange | null {
   );
 
   const indexEntry = view ? buildModsIndexEntry(config.baseUrl, view) : null;
-  const catalogPatched = patchIndex(catalogText, catalogLayout, modId, catalogEntry, stamp);
-  const indexPatched = patchIndex(indexText, indexLayout, modId, indexEntry, stamp);
-  files.set(SITE_PATHS.catalog, catalogPatched);
-  files.set(SITE_PATHS.modsIndex, indexPatched);
-  if (catalogPatched !== catalogText) changed.add(SITE_PATHS.catalog);
-  if (indexPatched !== indexText) changed.add(SITE_PATHS.modsIndex);
-  const catalogPatchedLayout = readIndexLayout(catalogPatched);
+  // Spliced by the commit from the files on disk (an unchanged entry leaves its document alone).
+  const catalogPatched = patchIndex(catalogFile, catalogLayout, modId, catalogEntry, stamp);
+  const indexPatched = patchIndex(indexFile, indexLayout, modId, indexEntry, stamp);
+  for (const [path, patched] of [
+    [SITE_PATHS.catalog, catalogPatched],
+    [SITE_PATHS.modsIndex, indexPatched],
+  ] as const) {
+    if (!patched) continue;
+    files.set(path, patched);
+    changed.add(path);
+  }
+  // In the patched catalog: this mod when it has an entry now, any other as the file on disk says.
   const listed = (id: string) =>
-    catalogPatchedLayout !== null && locateEntry(catalogPatched, catalogPatchedLayout, id).found;
+    id === modId ? catalogEntry !== null : locateEntry(catalogFile, catalogLayout, id).found;
 
   // Schema checks of the patched indexes: their untouched entries were checked when written, so the
   // header plus the one new entry is all that can have become invalid.
@@ -356,8 +458,9 @@ export function renderModChange(input: ModChange): RenderedModChange | null {
     return !(dangling && listed(dangling[1]!));
   });
   // A mod leaving the catalog may strand another mod's dependency: then the whole catalog is checked.
-  if (!view && catalogPatched.includes(`"modId": ${JSON.stringify(modId)}`)) {
-    for (const error of parseManagerCatalog(catalogPatched.toString("utf8")).errors)
+  if (!view && catalogFile.indexOf(Buffer.from(`"modId": ${JSON.stringify(modId)}`), 0) !== -1) {
+    const whole = materialize(catalogFile, catalogPatched).toString("utf8");
+    for (const error of parseManagerCatalog(whole).errors)
       failures.push({ rule: "rule_3_installable", message: `catalog: ${error}` });
   }
   for (const failure of schemaFailures) failures.push({ rule: "schema", message: failure });
@@ -378,7 +481,7 @@ export function renderModChange(input: ModChange): RenderedModChange | null {
     files.set(PAGE_PATHS.catalog, same ? page : spliced);
     if (!same) changed.add(PAGE_PATHS.catalog);
   } else {
-    const modsIndex = JSON.parse(indexPatched.toString("utf8")) as ModsIndexDocument;
+    const modsIndex = JSON.parse(materialize(indexFile, indexPatched).toString("utf8")) as ModsIndexDocument;
     const items = modsIndex.mods
       .map((m) => ({ ...m, versionsSha256: "", versions: [{ targetGameBuild: m.targetGameBuild }] }))
       .sort(compareCatalogPageItems)

@@ -10,11 +10,18 @@ import { sha256Hex } from "../lib/hash.ts";
 import {
   type CommitOptions,
   commitFiles,
+  type FileContent,
+  type FileDigest,
   FileExistsError,
   recoverPending,
   withPublishLock,
 } from "./atomic-files.ts";
-import { assertCanSign, type SiteSigning, signAfterCommit } from "../distribution/tuf-repository.ts";
+import {
+  assertCanSign,
+  resolveSigning,
+  type SiteSigning,
+  signAfterCommit,
+} from "../distribution/tuf-repository.ts";
 import { visibleMods } from "../contracts/catalog.ts";
 import { carryForward, lastPublished } from "../contracts/carry-forward.ts";
 import type { SmokeSummary } from "../contracts/readiness.ts";
@@ -140,6 +147,11 @@ export interface PublicationResult {
   /** Root-relative paths written, created and deleted by the one transaction. */
   written: string[];
   deleted: string[];
+  /**
+   * Length and sha256 of written and created files (root-relative paths), measured as they were
+   * written, when the publication signs: its signing takes them instead of reading the files back.
+   */
+  digests?: ReadonlyMap<string, FileDigest>;
   report: ValidationReport | null;
   /**
    * The same release (same version, sha256 and metadata) was already published: nothing was written.
@@ -301,7 +313,7 @@ function movesReadiness(options: PublisherOptions, plan: Plan): boolean {
 }
 
 interface RenderedPlan {
-  files: Map<string, string | Buffer>;
+  files: Map<string, FileContent>;
   /** Files known to differ from the ones on disk (read under the lock): the commit skips comparing them. */
   changed?: Set<string>;
   stale: string[];
@@ -338,7 +350,7 @@ function commitPlan(
   options: PublisherOptions,
   plan: Plan,
   artifact: PromotedArtifact | null,
-): { written: string[]; deleted: string[] } {
+): { written: string[]; deleted: string[]; digests?: ReadonlyMap<string, FileDigest> } {
   const now = options.now ?? (() => new Date());
   const root = options.root;
   const siteRel = rel(root, options.siteDir);
@@ -370,7 +382,7 @@ function commitPlan(
       { details: failures },
     );
   }
-  const write = new Map<string, string | Uint8Array>();
+  const write = new Map<string, FileContent>();
   // The mod's one records file, rewritten whole: the touched records as the plan has them, every
   // other version byte-identical to what is stored (not as this portal's base reads it).
   const registry = schemaRegistry(options.config.baseUrl);
@@ -398,11 +410,13 @@ function commitPlan(
     );
   const changed = new Set([...(rendered.changed ?? [])].map((p) => `${siteRel}/${p}`));
   const create = new Map(artifact?.files ?? []);
+  const signs = resolveSigning(options.signing) !== null;
   const commit = commitFiles(
     root,
     { write, changed, delete: rendered.stale.map((p) => `${siteRel}/${p}`), create },
     owingSignature({ root, siteDir: options.siteDir }, options.signing, {
       ...options.commit,
+      digests: signs,
       beforeCommit: (change) => {
         // The public file must be the very inode that was hashed; anything else rolls back.
         for (const [path, { stagedFile }] of create) {
@@ -416,9 +430,15 @@ function commitPlan(
       },
     }),
   );
+  const digests = commit.digests ? new Map(commit.digests) : undefined;
+  // The artifact was hashed where it was staged, and beforeCommit saw that very inode land.
+  if (digests && artifact && create.size === 1)
+    for (const path of create.keys())
+      digests.set(path, { length: artifact.sizeBytes, sha256: artifact.sha256 });
   return {
     written: [...commit.written.filter((p) => !create.has(p)), ...[...create.keys()]],
     deleted: commit.deleted,
+    ...(digests ? { digests } : {}),
   };
 }
 

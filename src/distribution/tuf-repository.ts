@@ -116,7 +116,7 @@ export function assertCanSign(siteDir: string, signing: SiteSigning | null | und
 export function signAfterCommit(
   siteDir: string,
   signing: SiteSigning | null | undefined,
-  change: { written: readonly string[]; deleted: readonly string[] },
+  change: CommittedChange,
   options: { full?: boolean } = {},
 ): SignResult | null {
   const resolved = resolveSigning(signing);
@@ -125,6 +125,18 @@ export function signAfterCommit(
   const now = resolved.now ?? (() => new Date());
   if (options.full) return signSite(siteDir, resolved.keys, now);
   return signChanges(siteDir, resolved.keys, change, now);
+}
+
+/**
+ * What a commit changed: paths as the committer reports them (root- or site-relative), and, when it
+ * measured them while writing, each written file's length and sha256 (so signing need not read
+ * megabytes of index documents back; only a file this process itself just wrote, under the publish
+ * lock, is ever described this way).
+ */
+export interface CommittedChange {
+  written: readonly string[];
+  deleted: readonly string[];
+  digests?: ReadonlyMap<string, { length: number; sha256: string }>;
 }
 
 /** A bin the snapshot names is gone (pruned by hand, a partial copy): the full path rebuilds it. */
@@ -185,7 +197,7 @@ export function signSite(
 export function signChanges(
   siteDir: string,
   keys: OnlineKeys,
-  change: { written: readonly string[]; deleted: readonly string[] },
+  change: CommittedChange,
   now: () => Date = () => new Date(),
 ): SignResult {
   const dir = join(siteDir, TUF_DIR);
@@ -215,9 +227,13 @@ export function signChanges(
     return targets;
   };
   const paths = new Set<string>();
+  const measured = new Map<string, { length: number; sha256: string }>();
   for (const committed of [...change.written, ...change.deleted]) {
     const path = targetPathOfCommitted(committed);
-    if (path) paths.add(path);
+    if (!path) continue;
+    paths.add(path);
+    const digest = change.digests?.get(committed);
+    if (digest && change.written.includes(committed)) measured.set(path, digest);
   }
   const signedNewestPage = newestChangesPage(topLevel.keys());
   const newestPage = newestChangesPage([
@@ -243,7 +259,11 @@ export function signChanges(
     }
     for (const path of [...paths].sort()) {
       const full = join(siteDir, path);
-      setTarget(path, existsSync(full) ? { path, ...hashSiteFile(full) } : null);
+      if (!existsSync(full)) setTarget(path, null);
+      else {
+        const digest = measured.get(path) ?? hashSiteFile(full);
+        setTarget(path, { path, length: digest.length, sha256: digest.sha256 });
+      }
     }
     for (const path of paths) {
       const modId = /^api\/v1\/mods\/([^/]+)\/versions\.json$/.exec(path)?.[1];

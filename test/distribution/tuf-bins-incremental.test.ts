@@ -3,6 +3,7 @@
  * pass over the same tree signs: after each incremental run, a full signSite finds no role to
  * re-sign. Synthetic sites (no portal), so each case takes milliseconds.
  */
+import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -94,6 +95,40 @@ describe("incremental signing after a commit", () => {
     const full = signSite(s.dir, s.keys.online);
     expect(full.binsSigned).toEqual([]);
     expect(s.meta()["targets.json"]).toBe(before["targets.json"]);
+  });
+
+  it("a commit's measured digests are signed as given, for written paths only; other paths are hashed from disk", () => {
+    const s = site();
+    s.write("api/v1/catalog.json", '{"mods":[]}\n');
+    s.write("api/v1/mods/a/detail.json", '{"id":"a"}\n');
+    signSite(s.dir, s.keys.online);
+    s.write("api/v1/catalog.json", '{"mods":["a"]}\n');
+    s.write("api/v1/mods/a/detail.json", '{"id":"a","v":2}\n');
+    // What the commit measured while writing catalog.json is what is signed: the file is not read
+    // back (a stand-in digest shows which was used); detail.json has none and is hashed from disk;
+    // a digest for a path the change did not write is ignored.
+    const measured = { length: 15, sha256: "0f".repeat(32) };
+    signAfterCommit(s.dir, s.signing, {
+      written: ["site/api/v1/catalog.json", "site/api/v1/mods/a/detail.json"],
+      deleted: [],
+      digests: new Map([
+        ["site/api/v1/catalog.json", measured],
+        ["site/api/v1/mods/b/detail.json", { length: 1, sha256: "aa".repeat(32) }],
+      ]),
+    });
+    expect(s.targetsOf("targets")["api/v1/catalog.json"]!.hashes.sha256).toBe(measured.sha256);
+    const detailSha = createHash("sha256").update('{"id":"a","v":2}\n').digest("hex");
+    expect(
+      s.targetsOf(binForTarget("api/v1/mods/a/detail.json"))["api/v1/mods/a/detail.json"]!.hashes.sha256,
+    ).toBe(detailSha);
+    expect(
+      s.targetsOf(binForTarget("api/v1/mods/b/detail.json"))["api/v1/mods/b/detail.json"],
+    ).toBeUndefined();
+    // A full pass hashes the file itself and corrects the stand-in.
+    signSite(s.dir, s.keys.online);
+    expect(s.targetsOf("targets")["api/v1/catalog.json"]!.hashes.sha256).toBe(
+      createHash("sha256").update('{"mods":["a"]}\n').digest("hex"),
+    );
   });
 
   it("a changed versions document brings its externally hosted artifacts and drops a deleted document", () => {

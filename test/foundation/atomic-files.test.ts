@@ -5,16 +5,23 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   utimesSync,
   writeFileSync,
 } from "node:fs";
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { holderAlive, type LockHolder, removeLeftovers, tryLock } from "../../src/lib/lock-file.ts";
 import { withFrozenDisk } from "../support/freeze-fs.ts";
-import { commitFiles, FileExistsError, recoverTransactions } from "../../src/catalog/atomic-files.ts";
+import {
+  commitFiles,
+  type FileContent,
+  FileExistsError,
+  recoverTransactions,
+} from "../../src/catalog/atomic-files.ts";
 
 let root: string;
 beforeEach(() => {
@@ -151,6 +158,72 @@ describe("commitFiles", () => {
     );
     expect(recoverTransactions(root)).toEqual({ rolledBack: 1, completed: 0 });
     expect(snapshot()).toEqual(before);
+  });
+
+  it("writes a spliced file from ranges of its source and new bytes in chunks larger than one read, with digests of every written file; a source changed since it was measured fails the commit", () => {
+    // Over two chunks (1 MiB each) of copied source, so the chunked copy crosses a read boundary.
+    const source = join(root, "api/v1/big.json");
+    const original = Buffer.alloc(2_500_000);
+    for (let i = 0; i < original.length; i++) original[i] = 97 + ((i * 7) % 26);
+    writeFileSync(source, original);
+    const stat = statSync(source);
+    const expectStat = { size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino };
+    const parts = [
+      Buffer.from("HEAD"),
+      { start: 10, end: 1_300_000 },
+      Buffer.from("<new entry>"),
+      { start: 1_300_100, end: original.length },
+    ];
+    const expected = Buffer.concat([
+      Buffer.from("HEAD"),
+      original.subarray(10, 1_300_000),
+      Buffer.from("<new entry>"),
+      original.subarray(1_300_100),
+    ]);
+    const result = commitFiles(
+      root,
+      {
+        write: new Map<string, FileContent>([
+          ["api/v1/big.json", { splice: { source, expect: expectStat, parts } }],
+          ["api/v1/catalog.json", "new catalog"],
+        ]),
+      },
+      { digests: true },
+    );
+    expect(readFileSync(source).equals(expected)).toBe(true);
+    const sha = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
+    expect(result.digests).toEqual(
+      new Map([
+        ["api/v1/big.json", { length: expected.length, sha256: sha(expected) }],
+        ["api/v1/catalog.json", { length: 11, sha256: sha("new catalog") }],
+      ]),
+    );
+    // Without digests asked, none are measured.
+    expect(commitFiles(root, { write: new Map([["api/v1/catalog.json", "newer"]]) }).digests).toBeUndefined();
+
+    // The source changed after the splice was measured (same size, new bytes): nothing is written.
+    const measured = statSync(source);
+    const stale = {
+      splice: {
+        source,
+        expect: { size: measured.size, mtimeMs: measured.mtimeMs, ino: measured.ino },
+        parts: [Buffer.from("X"), { start: 0, end: 5 }],
+      },
+    };
+    writeFileSync(join(root, "api/v1/mods/a/index.json"), "old a");
+    const before = snapshot();
+    writeFileSync(source, Buffer.alloc(measured.size, 120));
+    utimesSync(source, new Date(), new Date(Date.now() + 5000));
+    const changedBefore = { ...before, "api/v1/big.json": readFileSync(source, "utf8") };
+    expect(() =>
+      commitFiles(root, {
+        write: new Map<string, FileContent>([
+          ["api/v1/big.json", stale],
+          ["api/v1/mods/a/index.json", "new a"],
+        ]),
+      }),
+    ).toThrow(/changed after the splice was measured/);
+    expect(snapshot()).toEqual(changedBefore);
   });
 
   it("refuses paths that leave the tree", () => {
