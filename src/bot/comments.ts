@@ -50,7 +50,8 @@ export function codeBlock(lines: readonly string[], max = 40): string {
   return ["```text", ...shown, "```"].join("\n");
 }
 
-const SAFE_URL = /^https:\/\/[A-Za-z0-9.-]+(?::[0-9]+)?\/[A-Za-z0-9._~!$&()*+,;=:@%/-]*$/;
+/** An https URL that may stand in a comment as it is (no markup, no spaces). */
+export const SAFE_URL = /^https:\/\/[A-Za-z0-9.-]+(?::[0-9]+)?\/[A-Za-z0-9._~!$&()*+,;=:@%/-]*$/;
 const SAFE_FILE = /^[A-Za-z0-9][A-Za-z0-9._-]*\.zip$/;
 
 export interface StoredStatus {
@@ -106,7 +107,7 @@ export function renderSubmitterMarker(record: SubmitterRecord): string {
 }
 
 /** How the status comment names the submitter. */
-function submitterName(login: string): string {
+export function submitterName(login: string): string {
   return login.startsWith("portal:") ? `the portal account ${inlineCode(login.slice(7), 80)}` : `@${login}`;
 }
 
@@ -310,78 +311,6 @@ export function runApprovalNote(runUrl: string | null): string {
   }: **Approve and run** on this pull request (or in the Actions tab). Validation starts then; the submitter has nothing to do. Moderators find every such pull request under the label \`${AWAITING_RUN_APPROVAL_LABEL}\`.`;
 }
 
-/** The sweep's reminder on a submission that has waited for changes: the record is for one commit. */
-export interface ReminderRecord {
-  headSha: string;
-  at: string;
-}
-
-export function staleReminderComment(input: {
-  record: ReminderRecord;
-  submitter: string | null;
-  waitedDays: number;
-  closeAfterDays: number;
-}): string {
-  const who = input.submitter ? `${submitterName(input.submitter)}, a` : "A";
-  return [
-    `${REMINDER_MARKER} ${JSON.stringify(input.record)} -->`,
-    `${who} moderator requested changes to this submission ${input.waitedDays} days ago, and nothing has been pushed since. Push a fix and validation and review run again; or close this pull request if you no longer want to submit it.`,
-    "",
-    `Without a push, this pull request is closed in ${input.closeAfterDays} days (nothing is lost: the same release can be submitted again later).`,
-  ].join("\n");
-}
-
-export function staleClosedNote(closeAfterDays: number): string {
-  return `Closed by the svc sweep: changes were requested, and nothing was pushed in the ${closeAfterDays} days after the reminder. The release can be submitted again at any time (a new pull request, or the release again through release intake).`;
-}
-
-export function autoMergedNote(): string {
-  return "Merged by the svc sweep: a moderator approved this commit and every check passed. The publish workflow puts it in the catalog and posts the receipt here.";
-}
-
-/** What the sweep did with one pull request, for the job summary. */
-export interface SweptPullRequest {
-  number: number;
-  /** The steps taken, in order (each a short phrase); empty when nothing was needed. */
-  did: string[];
-  /** Why nothing (more) was done, when that is worth saying. */
-  note: string | null;
-}
-
-/** The sweep's job summary: what it did to each pull request, what waits for people, what it left. */
-export function sweepSummary(input: {
-  swept: SweptPullRequest[];
-  awaitingRunApproval: number[];
-  deferred: number[];
-  remaining: number | null;
-}): string {
-  const out = ["## svc sweep", ""];
-  const acted = input.swept.filter((p) => p.did.length > 0 || p.note);
-  out.push(
-    `${input.swept.length} open pull request(s) re-derived, ${input.swept.filter((p) => p.did.length > 0).length} changed.`,
-    "",
-  );
-  if (acted.length > 0) {
-    out.push("| pull request | done | note |", "|---|---|---|");
-    for (const p of acted)
-      out.push(
-        `| #${p.number} | ${p.did.join("; ") || "nothing"} | ${p.note ? inlineCode(p.note, 300) : ""} |`,
-      );
-    out.push("");
-  }
-  if (input.awaitingRunApproval.length > 0)
-    out.push(
-      `**Waiting for a maintainer to approve the validation run** (label \`${AWAITING_RUN_APPROVAL_LABEL}\`): ${input.awaitingRunApproval.map((n) => `#${n}`).join(", ")}`,
-      "",
-    );
-  if (input.deferred.length > 0)
-    out.push(
-      `**Left for the next sweep** (the API budget ran low${input.remaining === null ? "" : `: ${input.remaining} requests left`}): ${input.deferred.map((n) => `#${n}`).join(", ")}`,
-      "",
-    );
-  return `${out.join("\n").trimEnd()}\n`;
-}
-
 export const DISMISSAL_MESSAGE =
   "A new commit was pushed after this approval; the submission is validated and reviewed again.";
 
@@ -439,171 +368,6 @@ export function portalDecisionNote(
   return `A portal moderator (${inlineCode(moderator, 80)}) ${DECISION_VERBS[kind]} through the portal API: ${inlineCode(notes, 500)}`;
 }
 
-/** The pull request the portal opens for an upload through POST /api/v1/uploads. */
-export function uploadPullRequest(input: {
-  submissionId: string;
-  modId: string;
-  version: string;
-  ownerAccountId: string;
-  staged: boolean;
-  /** Seals the submitter record for the branch (src/bot/status-seal.ts). */
-  seal: (record: SubmitterRecord, branch: string) => SubmitterRecord;
-}): { title: string; body: string; branch: string } {
-  const branch = `svc/upload/${input.submissionId}`;
-  return {
-    title: `Submit ${input.modId}@${input.version}`,
-    branch,
-    body: [
-      renderSubmitterMarker(
-        input.seal(
-          { login: `portal:${input.ownerAccountId}`, source: `upload ${input.submissionId}` },
-          branch,
-        ),
-      ),
-      `Submission \`${input.submissionId}\` of \`${input.modId}@${input.version}\`, uploaded through the portal API by the account \`${input.ownerAccountId}\`.`,
-      "",
-      input.staged
-        ? "The package is held privately by the portal (a draft release asset of this repository) until it is approved and published; the portal's own validation worker checks it and reports here. `GET /api/v1/uploads/" +
-          input.submissionId +
-          "` and this pull request show the same state."
-        : "The sidecar names the package by its immutable URL; the validate-submission workflow downloads it, checks the sha256 and size, and runs every check.",
-    ].join("\n"),
-  };
-}
-
-export interface PublishReceipt {
-  ok: boolean;
-  modId: string;
-  version: string;
-  artifactUrl?: string;
-  sha256?: string;
-  sizeBytes?: number;
-  catalogUrl?: string;
-  detailUrl?: string;
-  commitSha?: string;
-  error?: { code: string; message: string };
-  /** A refusal that is not the package's or the approval's fault (no usable scanner). */
-  retryable?: boolean;
-  /** A refusal: when the publish job judges it again by itself. */
-  retryAt?: string;
-}
-
-export function receiptComment(receipt: PublishReceipt): string {
-  if (!receipt.ok) {
-    const retry = receipt.retryable
-      ? "This is not a problem with the package: the publish job tries again on its next run."
-      : `The publish job does not try again until something changes: a moderator's approval, \`/svc revalidate\` from the submitter or a moderator, a new sidecar${receipt.retryAt ? `, or ${receipt.retryAt} (then less and less often)` : ""}.`;
-    return [
-      `### svc publish failed for \`${receipt.modId}@${receipt.version}\``,
-      "",
-      `\`${receipt.error?.code ?? "internal_error"}\`: ${inlineCode(receipt.error?.message ?? "unknown error", 1000)}`,
-      "",
-      `Nothing was published (publication is all or nothing). ${retry}`,
-    ].join("\n");
-  }
-  return [
-    `### svc published \`${receipt.modId}@${receipt.version}\``,
-    "",
-    "| | |",
-    "|---|---|",
-    `| artifact | ${receipt.artifactUrl ?? ""} |`,
-    `| sha256 | \`${receipt.sha256 ?? ""}\` |`,
-    `| size | ${receipt.sizeBytes ?? ""} bytes |`,
-    `| catalog | ${receipt.catalogUrl ?? ""} |`,
-    `| mod detail | ${receipt.detailUrl ?? ""} |`,
-    ...(receipt.commitSha ? [`| catalog commit | ${receipt.commitSha} |`] : []),
-  ].join("\n");
-}
-
-/** What a hide/unhide receipt says: the publish run's entry for it. */
-export interface VisibilityReceipt {
-  visibility: "hide" | "unhide";
-  /** The release's status after the change; null when it failed. */
-  status: string | null;
-  receipt: PublishReceipt;
-  /** A hide: what happened to the package on GitHub Releases (deleted, gone, never_stored, not_ours). */
-  withdrawal?: string;
-}
-
-/** The receipt comment of a hide/unhide, posted by the publish run's receipts job. */
-export function visibilityReceiptComment(entry: VisibilityReceipt): string {
-  const release = `\`${entry.receipt.modId}@${entry.receipt.version}\``;
-  if (!entry.receipt.ok) {
-    return [
-      `### svc could not ${entry.visibility} ${release}`,
-      "",
-      `\`${entry.receipt.error?.code ?? "internal_error"}\`: ${inlineCode(entry.receipt.error?.message ?? "unknown error", 1000)}`,
-      "",
-      "The public catalog is unchanged. An admin can rerun the publish workflow.",
-    ].join("\n");
-  }
-  return [
-    entry.visibility === "hide"
-      ? `### svc hid ${release} from the public catalog`
-      : `### svc restored ${release} to the public catalog`,
-    "",
-    "| | |",
-    "|---|---|",
-    `| status | \`${entry.status ?? ""}\` |`,
-    `| catalog | ${entry.receipt.catalogUrl ?? ""} |`,
-    `| mod detail | ${entry.receipt.detailUrl ?? ""} |`,
-    ...(entry.visibility === "hide"
-      ? [
-          "",
-          entry.withdrawal === "deleted" || entry.withdrawal === "gone"
-            ? "The package was withdrawn from GitHub Releases: its URL answers 404 for good and will never serve other bytes. This cannot be undone; `/svc unhide` is refused, so publish a new version instead."
-            : "The package was not a release of this portal, so nothing was withdrawn; `/svc unhide` lists the release again.",
-        ]
-      : []),
-  ].join("\n");
-}
-
-/**
- * The branch of a release's submission pull request: one per source repository (by id), so a
- * release of the same mod version from another repository never finds this one's pull request.
- */
-export function releaseBranch(repositoryId: number, modId: string, version: string): string {
-  return `${RELEASE_BRANCH_PREFIX}${repositoryId}/${modId}/${version}`;
-}
-
-/** Every intake branch starts so: the bot deletes such a branch when its pull request is closed. */
-export const RELEASE_BRANCH_PREFIX = "svc/release/";
-
-export function releasePullRequest(input: {
-  modId: string;
-  version: string;
-  source: { fullName: string; id: number };
-  releaseUrl: string;
-  /** The person behind the release (never a bot account). */
-  submitter: string;
-  /** The mod id is unclaimed: publishing this release makes the submitter its owner. */
-  claim: boolean;
-  seal: (record: SubmitterRecord, branch: string) => SubmitterRecord;
-}): { title: string; body: string; branch: string } {
-  const branch = releaseBranch(input.source.id, input.modId, input.version);
-  const record: SubmitterRecord = {
-    login: input.submitter,
-    source: input.source.fullName,
-    repository: input.source,
-    ...(input.claim ? { claim: true } : {}),
-  };
-  return {
-    title: `Submit ${input.modId}@${input.version}`,
-    branch,
-    body: [
-      renderSubmitterMarker(input.seal(record, branch)),
-      `Submission of \`${input.modId}@${input.version}\`, opened by the svc app for the release ${
-        SAFE_URL.test(input.releaseUrl) ? input.releaseUrl : "(release)"
-      } of \`${input.source.fullName}\` (repository id ${input.source.id}) published by @${input.submitter}.`,
-      "",
-      "The sidecar names the release asset by its immutable URL with the sha256 and size the app measured from the downloaded bytes.",
-      ...(input.claim
-        ? ["", `> ${claimNote({ modId: input.modId, repository: input.source.fullName }, input.submitter)}`]
-        : []),
-    ].join("\n"),
-  };
-}
-
 /** What a moderator is told about a submission of an unclaimed mod id. */
 export function claimNote(claim: { modId: string; repository: string | null }, submitter: string): string {
   return `**Claim.** \`${claim.modId}\` has no owner yet: publishing this release makes ${submitterName(submitter)} its owner${
@@ -641,42 +405,6 @@ export function conflictReply(login: string, what: string, reason: ConflictReaso
     ownership_unreadable: `the ownership record of ${modId} (records/owners/${recordShard(modId)}.json) on the default branch cannot be read, so it is not known whether you own this mod`,
   }[reason];
   return `@${login} ${what} does not count: ${why}. Another moderator decides.`;
-}
-
-/**
- * The note left on a source repository's newest open submission pull request when release intake
- * refused a release for going over a limit (the modder watches that pull request; the intake app
- * cannot write to their repository).
- */
-export function intakeRateLimitedNote(input: {
-  submitter: string;
-  release: string;
-  releaseUrl: string;
-  scope: "repository" | "owner";
-  source: string;
-  limit: number;
-  windowSeconds: number;
-  retryAt: Date;
-  now: Date;
-}): string {
-  const minutes = Math.max(1, Math.ceil((input.retryAt.getTime() - input.now.getTime()) / 60_000));
-  const window =
-    input.windowSeconds % 3600 === 0
-      ? `${input.windowSeconds / 3600} hour${input.windowSeconds === 3600 ? "" : "s"}`
-      : `${Math.ceil(input.windowSeconds / 60)} minutes`;
-  const who =
-    input.scope === "repository"
-      ? `the repository ${inlineCode(input.source, 140)}`
-      : `the repositories of ${inlineCode(input.source, 80)}`;
-  return [
-    `@${input.submitter} thank you for the release ${
-      SAFE_URL.test(input.releaseUrl)
-        ? `[${inlineCode(input.release, 140)}](${input.releaseUrl})`
-        : inlineCode(input.release, 140)
-    }. It was not submitted: ${who} already opened ${input.limit} submission pull requests in the last ${window}, the most this portal takes, so that every modder's releases are validated promptly.`,
-    "",
-    `You can submit it again from ${input.retryAt.toISOString()} (in about ${minutes} minute${minutes === 1 ? "" : "s"}) by publishing it again as a new release with the same files (delete this one first, or use a new tag if your repository's releases are immutable). Nothing of this release was kept.`,
-  ].join("\n");
 }
 
 /** The job summary of the validate action: one table row per check. */

@@ -3,15 +3,13 @@
  * derived of it and a few facts read beside it (the head's check runs, the sweep's reminder, the
  * clock). Pure, like decide: one step at a time; the sweep reads the pull request again after each.
  */
+import { checkRunName, GATE_CHECK_ID, type GateVerdict } from "./comments.ts";
 import {
   autoMergedNote,
-  checkRunName,
-  GATE_CHECK_ID,
-  type GateVerdict,
   type ReminderRecord,
   staleClosedNote,
   staleReminderComment,
-} from "./comments.ts";
+} from "./sweep-comments.ts";
 import type { SubmissionView } from "./derive.ts";
 import { voidStatus } from "./decide-moderation.ts";
 import { gateCheckRun, gateVerdict, type Plan, statusActions, walk } from "./plan.ts";

@@ -13,12 +13,11 @@ import {
   checkRunOutput,
   DISMISSAL_MESSAGE,
   deliveryFailedNote,
-  type PublishReceipt,
-  receiptComment,
   runApprovalNote,
   SHAPE_CHECK_ID,
   shapeCheckOutput,
 } from "./comments.ts";
+import { type PublishReceipt, receiptComment } from "./receipt-comments.ts";
 import {
   decideCommand,
   decidePortalDecision,

@@ -5,15 +5,15 @@ import { classifySubmission, type SubmissionShape } from "../github/submission-f
 import { STATES, type SubmissionState } from "../workflow/machine.ts";
 import {
   AWAITING_RUN_APPROVAL_LABEL,
-  RELEASE_BRANCH_PREFIX,
   REMINDER_MARKER,
-  type ReminderRecord,
   STATE_LABEL_PREFIX,
   STATUS_MARKER,
   type StoredStatus,
   SUBMITTER_MARKER,
   type SubmitterRecord,
 } from "./comments.ts";
+import { RELEASE_BRANCH_PREFIX } from "./intake-comments.ts";
+import type { ReminderRecord } from "./sweep-comments.ts";
 import type { PullRequestInfo } from "./pull-request.ts";
 import { readDiffSection } from "./release-diff-section.ts";
 import { type StatusKey, verifyStatus, verifySubmitter } from "./status-seal.ts";

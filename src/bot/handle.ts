@@ -14,7 +14,7 @@ import {
 } from "../github/submission-report.ts";
 import { inflateEntry, readZipStructure } from "../validation/zip/reader.ts";
 import { maySubmit } from "../contracts/ownership.ts";
-import type { PublishReceipt } from "./comments.ts";
+import type { PublishReceipt } from "./receipt-comments.ts";
 import {
   type BotEvent,
   decide,

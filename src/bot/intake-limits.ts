@@ -10,7 +10,8 @@ import { countHit, type RateLimitRule } from "../accounts/rate-limit.ts";
 import type { RateLimitBucket } from "../config/portal-config.ts";
 import type { GitHubApi, RepoRef } from "../github/api.ts";
 import type { SqlExecutor } from "../store/store.ts";
-import { intakeRateLimitedNote, SUBMITTER_MARKER } from "./comments.ts";
+import { SUBMITTER_MARKER } from "./comments.ts";
+import { intakeRateLimitedNote } from "./intake-comments.ts";
 import { parseSubmitterRecord } from "./derive.ts";
 import { PORTAL_CONFIG_PATH, readJsonFile } from "./fetch.ts";
 

@@ -12,11 +12,11 @@ import {
   GATE_CHECK_ID,
   type GateVerdict,
   gateCheckOutput,
-  type PublishReceipt,
   renderStatusComment,
   type StoredStatus,
   stateLabel,
 } from "./comments.ts";
+import type { PublishReceipt } from "./receipt-comments.ts";
 import type { SubmissionView } from "./derive.ts";
 import type { ModReleasesRead } from "./fetch.ts";
 

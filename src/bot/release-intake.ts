@@ -22,7 +22,7 @@ import { parseSubmissionPath, submissionPath } from "../github/submission-files.
 import { maySubmit } from "../contracts/ownership.ts";
 import { recordShard } from "../contracts/records.ts";
 import { parseUntrustedJson } from "../lib/untrusted-json.ts";
-import { releasePullRequest } from "./comments.ts";
+import { releasePullRequest } from "./intake-comments.ts";
 import { fetchOwnership, type OwnershipRead } from "./fetch.ts";
 import type { IntakeAdmission, IntakeLimiter } from "./intake-limits.ts";
 import { type ReleaseSender, resolveReleaseSubmitter } from "./release-submitter.ts";

@@ -7,7 +7,7 @@
  * publish job, so the sweep stops while a reserve is left and names what it left for next time.
  */
 import type { GitHubApi, RepoRef } from "../github/api.ts";
-import type { SweptPullRequest } from "./comments.ts";
+import type { SweptPullRequest } from "./sweep-comments.ts";
 import {
   type CheckRunFact,
   DEFAULT_SWEEP_SETTINGS,

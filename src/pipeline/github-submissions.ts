@@ -17,7 +17,7 @@
  */
 import { readFileSync } from "node:fs";
 import { appendAuditEvent } from "../accounts/audit.ts";
-import { uploadPullRequest } from "../bot/comments.ts";
+import { uploadPullRequest } from "../bot/intake-comments.ts";
 import { deriveSubmission, type SubmissionView as PullRequestView } from "../bot/derive.ts";
 import { fetchPullRequestInfo } from "../bot/fetch.ts";
 import { type BotOptions, handleSubmissionEvent } from "../bot/handle.ts";

@@ -23,7 +23,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { PublishReceipt } from "../bot/comments.ts";
+import type { PublishReceipt } from "../bot/receipt-comments.ts";
 import { readStoredStatus, submitterOf, type TrustOptions } from "../bot/derive.ts";
 import type { StatusKey } from "../bot/status-seal.ts";
 import type { Principal } from "../contracts/ownership.ts";

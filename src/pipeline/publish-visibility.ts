@@ -19,8 +19,9 @@
  * The bot's dispatch still starts a run at once; its inputs are checked against the pull request as
  * before (anyone with write access can dispatch), and a mismatch fails the run with nothing applied.
  */
-import type { PublishReceipt } from "../bot/comments.ts";
-import { inlineCode, visibilityReceiptComment } from "../bot/comments.ts";
+import type { PublishReceipt } from "../bot/receipt-comments.ts";
+import { inlineCode } from "../bot/comments.ts";
+import { visibilityReceiptComment } from "../bot/receipt-comments.ts";
 import { deriveSubmission, readStoredStatus } from "../bot/derive.ts";
 import { fetchPullRequestInfo } from "../bot/fetch.ts";
 import type { StatusKey } from "../bot/status-seal.ts";

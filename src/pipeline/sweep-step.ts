@@ -4,7 +4,7 @@
  * checked-out default branch.
  */
 import { join } from "node:path";
-import { sweepSummary } from "../bot/comments.ts";
+import { sweepSummary } from "../bot/sweep-comments.ts";
 import { type SweepResult, sweepPullRequests, sweepSettingsOf } from "../bot/sweep.ts";
 import { loadPortalConfig } from "../contracts/portal-config.ts";
 import { type ActionOutcome, outcome, type StepEnv } from "./action-step.ts";
