@@ -1,0 +1,169 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { modRecordsText } from "../../src/catalog/records.ts";
+import { buildSite } from "../../src/catalog/site-build.ts";
+import { projectPaths, renderSiteFiles, type SiteInputs } from "../../src/catalog/site.ts";
+import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
+import { ENDPOINTS } from "../../src/contracts/endpoints.ts";
+import { RECORD_PATHS, type ReleaseRecord } from "../../src/contracts/records.ts";
+import { releaseRecord, repoConfig } from "../support/temp-project.ts";
+
+/**
+ * The full build's work grows with the mods, not with their square (issue 27, item 7). Wall time
+ * belongs in bench:growth; these count the work itself: the elements array methods visit while the
+ * site is rendered (a page or document that looks at every mod once per mod, as every mod page once
+ * did to find which dependencies to link, makes that count grow four times when the mods double),
+ * and the files a build reads.
+ */
+
+// Every readFileSync of the process, by path (node:fs as every module of this test file sees it).
+const reads = vi.hoisted(() => ({ paths: [] as string[] }));
+vi.mock("node:fs", async (importOriginal) => {
+  const fs = await importOriginal<typeof import("node:fs")>();
+  const readFileSync = ((path: Parameters<typeof fs.readFileSync>[0], ...rest: unknown[]) => {
+    reads.paths.push(String(path));
+    return (fs.readFileSync as (...args: unknown[]) => unknown)(path, ...rest);
+  }) as typeof fs.readFileSync;
+  return { ...fs, readFileSync, default: { ...fs, readFileSync } };
+});
+
+const VERSIONS = 3;
+const modId = (m: number) => `mod-${String(m).padStart(5, "0")}`;
+
+/** `mods` mods x VERSIONS versions; every fifth depends on the first, so mod pages link dependencies. */
+function records(mods: number): ReleaseRecord[] {
+  const out: ReleaseRecord[] = [];
+  for (let m = 0; m < mods; m++)
+    for (let v = 0; v < VERSIONS; v++)
+      out.push(
+        releaseRecord({
+          modId: modId(m),
+          version: `1.${v}.0`,
+          name: `Mod ${m}`,
+          tags: ["gameplay", `tag-${m % 7}`],
+          status: v === VERSIONS - 1 ? "published" : "superseded",
+          dependencies: m % 5 === 1 ? [{ modId: modId(0), versionRange: "^1.0.0" }] : [],
+          publishedAt: new Date(Date.UTC(2026, 0, 1 + v, 0, m % 60)).toISOString(),
+        }),
+      );
+  return out;
+}
+
+function inputs(mods: number): SiteInputs {
+  const config = repoConfig();
+  return {
+    config,
+    records: records(mods),
+    manager: null,
+    framework: null,
+    gameBuilds: config.gameBuilds,
+    postPublishSmoke: null,
+    backendSmoke: null,
+    endpoints: ENDPOINTS,
+  };
+}
+
+const METHODS = [
+  "map",
+  "filter",
+  "find",
+  "findIndex",
+  "some",
+  "every",
+  "includes",
+  "indexOf",
+  "forEach",
+  "reduce",
+  "flatMap",
+  "sort",
+] as const;
+
+/** How many elements Array.prototype's searching and mapping methods visit while `fn` runs. */
+function arrayWork(fn: () => void): number {
+  let visited = 0;
+  const proto = Array.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const originals = METHODS.map((name) => [name, proto[name]!] as const);
+  for (const [name, original] of originals) {
+    proto[name] = function (this: unknown[], ...args: unknown[]) {
+      visited += this.length;
+      return original.apply(this, args);
+    };
+  }
+  try {
+    fn();
+  } finally {
+    for (const [name, original] of originals) proto[name] = original;
+  }
+  return visited;
+}
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "svc-render-work-"));
+  dirs.push(dir);
+  return dir;
+}
+
+describe("the full build's work grows linearly with the mods", () => {
+  it("rendering twice the mods visits about twice the array elements, not four times", () => {
+    const work = (mods: number) => {
+      const siteInputs = inputs(mods);
+      const siteDir = tempDir();
+      let files = 0;
+      const visited = arrayWork(() =>
+        renderSiteFiles(
+          siteInputs,
+          siteDir,
+          () => files++,
+          () => new Date("2026-11-01T00:00:00.000Z"),
+        ),
+      );
+      expect(files).toBeGreaterThan(mods * 3);
+      return visited;
+    };
+    work(20); // warm-up: schema validators, module state
+    const small = work(300);
+    const large = work(600);
+    // Linear work doubles (the sorts add a log factor: 2.2x); the quadratic mod pages made it ~3x
+    // at these sizes and grew without bound.
+    expect(large / small).toBeLessThan(2.4);
+    expect(large / small).toBeGreaterThan(1.6);
+  });
+
+  it("svc build over an unchanged site reads each file once and writes none", async () => {
+    const root = tempDir();
+    const config = repoConfig();
+    writeFileSync(join(root, "portal.config.json"), `${JSON.stringify(config, null, 2)}\n`);
+    const paths = projectPaths(root);
+    const loaded = loadPortalConfig(paths.configPath);
+    const byMod = new Map<string, ReleaseRecord[]>();
+    for (const record of records(40).map((r) => ({
+      ...r,
+      packageUrl: `${loaded.baseUrl}/downloads/mods/${r.modId}/${r.version}/${r.fileName}`,
+    })))
+      byMod.set(record.modId, [...(byMod.get(record.modId) ?? []), record]);
+    for (const [id, list] of byMod) {
+      const file = join(paths.recordsDir, RECORD_PATHS.modRecords(id));
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileSync(file, modRecordsText(id, list));
+    }
+    const first = await buildSite(paths, loaded);
+    expect(first.written.length).toBe(first.files);
+
+    reads.paths.length = 0;
+    const again = await buildSite(paths, loaded);
+    expect(again.written).toEqual([]);
+    expect(again.unchanged).toBe(first.files);
+    const siteReads = reads.paths.filter((p) => p.startsWith(`${paths.siteDir}/`));
+    const perFile = new Map<string, number>();
+    for (const path of siteReads) perFile.set(path, (perFile.get(path) ?? 0) + 1);
+    expect([...perFile].filter(([, n]) => n > 1)).toEqual([]);
+    // Every file of the site was compared (read once), and only the site's own files were read.
+    expect(perFile.size).toBe(first.files);
+  });
+});
