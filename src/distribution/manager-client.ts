@@ -38,7 +38,6 @@ import {
   type ResolvedRelease,
   SignedMirror,
   type SignedMirrorOptions,
-  type VerifiedCatalog,
 } from "./signed-mirror.ts";
 
 export type ManagerClientOptions = SignedMirrorOptions;
@@ -87,8 +86,9 @@ export class ManagerClient {
     return this.mirror.fetchDocument(path);
   }
 
-  verifiedCatalog(): Promise<VerifiedCatalog> {
-    return this.mirror.verifiedCatalog();
+  /** One mod's signed versions (svc.mod-versions.v1), or null when the signed metadata does not list the mod. */
+  modListing(modId: string): Promise<CatalogVersion[] | null> {
+    return this.mirror.modListing(modId);
   }
 
   downloadPackage(release: ResolvedRelease): Promise<Buffer> {
@@ -173,7 +173,7 @@ export class ManagerClient {
         }
         continue;
       }
-      // catalog.json lists only each mod's newest version; every version is in its signed versions.json.
+      // Only this mod's signed versions.json (and its bin): never catalog.json, which lists every mod.
       const listing = await this.mirror.modListing(modId);
       if (listing === null) {
         throw new DistributionError(

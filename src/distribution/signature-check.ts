@@ -18,6 +18,10 @@ export type SignatureCheck =
  * The root is taken from the site itself (trust on first use): this proves the deployment is
  * consistently signed and fresh (not stale after a publication, not expired), which is what an
  * operator's smoke is for; a manager pins its root instead. No root on the site: `unsigned`.
+ *
+ * Unlike a manager, which reads only the per-mod documents of the mods it needs, this check proves the
+ * whole deployment: api/v1/catalog.json (the contract document mirrors copy) against its signed
+ * length and sha256, and through the mods it lists, every mod's documents.
  */
 export async function checkSignedCatalog(
   baseUrl: string,
@@ -44,7 +48,9 @@ export async function checkSignedCatalog(
     writeFileSync(trustedRootFile, rootText);
     const client = new ManagerClient({ mirrorUrl, cacheDir, trustedRootFile, fetch: fetchImpl });
     await client.refresh();
-    const catalog = await client.verifiedCatalog();
+    const catalog = JSON.parse((await client.fetchDocument("api/v1/catalog.json")).toString("utf8")) as {
+      mods: Array<{ id: string }>;
+    };
     let documents = 1;
     for (const mod of catalog.mods) {
       await client.fetchDocument(`api/v1/mods/${mod.id}/index.json`);

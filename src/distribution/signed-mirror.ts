@@ -53,12 +53,6 @@ export type CatalogVersion = Pick<
   | "dependencies"
   | "modConfig"
 >;
-export interface VerifiedCatalog {
-  baseUrl: string;
-  supportedGameBuilds: string[];
-  mods: Array<{ id: string; versions: CatalogVersion[] }>;
-}
-
 export interface ResolvedRelease {
   modId: string;
   version: CatalogVersion;
@@ -129,10 +123,25 @@ export function classifyTufError(error: unknown): DistributionError {
   return new DistributionError(code, `signed metadata refused: ${message}`);
 }
 
+/** A package's signed length and sha256, and the target path the install manifest records. */
+export interface PackageTarget {
+  path: string;
+  length: number;
+  sha256: string;
+}
+
 /**
  * The portal's site read through its signed metadata: the TUF refresh (tuf-js's updater over the
  * trusted metadata in the cache), then each document and package checked against its signed length
  * and sha256 before it is returned.
+ *
+ * Sparse: the client reads the signed per-mod documents (api/v1/mods/{id}/versions.json) of the
+ * mods it needs, each through its hashed bin, and never api/v1/catalog.json, which lists every mod.
+ * tuf-js keeps each bin it loaded in the metadata folder and loads it again only when the snapshot
+ * names a newer version, and a document comes from the target cache while its signed sha256 is the
+ * same: a refresh costs the timestamp, and when something changed the snapshot and the top-level
+ * targets, plus the bins and documents of the needed mods that changed (docs/distribution.md,
+ * "What a manager fetches").
  */
 export class SignedMirror {
   private readonly options: SignedMirrorOptions;
@@ -140,7 +149,8 @@ export class SignedMirror {
   private readonly limits: MirrorLimits;
   private updater: Updater | null = null;
   private fetcher: BoundedFetcher | null = null;
-  private catalog: VerifiedCatalog | null = null;
+  /** Each mod's parsed signed versions.json (null: not listed) since the last refresh. */
+  private listings = new Map<string, CatalogVersion[] | null>();
 
   constructor(options: SignedMirrorOptions) {
     this.options = { ...options, mirrorUrl: options.mirrorUrl.replace(/\/+$/, "") };
@@ -197,7 +207,7 @@ export class SignedMirror {
     await this.tufStep(fetcher, () => updater.refresh());
     this.updater = updater;
     this.fetcher = fetcher;
-    this.catalog = null;
+    this.listings.clear();
   }
 
   private async targetInfo(path: string): Promise<TargetFile> {
@@ -276,14 +286,6 @@ export class SignedMirror {
     return bytes;
   }
 
-  async verifiedCatalog(): Promise<VerifiedCatalog> {
-    if (this.catalog) return this.catalog;
-    this.catalog = JSON.parse(
-      (await this.fetchDocument("api/v1/catalog.json")).toString("utf8"),
-    ) as VerifiedCatalog;
-    return this.catalog;
-  }
-
   private async get(url: string, headers: Record<string, string> = {}): Promise<BoundedResponse> {
     const response = await openBounded(this.fetchImpl, url, headers, this.limits);
     if (!response.ok) {
@@ -306,15 +308,20 @@ export class SignedMirror {
   async modListing(modId: string): Promise<CatalogVersion[] | null> {
     // The id becomes a path segment: one that is not a slug names no mod (and no other document).
     if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(modId)) return null;
-    let bytes: Buffer;
+    if (!this.updater) await this.refresh();
+    const known = this.listings.get(modId);
+    if (known !== undefined) return known;
+    let listing: CatalogVersion[] | null;
     try {
-      bytes = await this.fetchDocument(`api/v1/mods/${modId}/versions.json`);
+      const bytes = await this.fetchDocument(`api/v1/mods/${modId}/versions.json`);
+      const document = JSON.parse(bytes.toString("utf8")) as { versions?: CatalogVersion[] };
+      listing = Array.isArray(document.versions) ? document.versions : [];
     } catch (error) {
-      if (error instanceof DistributionError && error.code === "target_unknown") return null;
-      throw error;
+      if (!(error instanceof DistributionError) || error.code !== "target_unknown") throw error;
+      listing = null;
     }
-    const document = JSON.parse(bytes.toString("utf8")) as { versions?: CatalogVersion[] };
-    return Array.isArray(document.versions) ? document.versions : [];
+    this.listings.set(modId, listing);
+    return listing;
   }
 
   /**
@@ -337,16 +344,52 @@ export class SignedMirror {
     return (await this.publishedVersion(modId, version))?.files ?? null;
   }
 
-  async packageTarget(release: ResolvedRelease): Promise<{ path: string; info: TargetFile }> {
-    const catalog = await this.verifiedCatalog();
+  /**
+   * A release's package as its mod's signed versions.json lists it. That document is itself a
+   * signed target (its bytes matched their signed length and sha256), so the package's length and
+   * sha256 in it are signed too; the signer refuses to sign a served package whose bytes differ from
+   * them (tuf-site-targets.ts). The package's own entry in its hashed bin is therefore not read: a
+   * second bin would cost a fresh manager about as much as the rest of a first install (docs/distribution.md).
+   * A release that does not match the signed listing (built by a caller, or from another document)
+   * is refused.
+   */
+  async packageTarget(release: ResolvedRelease): Promise<PackageTarget> {
     // The file name is also a URL segment on the API-key lane and svc fetch's output name.
     assertPlainZipName(release.version.fileName);
-    const path = artifactTargetPath(catalog.baseUrl, release.modId, release.version);
-    const info = await this.targetInfo(path);
-    if (info.length !== release.version.packageSizeBytes || info.hashes.sha256 !== release.version.sha256) {
-      throw new DistributionError("catalog_tampered", `${path}: the catalog and the signed targets disagree`);
+    // Decided by the signed packageUrl alone (tuf-layout.ts): no catalog read for its baseUrl.
+    const path = artifactTargetPath("", release.modId, release.version);
+    const listing = await this.modListing(release.modId);
+    const signed = listing?.find((v) => v.version === release.version.version);
+    if (!signed) {
+      throw new DistributionError(
+        "target_unknown",
+        `the signed versions.json of ${release.modId} does not list ${release.version.version}`,
+        { path },
+      );
     }
-    return { path, info };
+    // The hash names a cache file: signed metadata (a leaked key) must not get to pick a path.
+    if (
+      !/^[0-9a-f]{64}$/.test(signed.sha256 ?? "") ||
+      !Number.isSafeInteger(signed.packageSizeBytes) ||
+      signed.packageSizeBytes < 0
+    ) {
+      throw new DistributionError(
+        "catalog_tampered",
+        `the signed versions.json of ${release.modId} gives ${release.version.version} no sha256 of 64 hex digits or no size`,
+        { path },
+      );
+    }
+    const differs = (["sha256", "packageSizeBytes", "fileName", "packageUrl"] as const).filter(
+      (field) => signed[field] !== release.version[field],
+    );
+    if (differs.length > 0) {
+      throw new DistributionError(
+        "catalog_tampered",
+        `${path}: the release and the signed versions.json of ${release.modId} disagree on ${differs.join(", ")}`,
+        { path, fields: differs },
+      );
+    }
+    return { path, length: signed.packageSizeBytes, sha256: signed.sha256 };
   }
 
   /**
@@ -354,8 +397,8 @@ export class SignedMirror {
    * more bytes than signed, and returns it only once its length and sha256 match the signed target.
    */
   async downloadPackage(release: ResolvedRelease): Promise<Buffer> {
-    const { info } = await this.packageTarget(release);
-    const sha256 = info.hashes.sha256!;
+    const info = await this.packageTarget(release);
+    const sha256 = info.sha256;
     const dir = join(this.options.cacheDir, "packages");
     const done = join(dir, sha256);
     if (existsSync(done)) {

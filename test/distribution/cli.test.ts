@@ -150,7 +150,7 @@ describe("svc keys / install / verify / repair", () => {
     await client.refresh();
     const trusted = JSON.parse(readFileSync(join(outside, "cache", "metadata", "root.json"), "utf8"));
     expect(trusted.signed.version).toBe(3);
-    expect((await client.verifiedCatalog()).mods.map((m) => m.id)).toEqual(["better-hud"]);
+    expect((await client.modListing("better-hud"))?.map((v) => v.version)).toEqual(["1.0.0"]);
   });
 
   it("writes the attestation subjects of the artifacts a publish run stored, and only those", async () => {

@@ -146,7 +146,7 @@ describe("endless-data attack: every response stops at its cap (response_too_lar
     const { catalogLength } = liveMetadata(portal);
     const { watch, responder } = endlessBody();
     portal.mirror.respond.set(CATALOG, responder);
-    const error = await refusal(client().verifiedCatalog());
+    const error = await refusal(client().fetchDocument(CATALOG));
     await expectCutAt(watch, error, catalogLength, before);
   });
 
@@ -192,7 +192,7 @@ describe("slow-retrieval attack: every request has a connect and an idle timeout
   });
 
   it("catalog.json trickled one byte every 2 s", async () => {
-    await expectStalled(CATALOG, (c) => c.verifiedCatalog());
+    await expectStalled(CATALOG, (c) => c.fetchDocument(CATALOG));
   });
 
   it("versions.json trickled one byte every 2 s during svc install", async () => {
@@ -208,7 +208,7 @@ describe("slow-retrieval attack: every request has a connect and an idle timeout
     // timeout, yet each 400 ms window brings 8 bytes, under the 64 the limits ask for.
     const { responder } = tricklingBody({ intervalMs: 50, giveUpAfterMs: 30_000 });
     portal.mirror.respond.set(CATALOG, responder);
-    const error = await refusalWithin(client().verifiedCatalog(), GENEROUS_BOUND_MS);
+    const error = await refusalWithin(client().fetchDocument(CATALOG), GENEROUS_BOUND_MS);
     expect(error.code, error.message).toBe("download_stalled");
   });
 
@@ -237,8 +237,8 @@ describe("slow-retrieval attack: every request has a connect and an idle timeout
       }, 50);
       res.on("close", () => clearInterval(timer));
     });
-    const verified = await client().verifiedCatalog();
-    expect(verified.mods.map((m) => m.id)).toEqual(["better-hud"]);
+    const verified = JSON.parse((await client().fetchDocument(CATALOG)).toString("utf8"));
+    expect(verified.mods.map((m: { id: string }) => m.id)).toEqual(["better-hud"]);
   });
 
   it("the defaults are the ones docs/distribution.md documents", () => {

@@ -50,8 +50,7 @@ describe("manager client against a signed loopback mirror", () => {
     portal = await signedPortal();
     await portal.publish({ version: "1.0.0" });
     const client = portal.client();
-    const catalog = await client.verifiedCatalog();
-    const version = catalog.mods[0]!.versions[0]!;
+    const version = (await client.modListing("better-hud"))![0]!;
     const bytes = readFileSync(join(portal.siteDir, ARTIFACT("1.0.0")));
     const partial = join(portal.work, "client", "cache", "packages", `${version.sha256}.part`);
     mkdirSync(join(partial, ".."), { recursive: true });
@@ -115,10 +114,11 @@ describe("attacks: each is refused with a stable code and leaves the installatio
     rmSync(firstSite, { recursive: true, force: true });
   });
 
-  it("a tampered catalog document (catalog_tampered)", async () => {
+  it("a tampered versions document (catalog_tampered)", async () => {
     const before = treeHashes(shared.installDir());
-    const catalog = readFileSync(join(shared.siteDir, "api/v1/catalog.json"), "utf8");
-    shared.mirror.override.set("api/v1/catalog.json", Buffer.from(catalog.replace(/"1\.1\.0"/g, '"1.1.1"')));
+    const path = "api/v1/mods/better-hud/versions.json";
+    const versions = readFileSync(join(shared.siteDir, path), "utf8");
+    shared.mirror.override.set(path, Buffer.from(versions.replace(/"1\.1\.0"/g, '"1.1.1"')));
     expect((await refusal(upgrade(fresh()))).code).toBe("catalog_tampered");
     expect(treeHashes(shared.installDir())).toEqual(before);
   });
