@@ -59,6 +59,16 @@ export interface BoundedResponse {
 
 const TICK = Symbol("tick");
 
+/** Failures of a reused connection that the server had already closed, before any response. */
+const STALE_CONNECTION: ReadonlySet<string> = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
+
+/** fetch's "fetch failed" with what underneath failed (other side closed, ECONNREFUSED, ...). */
+function describeFailure(error: Error): string {
+  const cause = error.cause as { code?: string; message?: string } | undefined;
+  if (!cause?.message) return error.message;
+  return `${error.message} (${cause.code ? `${cause.code}: ` : ""}${cause.message})`;
+}
+
 function raceTimer<T>(promise: Promise<T>, ms: number): Promise<T | typeof TICK> {
   let timer: NodeJS.Timeout | undefined;
   const tick = new Promise<typeof TICK>((resolve) => {
@@ -79,12 +89,19 @@ export async function openBounded(
   limits: MirrorLimits,
 ): Promise<BoundedResponse> {
   const controller = new AbortController();
-  const response = await raceTimer(
-    fetchImpl(url, { headers, signal: controller.signal }),
-    limits.connectTimeoutMs,
-  ).catch((error: Error) => {
-    throw new DistributionError("download_failed", `${url}: ${error.message}`, { url });
-  });
+  const deadline = Date.now() + limits.connectTimeoutMs;
+  const attempt = () =>
+    raceTimer(fetchImpl(url, { headers, signal: controller.signal }), Math.max(1, deadline - Date.now()));
+  // A kept-alive connection the server closed just as this request went out (its keep-alive timeout
+  // raced the request) fails before any response: a GET is safe to send once more, on a new one.
+  const response = await attempt()
+    .catch((error: Error) => {
+      if (!STALE_CONNECTION.has((error.cause as { code?: string } | undefined)?.code ?? "")) throw error;
+      return attempt();
+    })
+    .catch((error: Error) => {
+      throw new DistributionError("download_failed", `${url}: ${describeFailure(error)}`, { url });
+    });
   if (response === TICK) {
     controller.abort();
     throw new DistributionError(
