@@ -6,7 +6,7 @@
  */
 import type { PortalConfig } from "../config/portal-config.ts";
 import { assertCanSign, type SiteSigning, signAfterCommit } from "../distribution/tuf-repository.ts";
-import { type CommitResult, type RecoveryResult, withPublishLock } from "./atomic-files.ts";
+import { type CommitResult, type RecoveryResult, stagingDir, withPublishLock } from "./atomic-files.ts";
 import { clearOwedSigning, owingSignature, settleOwedSigning } from "./owed-signing.ts";
 import { checkSite } from "./site-check.ts";
 import { loadSiteInputs, type ProjectPaths, renderAndWriteSite } from "./site.ts";
@@ -34,11 +34,15 @@ export async function buildSite(
     () => {
       assertCanSign(paths.siteDir, signing);
       const owed = settleOwedSigning(paths, signing);
-      const { files, ...result } = renderAndWriteSite(
-        loadSiteInputs(config, paths.recordsDir),
-        paths.siteDir,
-        owingSignature(paths, signing),
-      );
+      // Staging under the publish lock, which clears it before and after.
+      const {
+        files,
+        staged: _,
+        ...result
+      } = renderAndWriteSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir, {
+        commit: owingSignature(paths, signing),
+        staging: stagingDir(paths.root),
+      });
       // A build is also the repair path: re-hash the whole site rather than trust the commit's list.
       signAfterCommit(paths.siteDir, signing, result, { full: true });
       if (signing) clearOwedSigning(paths);

@@ -1,10 +1,24 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { modRecordsText } from "../../src/catalog/records.ts";
 import { buildSite } from "../../src/catalog/site-build.ts";
-import { projectPaths, renderSiteFiles, type SiteInputs } from "../../src/catalog/site.ts";
+import {
+  projectPaths,
+  renderAndWriteSite,
+  renderSite,
+  renderSiteFiles,
+  type SiteInputs,
+} from "../../src/catalog/site.ts";
 import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { ENDPOINTS } from "../../src/contracts/endpoints.ts";
 import { RECORD_PATHS, type ReleaseRecord } from "../../src/contracts/records.ts";
@@ -165,5 +179,21 @@ describe("the full build's work grows linearly with the mods", () => {
     expect([...perFile].filter(([, n]) => n > 1)).toEqual([]);
     // Every file of the site was compared (read once), and only the site's own files were read.
     expect(perFile.size).toBe(first.files);
+  });
+
+  it("a build whose changed files outgrow memory stages them and writes the same bytes", () => {
+    const siteInputs = inputs(30);
+    const now = () => new Date("2026-11-01T00:00:00.000Z");
+    const expected = renderSite(siteInputs, join(tempDir(), "none"), now);
+    const siteDir = tempDir();
+    const staging = join(tempDir(), "staging");
+    // Every changed file past the first 4 KB goes through a staging file.
+    const result = renderAndWriteSite(siteInputs, siteDir, { now, staging, heldBytes: 4096 });
+    expect(result.staged).toBeGreaterThan(expected.size - 10);
+    expect(result.written.length).toBe(expected.size);
+    for (const [path, text] of expected) expect(readFileSync(join(siteDir, path), "utf8")).toBe(text);
+    // The commit copied them; the staging folder is the caller's to remove, and nothing else is left.
+    expect(existsSync(staging)).toBe(true);
+    expect(readdirSync(join(siteDir, ".svc-tmp"))).toEqual([]);
   });
 });
