@@ -89,8 +89,16 @@ export function tufKey(file: Pick<TufKeyFile, "keyid" | "publicKey">): Key {
   });
 }
 
+/** Private keys already made, by their PEM text (a publication signs with three keys, often in one process). */
+const privateKeys = new Map<string, ReturnType<typeof createPrivateKey>>();
+
 export function signerFor(file: TufKeyFile): (data: Buffer) => Signature {
-  const privateKey = createPrivateKey(file.privateKey);
+  let privateKey = privateKeys.get(file.privateKey);
+  if (!privateKey) {
+    privateKey = createPrivateKey(file.privateKey);
+    if (privateKeys.size >= 16) privateKeys.clear();
+    privateKeys.set(file.privateKey, privateKey);
+  }
   return (data) => new Signature({ keyID: file.keyid, sig: sign(null, data, privateKey).toString("hex") });
 }
 
@@ -134,7 +142,23 @@ export function parseKeyFile(value: unknown, where: string): TufKeyFile {
 }
 
 /** Parses the online key bundle (from a file or from a secret's text). */
+/**
+ * Bundles already parsed, by their exact text: a local portal reads its keys file at every
+ * publication (and a publication asks for the keys several times), and checking that each private
+ * key matches its public key costs ~50 ms of CPU per bundle. The same text parses to the same keys.
+ */
+const parsedBundles = new Map<string, OnlineKeys>();
+
 export function parseOnlineKeys(text: string, where: string): OnlineKeys {
+  const parsed = parsedBundles.get(text);
+  if (parsed) return parsed;
+  const keys = parseOnlineKeysText(text, where);
+  if (parsedBundles.size >= 4) parsedBundles.clear();
+  parsedBundles.set(text, keys);
+  return keys;
+}
+
+function parseOnlineKeysText(text: string, where: string): OnlineKeys {
   let value: unknown;
   try {
     value = JSON.parse(text);
