@@ -18,7 +18,8 @@
  *
  * --rows measures only the rows named (ids of ROWS below; the rows measured together are measured
  * together: importSigned with bytesRewritten, firstSync with refresh and publishWarm, rebuildRatio
- * with rebuildCost), and skips the signing keys when no row named needs them.
+ * with rebuildCost; firstSync, refresh and publishWarm also run the signed import, since they install
+ * the probe mod it publishes), and skips the signing keys when no row named needs them.
  *
  * The bench process renders the whole site to generate it and again for the rebuild's floor: at
  * 5,000 mods that peaked at 395 MB, so 50,000 needs more than Node's default heap. The limit is the
@@ -292,7 +293,8 @@ async function measure(n: number, scanner: BenchScanner, results: SizeResults): 
       );
     }
 
-    if (wants("importSigned", "bytesRewritten")) {
+    // The install rows install the probe this import publishes.
+    if (wants("importSigned", "bytesRewritten", "firstSync", "refresh", "publishWarm")) {
       const tufBefore = tufListing(siteDir);
       const imported = await svc(
         ["import", "--package", probe.zip, "--metadata", probe.metadata, "--json", ...scanner.cliArgs],
