@@ -2,7 +2,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Metadata, TargetFile, Targets } from "@tufjs/models";
+import { Metadata, MetaFile, TargetFile, Targets } from "@tufjs/models";
 import { describe, expect, it } from "vitest";
 import {
   allBins,
@@ -12,6 +12,7 @@ import {
   serializeCompact,
 } from "../../src/distribution/tuf-layout.ts";
 import { signerFor, TUF_SPEC_VERSION, type TufKeyFile } from "../../src/distribution/tuf-keys.ts";
+import { LinearSnapshot, signedSnapshotText } from "../../src/distribution/tuf-snapshot.ts";
 import { LinearTargets, signedBinText } from "../../src/distribution/tuf-targets.ts";
 import { fsyncAll, PARALLEL_FSYNC_FROM } from "../../src/lib/fsync-many.ts";
 
@@ -58,6 +59,27 @@ describe("signing fast paths hold to the library's bytes", () => {
     const empty = new Metadata(new LinearTargets({ version: 1, specVersion: TUF_SPEC_VERSION, expires }));
     empty.sign(signer);
     expect(signedBinText(signer, 1, expires, [])).toBe(serializeCompact(empty));
+  });
+
+  it("signedSnapshotText writes exactly what Metadata.sign + serializeCompact write for a LinearSnapshot", () => {
+    const signer = signerFor(keyFile());
+    const expires = "2026-12-03T12:00:00Z";
+    const roles = new Map<string, number>([
+      ["bins-3ff.json", 1_795_726_017],
+      ["targets.json", 1_795_726_100],
+      ["bins-000.json", 2],
+      ["bins-0a1.json", 1_795_726_018],
+    ]);
+    const meta: Record<string, MetaFile> = {
+      "targets.json": new MetaFile({ version: roles.get("targets.json")! }),
+    };
+    for (const name of [...roles.keys()].filter((n) => n !== "targets.json").sort())
+      meta[name] = new MetaFile({ version: roles.get(name)! });
+    const metadata = new Metadata(
+      new LinearSnapshot({ version: 1_795_726_101, specVersion: TUF_SPEC_VERSION, expires, meta }),
+    );
+    metadata.sign(signer);
+    expect(signedSnapshotText(signer, 1_795_726_101, expires, roles)).toBe(serializeCompact(metadata));
   });
 
   it("binForTarget names the bin SuccinctRoles.getRoleForTarget names", () => {
