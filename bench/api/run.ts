@@ -142,7 +142,9 @@ async function waitForPort(port: number, child: ChildProcess, what: string): Pro
  * operators to: the upstream kept alive (no new connection per download), the request proxied
  * with HTTP/1.1, and the internal location served by the same static handler as the first server
  * (sendfile and tcp_nopush inherited). The portal's answer has no body, so proxy buffering has
- * nothing to buffer.
+ * nothing to buffer. A fourth server is the same front with nginx itself as the authorizer (a
+ * server of the same process that answers every request with the X-Accel-Redirect header and no
+ * check at all): the ceiling of any X-Accel-Redirect deployment, the portal's part taken out.
  */
 async function startNginx(
   binary: string,
@@ -151,10 +153,18 @@ async function startNginx(
   workers: number,
   siteDir: string,
   accelPortalPort: number | null,
-): Promise<{ port: number; copyPort: number; accelPort: number | null; stop(): void }> {
+): Promise<{
+  port: number;
+  copyPort: number;
+  accelPort: number | null;
+  accelSelfPort: number | null;
+  stop(): void;
+}> {
   const port = await freePort();
   const copyPort = await freePort();
   const accelPort = accelPortalPort === null ? null : await freePort();
+  const accelSelfPort = accelPortalPort === null ? null : await freePort();
+  const authorizerPort = await freePort();
   const dir = join(root, name);
   const conf = join(dir, "nginx.conf");
   const temp = (what: string) => join(dir, "temp", what);
@@ -188,6 +198,14 @@ async function startNginx(
             '    location / { proxy_pass http://svc_portal; proxy_http_version 1.1; proxy_set_header Connection ""; }',
             `    location /internal-downloads/ { internal; alias ${siteDir}/; }`,
             "  }",
+            `  server { listen 127.0.0.1:${authorizerPort};`,
+            '    location ~ ^/api/v1/(.*)$ { add_header X-Accel-Redirect /internal-downloads/$1; return 200 ""; }',
+            "  }",
+            `  upstream nginx_authorizer { server 127.0.0.1:${authorizerPort}; keepalive 64; }`,
+            `  server { listen 127.0.0.1:${accelSelfPort};`,
+            '    location / { proxy_pass http://nginx_authorizer; proxy_http_version 1.1; proxy_set_header Connection ""; }',
+            `    location /internal-downloads/ { internal; alias ${siteDir}/; }`,
+            "  }",
           ]),
       "}",
       "",
@@ -208,7 +226,8 @@ async function startNginx(
   }
   await waitForPort(copyPort, child, "nginx (sendfile off)");
   if (accelPort !== null) await waitForPort(accelPort, child, "nginx (X-Accel-Redirect)");
-  return { port, copyPort, accelPort, stop: () => child.kill("SIGQUIT") };
+  if (accelSelfPort !== null) await waitForPort(accelSelfPort, child, "nginx (X-Accel-Redirect, itself)");
+  return { port, copyPort, accelPort, accelSelfPort, stop: () => child.kill("SIGQUIT") };
 }
 
 /**
@@ -556,6 +575,7 @@ async function main(): Promise<number> {
       static: { url: `http://127.0.0.1:${portalPort}/${rel}`, headers: {} },
       lane: { url: `http://127.0.0.1:${portalPort}/api/v1/${rel}`, headers: auth },
       accel: { url: `http://127.0.0.1:${web.accelPort}/api/v1/${rel}`, headers: auth },
+      accelSelf: { url: `http://127.0.0.1:${web.accelSelfPort}/api/v1/${rel}`, headers: auth },
       nginxN: { url: `http://127.0.0.1:${workers?.nginxPort}/${rel}`, headers: {} },
       staticN: { url: `http://127.0.0.1:${workers?.port}/${rel}`, headers: {} },
       laneN: { url: `http://127.0.0.1:${workers?.port}/api/v1/${rel}`, headers: auth },
@@ -581,7 +601,7 @@ async function main(): Promise<number> {
     const measure = async (target: Target, parallel: number) =>
       record(target, parallel, await downloadRate(urls[target].url, urls[target].headers, parallel));
     if (!ONLY_REQUESTS) {
-      for (const target of [...oneProcess, "accel" as const])
+      for (const target of [...oneProcess, "accel" as const, "accelSelf" as const])
         await curl(urls[target].url, urls[target].headers);
       if (workers)
         for (const target of ["nginxN", "staticN", "laneN", "bareN"] as const)
@@ -606,6 +626,7 @@ async function main(): Promise<number> {
           await measure(oneProcess[(i + round) % oneProcess.length]!, parallel);
         // Part 2: nginx alone and nginx with the portal authorizing, back to back.
         await pair("nginx", "accel", parallel, round);
+        await pair("nginx", "accelSelf", parallel, round);
         // Part 3: nginx with N workers and the portal with N workers, back to back, each lane.
         if (workers) {
           await pair("nginxN", "staticN", parallel, round);
@@ -734,6 +755,15 @@ async function main(): Promise<number> {
           describeStats(baseline, mibps),
           describeStats(r, x),
           goalCell(met, GOALS.accelRatio, `X-Accel-Redirect x${parallel} download`),
+        ]);
+      }
+      for (const parallel of [1, PARALLEL]) {
+        accelCells.push([
+          `(nginx authorizing itself, no portal) x${parallel}`,
+          describeStats(rate("accelSelf", parallel), mibps),
+          describeStats(pairedBaseline("accelSelf", "nginx", parallel), mibps),
+          describeStats(pairedRatio("accelSelf", "nginx", parallel), x),
+          "X-Accel-Redirect's own ceiling",
         ]);
       }
       printTable(["lane", "nginx+portal", "nginx", "ratio", "verdict"], accelCells);
