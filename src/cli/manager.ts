@@ -25,7 +25,9 @@ const HELP = {
 
 Refreshes the signed metadata (TUF), resolves dependencies by their ranges, downloads with resume,
 verifies length and sha256, checks every file against the signed per-file hashes (versions.json),
-then places the files and records each one's size and sha256 in svc-install.json.
+then places the files and records each one's size and sha256 in svc-install.json. Only the signed
+versions.json of the mods asked for and their dependencies is read, never the whole catalog: a run
+when nothing was published is two small requests.
 With --game, each package is laid over GAME_DIR as the package guide says (Binaries/Win64/Mods/X.dll
 lands at GAME_DIR/Binaries/Win64/Mods/X.dll); files at the package root (svc-mod.json, a README) go to
 the signed runtime layout's modsPath/<modId>/. A file another mod, the game or the runtime loader owns
