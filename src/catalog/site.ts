@@ -138,8 +138,11 @@ interface DocumentPlan {
   inputs: SiteInputs;
   mods: ModView[];
   supported: string[];
-  /** The site's global documents (everything but catalog.json and the per-mod documents), in order. */
-  globals: GeneratedDocument[];
+  /**
+   * The site's global documents (everything but catalog.json and the per-mod documents), in order,
+   * each made when called: mods/index.json lists every mod, and a render drops it once written.
+   */
+  globals: Array<() => GeneratedDocument>;
 }
 
 function planDocuments(inputs: SiteInputs): DocumentPlan {
@@ -158,49 +161,53 @@ function planDocuments(inputs: SiteInputs): DocumentPlan {
   const readiness = computeReadiness(readinessInputs);
   const frameworkVersion = inputs.framework?.version ?? null;
   const changes = inputs.changes ?? [];
-  const globals: GeneratedDocument[] = [
-    {
+  const globals: Array<() => GeneratedDocument> = [
+    () => ({
       path: SITE_PATHS.readiness,
       schema: "readiness",
       document: buildReadinessDocument(readinessInputs, readiness, at),
-    },
-    { path: SITE_PATHS.runtime, schema: "runtime", document: buildRuntimeProfile(config, at) },
-    {
+    }),
+    () => ({ path: SITE_PATHS.runtime, schema: "runtime", document: buildRuntimeProfile(config, at) }),
+    () => ({
       path: SITE_PATHS.framework,
       schema: "framework",
       document: buildFrameworkRelease(config, inputs.framework, at),
-    },
-    {
+    }),
+    () => ({
       path: SITE_PATHS.gameBuilds,
       schema: "game-builds",
       document: buildGameBuildMatrix(config, inputs.gameBuilds, frameworkVersion, at),
-    },
-    { path: SITE_PATHS.modsIndex, schema: "mods-index", document: { ...buildModsIndex(config, mods, at) } },
-    {
+    }),
+    () => ({
+      path: SITE_PATHS.modsIndex,
+      schema: "mods-index",
+      document: { ...buildModsIndex(config, mods, at) },
+    }),
+    () => ({
       path: SITE_PATHS.manager,
       schema: "manager",
       document: buildManagerRelease(config, inputs.manager, at),
-    },
-    {
+    }),
+    () => ({
       path: SITE_PATHS.workflow,
       schema: "workflow",
       document: buildWorkflowDocument(config, readiness, CHECKS, at),
-    },
-    {
+    }),
+    () => ({
       path: SITE_PATHS.backendContract,
       schema: "backend-contract",
       document: buildBackendContract(config, inputs.endpoints, readiness, CHECKS, at),
-    },
-    {
+    }),
+    () => ({
       path: SITE_PATHS.validationContract,
       schema: "game-publishing-validation",
       document: { ...buildValidationContract(config, supported, frameworkVersion, CHECKS, at) },
-    },
-    {
+    }),
+    () => ({
       path: CHANGES_PATHS.head,
       schema: "changes-head",
       document: { ...buildChangesHead(config.baseUrl, changes[0]?.page ?? 0, changes.at(-1) ?? null, at) },
-    },
+    }),
   ];
   return { inputs, mods, supported, globals };
 }
@@ -241,7 +248,10 @@ function catalogDocument(plan: DocumentPlan, versionsSha256: (view: ModView) => 
 /** Builds every document (unvalidated, timestamps pending). Paths are relative to the site root. */
 export function generateDocuments(inputs: SiteInputs, options: RenderOptions = {}): GeneratedDocument[] {
   const plan = planDocuments(inputs);
-  const docs: GeneratedDocument[] = [catalogDocument(plan, () => undefined), ...plan.globals];
+  const docs: GeneratedDocument[] = [
+    catalogDocument(plan, () => undefined),
+    ...plan.globals.map((make) => make()),
+  ];
   for (const view of plan.mods) {
     if (options.onlyMods && !options.onlyMods.has(view.modId)) continue;
     docs.push(...modDocuments(inputs.config, view));
@@ -294,18 +304,18 @@ export function renderSiteFiles(
   const plan = planDocuments(inputs);
   const pages = sitePages(inputs.config);
   /** Stamps, checks and hands over one document; its parsed value, or undefined when it fails its schema. */
-  const emit = ({ path, schema, document }: GeneratedDocument): unknown => {
-    const rendered = stampDocument(registry, siteDir, path, schema, document, stamp);
+  const emit = (make: () => GeneratedDocument): { path: string; value: unknown } => {
+    const rendered = stampMade(registry, siteDir, make, stamp);
     if (!rendered.ok) failures.push(rendered.failure);
-    sink(path, rendered.text, rendered.onDisk);
-    return rendered.ok ? rendered.value : undefined;
+    sink(rendered.path, rendered.text, rendered.onDisk);
+    return { path: rendered.path, value: rendered.ok ? rendered.value : undefined };
   };
   let matrix: GameBuildMatrix | undefined;
   let readiness: ReadinessView | undefined;
-  for (const doc of plan.globals) {
-    const value = emit(doc);
-    if (doc.path === SITE_PATHS.gameBuilds) matrix = value as GameBuildMatrix | undefined;
-    if (doc.path === SITE_PATHS.readiness) readiness = value as ReadinessView | undefined;
+  for (const make of plan.globals) {
+    const { path, value } = emit(make);
+    if (path === SITE_PATHS.gameBuilds) matrix = value as GameBuildMatrix | undefined;
+    if (path === SITE_PATHS.readiness) readiness = value as ReadinessView | undefined;
   }
   const modPage = pages.modPageRenderer(
     plan.supported,
@@ -317,29 +327,22 @@ export function renderSiteFiles(
   for (const view of plan.mods) {
     if (options.onlyMods && !options.onlyMods.has(view.modId)) continue;
     const [detail, versions] = modDocuments(inputs.config, view);
-    const detailValue = emit(detail);
-    const stamped = stampDocument(
-      registry,
-      siteDir,
-      versions.path,
-      versions.schema,
-      versions.document,
-      stamp,
-    );
+    const detailValue = emit(() => detail).value;
+    const stamped = stampMade(registry, siteDir, () => versions, stamp);
     if (!stamped.ok) failures.push(stamped.failure);
     sink(versions.path, stamped.text, stamped.onDisk);
     versionsSha256.set(view.modId, sha256Hex(stamped.text));
     if (detailValue !== undefined && matrix !== undefined)
       sink(PAGE_PATHS.modPage(view.modId), modPage(detailValue as ModDetailDocument), undefined);
   }
-  const catalog = emit(
+  const catalog = emit(() =>
     catalogDocument(plan, (view) => {
       const known = versionsSha256.get(view.modId);
       if (known !== undefined) return known;
       const onDisk = readIfExists(join(siteDir, SITE_PATHS.modVersions(view.modId)));
       return onDisk === undefined ? undefined : sha256Hex(onDisk);
     }),
-  ) as CatalogDocument | undefined;
+  ).value as CatalogDocument | undefined;
   if (catalog !== undefined && matrix !== undefined)
     sink(PAGE_PATHS.catalog, pages.catalogPage(catalog, matrix), undefined);
   for (const page of inputs.changes ?? []) {
@@ -399,36 +402,56 @@ export function stampDocument(
   schema: SchemaName,
   document: Record<string, unknown> & { generatedAt?: string },
   stamp: string,
-):
+): StampedDocument {
+  return stampMade(registry, siteDir, () => ({ path, schema, document }), stamp);
+}
+
+export type StampedDocument =
   | { ok: true; text: string; value: unknown; onDisk: "same" | "differs" }
-  | { ok: false; text: string; value: unknown; onDisk: "same" | "differs"; failure: string } {
-  const existing = readIfExists(join(siteDir, path));
+  | { ok: false; text: string; value: unknown; onDisk: "same" | "differs"; failure: string };
+
+/**
+ * stampDocument of a document made by `make`, which it lets go (and the file it read) before it
+ * parses the text: a document that lists every mod is never held as an object twice.
+ */
+function stampMade(
+  registry: ReturnType<typeof schemaRegistry>,
+  siteDir: string,
+  make: () => GeneratedDocument,
+  stamp: string,
+): StampedDocument & { path: string } {
+  let made: GeneratedDocument | undefined = make();
+  const { path, schema } = made;
+  let existing = readIfExists(join(siteDir, path));
   let text: string | undefined;
   if (existing !== undefined) {
     // The common case first: the file is as this code writes it, so the document with the file's
     // timestamp either is its bytes or differs in content. One serialization, no parse.
     const kept = TOP_LEVEL_STAMP.exec(existing)?.[1];
     if (kept !== undefined) {
-      const candidate = serializeDocument({ ...document, generatedAt: kept });
+      const candidate = serializeDocument({ ...made.document, generatedAt: kept });
       if (candidate === existing) text = existing;
     }
     // Otherwise compare content as parsed (a file formatted by hand keeps its timestamp if its
     // content is the same).
-    if (text === undefined) text = keptTimestampText(existing, document);
+    if (text === undefined) text = keptTimestampText(existing, made.document);
   }
-  text ??= serializeDocument({ ...document, generatedAt: stamp });
+  text ??= serializeDocument({ ...made.document, generatedAt: stamp });
+  made = undefined;
   const onDisk = text === existing ? "same" : "differs";
+  existing = undefined;
   const value = JSON.parse(text) as unknown;
   const result = registry.validate(schema, value);
   if (!result.ok)
     return {
       ok: false,
+      path,
       text,
       value,
       onDisk,
       failure: `${path} (${schema}):\n${formatIssues(result.issues)}`,
     };
-  return { ok: true, text, value, onDisk };
+  return { ok: true, path, text, value, onDisk };
 }
 
 /** The document's text with the existing file's timestamp when their content is the same, else undefined. */
