@@ -66,8 +66,7 @@ export function collectSiteTargets(siteDir: string): SiteTarget[] {
   }
   const catalogFile = join(siteDir, "api", "v1", "catalog.json");
   if (existsSync(catalogFile)) {
-    const catalog = JSON.parse(readFileSync(catalogFile, "utf8")) as Partial<CatalogLike>;
-    for (const mod of catalog.mods ?? [])
+    for (const mod of catalogMods(readFileSync(catalogFile)))
       for (const version of mod.versions ?? []) listed.push({ modId: mod.id, version });
   }
   // The versions documents after the catalog: where both list a version, theirs is signed.
@@ -76,6 +75,45 @@ export function collectSiteTargets(siteDir: string): SiteTarget[] {
     if (target) targets.set(target.path, target);
   }
   return [...targets.values()].sort((a, b) => (a.path < b.path ? -1 : 1));
+}
+
+const MODS_ARRAY = Buffer.from('\n  "mods": [');
+const ENTRY_START = Buffer.from('\n    {\n      "id": ');
+const ENTRY_END = Buffer.from("\n    }");
+const ARRAY_END = Buffer.from("\n  ]\n}\n");
+
+/**
+ * The catalog's mods, each parsed on its own where the document has the layout serializeDocument
+ * writes ("mods" its last field, each entry an object at indent 4 whose first key is "id"; a raw
+ * newline is never inside a string, so "\n    }" closes the entry): at 50,000 mods one JSON.parse of
+ * the 73 MB document built an object graph of ~0.5 GB for the few fields read here. Entries must
+ * follow one another exactly to the array's end; any other layout is parsed whole.
+ */
+export function catalogMods(bytes: Buffer): Array<{ id: string; versions?: CatalogVersionLike[] }> {
+  const whole = () => (JSON.parse(bytes.toString("utf8")) as Partial<CatalogLike>).mods ?? [];
+  const at = bytes.indexOf(MODS_ARRAY);
+  if (at === -1) return whole();
+  const mods: Array<{ id: string; versions?: CatalogVersionLike[] }> = [];
+  let next = at + MODS_ARRAY.length;
+  if (bytes[next] === 93 /* ] */) return whole();
+  for (;;) {
+    if (!bytes.subarray(next, next + ENTRY_START.length).equals(ENTRY_START)) return whole();
+    const end = bytes.indexOf(ENTRY_END, next + ENTRY_START.length);
+    if (end === -1) return whole();
+    try {
+      mods.push(JSON.parse(bytes.toString("utf8", next, end + ENTRY_END.length)));
+    } catch {
+      return whole();
+    }
+    next = end + ENTRY_END.length;
+    if (bytes[next] === 44 /* , */) {
+      next++;
+      continue;
+    }
+    return next + ARRAY_END.length === bytes.length && bytes.subarray(next).equals(ARRAY_END)
+      ? mods
+      : whole();
+  }
 }
 
 /**

@@ -15,6 +15,8 @@ import { signerFor, TUF_SPEC_VERSION, type TufKeyFile } from "../../src/distribu
 import { LinearSnapshot, signedSnapshotText } from "../../src/distribution/tuf-snapshot.ts";
 import { LinearTargets, signedBinText } from "../../src/distribution/tuf-targets.ts";
 import { fsyncAll, PARALLEL_FSYNC_FROM } from "../../src/lib/fsync-many.ts";
+import { catalogMods } from "../../src/distribution/tuf-site-targets.ts";
+import { serializeDocument } from "../../src/catalog/site.ts";
 
 function keyFile(): TufKeyFile {
   const { privateKey, publicKey } = generateKeyPairSync("ed25519");
@@ -109,6 +111,41 @@ describe("signing fast paths hold to the library's bytes", () => {
     // 5,000 paths over 1,024 bins reach nearly all of them, and only names allBins lists.
     expect(seen.size).toBeGreaterThan(990);
     for (const bin of seen) expect(allBins()).toContain(bin);
+  });
+});
+
+describe("catalogMods", () => {
+  it("reads each mod of a catalog as serializeDocument writes it on its own, and any other layout whole, with the same result", () => {
+    const version = (v: string) => ({
+      version: v,
+      fileName: `x-${v}.zip`,
+      packageUrl: `https://example.test/x-${v}.zip`,
+      packageSizeBytes: 10,
+      sha256: "ab".repeat(32),
+      dependencies: [{ modId: "dep", versionRange: "^1.0.0" }],
+    });
+    const catalog = {
+      schema: "svc.catalog.v1",
+      generatedAt: "2026-11-26T00:00:00.000Z",
+      supportedGameBuilds: [{ build: "17000000", label: "a\n    }\n  ]\n}\n" }],
+      mods: [
+        { id: "a-mod", name: 'tricky "\n    }," name', versions: [version("1.0.0")] },
+        { id: "b-mod", name: "B", tags: ["x"], versions: [version("2.0.0"), version("1.0.0")] },
+        { id: "c-mod", name: "C", versions: [] },
+      ],
+    };
+    const pretty = Buffer.from(serializeDocument(catalog));
+    expect(catalogMods(pretty)).toEqual(catalog.mods);
+    expect(catalogMods(Buffer.from(JSON.stringify(catalog)))).toEqual(catalog.mods);
+    expect(catalogMods(Buffer.from(serializeDocument({ ...catalog, mods: [] })))).toEqual([]);
+    // An entry that does not end where the layout says (hand-edited): the whole document decides.
+    const edited = Buffer.from(
+      serializeDocument(catalog).replace(
+        '\n    },\n    {\n      "id": "b-mod"',
+        '\n    }, {\n      "id": "b-mod"',
+      ),
+    );
+    expect(catalogMods(edited)).toEqual(catalog.mods);
   });
 });
 
