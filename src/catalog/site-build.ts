@@ -34,12 +34,13 @@ export async function buildSite(
     () => {
       assertCanSign(paths.siteDir, signing);
       const owed = settleOwedSigning(paths, signing);
-      // Staging under the publish lock, which clears it before and after.
+      // Staging under the publish lock, which clears it before and after; a loader, so the render
+      // lets each mod's records go once its files are written.
       const {
         files,
         staged: _,
         ...result
-      } = renderAndWriteSite(loadSiteInputs(config, paths.recordsDir), paths.siteDir, {
+      } = renderAndWriteSite(() => loadSiteInputs(config, paths.recordsDir), paths.siteDir, {
         commit: owingSignature(paths, signing),
         staging: stagingDir(paths.root),
       });

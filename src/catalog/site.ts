@@ -7,7 +7,9 @@ import { SvcError } from "../errors.ts";
 import { buildBackendContract } from "../contracts/backend-contract.ts";
 import {
   buildCatalog,
+  buildCatalogMod,
   type CatalogDocument,
+  type CatalogMod,
   buildModDetail,
   buildModsIndex,
   buildModVersions,
@@ -135,7 +137,7 @@ export interface RenderOptions {
 
 /** What every document of the site is built from: the visible mods, the supported builds, readiness. */
 interface DocumentPlan {
-  inputs: SiteInputs;
+  config: PortalConfig;
   mods: ModView[];
   supported: string[];
   /**
@@ -209,7 +211,7 @@ function planDocuments(inputs: SiteInputs): DocumentPlan {
       document: { ...buildChangesHead(config.baseUrl, changes[0]?.page ?? 0, changes.at(-1) ?? null, at) },
     }),
   ];
-  return { inputs, mods, supported, globals };
+  return { config, mods, supported, globals };
 }
 
 /** One mod's documents: its detail and its versions list. */
@@ -234,7 +236,7 @@ function modDocuments(config: PortalConfig, view: ModView): [GeneratedDocument, 
  * the hash of that document generated with the pending timestamp, as buildCatalog computes it).
  */
 function catalogDocument(plan: DocumentPlan, versionsSha256: (view: ModView) => string | undefined) {
-  const { config } = plan.inputs;
+  const { config } = plan;
   const document = buildCatalog(
     config,
     plan.mods,
@@ -292,17 +294,24 @@ export type SiteFileSink = (path: string, text: string, onDisk: OnDisk) => void;
  * mod: the work is linear in the mods (test/catalog/site-render-work.test.ts counts it).
  */
 export function renderSiteFiles(
-  inputs: SiteInputs,
+  inputs: SiteInputs | (() => SiteInputs),
   siteDir: string,
   sink: SiteFileSink,
   now: () => Date = () => new Date(),
   options: RenderOptions = {},
 ): void {
-  const registry = schemaRegistry(inputs.config.baseUrl);
+  // Given a loader, nothing here keeps the inputs whole: each mod's records go once its files are
+  // written (the records of 50,000 mods x 5 are ~370 MB of objects).
+  let loaded: SiteInputs | undefined = typeof inputs === "function" ? inputs() : inputs;
+  const { config } = loaded;
+  const changes = loaded.changes ?? [];
+  const tufRoots = loaded.tufRoots ?? new Map<string, string>();
+  const plan = planDocuments(loaded);
+  loaded = undefined;
+  const registry = schemaRegistry(config.baseUrl);
   const stamp = now().toISOString();
   const failures: string[] = [];
-  const plan = planDocuments(inputs);
-  const pages = sitePages(inputs.config);
+  const pages = sitePages(config);
   /** Stamps, checks and hands over one document; its parsed value, or undefined when it fails its schema. */
   const emit = (make: () => GeneratedDocument): { path: string; value: unknown } => {
     const rendered = stampMade(registry, siteDir, make, stamp);
@@ -322,38 +331,48 @@ export function renderSiteFiles(
     matrix ?? { builds: [], supportedGameBuilds: [] },
     new Set(plan.mods.map((view) => view.modId)),
   );
-  // The hash of each versions.json as this render wrote it; mods it does not render keep theirs.
-  const versionsSha256 = new Map<string, string>();
-  for (const view of plan.mods) {
-    if (options.onlyMods && !options.onlyMods.has(view.modId)) continue;
-    const [detail, versions] = modDocuments(inputs.config, view);
-    const detailValue = emit(() => detail).value;
-    const stamped = stampMade(registry, siteDir, () => versions, stamp);
-    if (!stamped.ok) failures.push(stamped.failure);
-    sink(versions.path, stamped.text, stamped.onDisk);
-    versionsSha256.set(view.modId, sha256Hex(stamped.text));
-    if (detailValue !== undefined && matrix !== undefined)
-      sink(PAGE_PATHS.modPage(view.modId), modPage(detailValue as ModDetailDocument), undefined);
-  }
-  const catalog = emit(() =>
-    catalogDocument(plan, (view) => {
-      const known = versionsSha256.get(view.modId);
-      if (known !== undefined) return known;
+  // Made, the global documents (and what they were made from) are let go.
+  plan.globals = [];
+  // Each mod's catalog entry, with the hash of its versions.json as this render wrote it (mods it
+  // does not render keep theirs), made as the mod is done; then its view (and records) are let go.
+  const entries: CatalogMod[] = [];
+  const views: Array<ModView | undefined> = plan.mods;
+  for (let i = 0; i < views.length; i++) {
+    const view = views[i]!;
+    views[i] = undefined;
+    let versionsSha256: string;
+    if (options.onlyMods && !options.onlyMods.has(view.modId)) {
       const onDisk = readIfExists(join(siteDir, SITE_PATHS.modVersions(view.modId)));
-      return onDisk === undefined ? undefined : sha256Hex(onDisk);
-    }),
-  ).value as CatalogDocument | undefined;
+      versionsSha256 = sha256Hex(onDisk ?? serializeDocument(buildModVersions(view, PENDING_TIMESTAMP)));
+    } else {
+      const [detail, versions] = modDocuments(config, view);
+      const detailValue = emit(() => detail).value;
+      const stamped = stampMade(registry, siteDir, () => versions, stamp);
+      if (!stamped.ok) failures.push(stamped.failure);
+      sink(versions.path, stamped.text, stamped.onDisk);
+      versionsSha256 = sha256Hex(stamped.text);
+      if (detailValue !== undefined && matrix !== undefined)
+        sink(PAGE_PATHS.modPage(view.modId), modPage(detailValue as ModDetailDocument), undefined);
+    }
+    entries.push(buildCatalogMod(config.baseUrl, view, versionsSha256));
+  }
+  const catalog = emit(() => ({
+    path: SITE_PATHS.catalog,
+    schema: "catalog",
+    document: { ...buildCatalog(config, [], plan.supported, PENDING_TIMESTAMP), mods: entries },
+  })).value as CatalogDocument | undefined;
+  entries.length = 0;
   if (catalog !== undefined && matrix !== undefined)
     sink(PAGE_PATHS.catalog, pages.catalogPage(catalog, matrix), undefined);
-  for (const page of inputs.changes ?? []) {
+  for (const page of changes) {
     const result = registry.validate("changes-page", page);
     if (!result.ok)
       failures.push(`${CHANGES_PATHS.page(page.page)} (changes-page):\n${formatIssues(result.issues)}`);
     sink(CHANGES_PATHS.page(page.page), serializeChangesPage(page), undefined);
   }
   for (const file of schemaFiles())
-    sink(file.publicPath, publishedSchemaText(file, inputs.config.baseUrl), undefined);
-  for (const [name, text] of inputs.tufRoots ?? []) sink(`${TUF_DIR}/${name}`, text, undefined);
+    sink(file.publicPath, publishedSchemaText(file, config.baseUrl), undefined);
+  for (const [name, text] of tufRoots) sink(`${TUF_DIR}/${name}`, text, undefined);
   if (failures.length > 0) {
     throw new SvcError(
       "invalid_payload",
@@ -506,7 +525,7 @@ export const HELD_BYTES = 64 * 1024 * 1024;
  * grow with the site. `files`: how many files the site has.
  */
 export function renderAndWriteSite(
-  inputs: SiteInputs,
+  inputs: SiteInputs | (() => SiteInputs),
   siteDir: string,
   options: { commit?: CommitOptions; now?: () => Date; staging?: string; heldBytes?: number } = {},
 ): CommitResult & { files: number; staged: number } {
