@@ -31,7 +31,8 @@ import { releaseRecord, repoConfig } from "../support/temp-project.ts";
  * and the files a build reads.
  */
 
-// Every readFileSync of the process, by path (node:fs as every module of this test file sees it).
+// Every file the process reads (readFileSync, or openSync for reading), by path (node:fs as every
+// module of this test file sees it).
 const reads = vi.hoisted(() => ({ paths: [] as string[] }));
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof import("node:fs")>();
@@ -39,7 +40,11 @@ vi.mock("node:fs", async (importOriginal) => {
     reads.paths.push(String(path));
     return (fs.readFileSync as (...args: unknown[]) => unknown)(path, ...rest);
   }) as typeof fs.readFileSync;
-  return { ...fs, readFileSync, default: { ...fs, readFileSync } };
+  const openSync = ((path: Parameters<typeof fs.openSync>[0], flags?: unknown, ...rest: unknown[]) => {
+    if (flags === undefined || flags === "r") reads.paths.push(String(path));
+    return (fs.openSync as (...args: unknown[]) => unknown)(path, flags, ...rest);
+  }) as typeof fs.openSync;
+  return { ...fs, readFileSync, openSync, default: { ...fs, readFileSync, openSync } };
 });
 
 const VERSIONS = 3;
