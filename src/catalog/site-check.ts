@@ -45,33 +45,36 @@ export async function checkSite(
       }
       const inputs = loadSiteInputs(config, paths.recordsDir);
       // The render reads each existing document once to keep its timestamp and says which are
-      // byte for byte on disk: those are not read again.
-      const expected = new Map<string, string>();
-      const onDisk = new Set<string>();
+      // byte for byte on disk: those are not read again. Each file is compared as it is made; only
+      // the JSON documents the contract rules read are kept (the pages are let go once compared, so
+      // the check does not hold the whole site).
+      const expected = new Set<string>();
+      const expectedJson = new Map<string, string>();
+      const committedJson = new Map<string, string>();
+      let missing = false;
       renderSiteFiles(inputs, paths.siteDir, (path, text, known) => {
-        expected.set(path, text);
-        if (known === "same") onDisk.add(path);
-      });
-      const committed = new Map<string, string>();
-      for (const [path, text] of expected) {
-        if (onDisk.has(path)) {
-          committed.set(path, text);
-          continue;
+        expected.add(path);
+        const keep = path.endsWith(".json");
+        if (keep) expectedJson.set(path, text);
+        if (known === "same") {
+          if (keep) committedJson.set(path, text);
+          return;
         }
         const full = join(paths.siteDir, path);
         if (!existsSync(full)) {
+          missing = true;
           problems.push(`missing: site/${path} (run svc build)`);
-          continue;
+          return;
         }
         const actual = readFileSync(full, "utf8");
-        committed.set(path, actual);
+        if (keep) committedJson.set(path, actual);
         if (actual !== text)
           problems.push(`drift: site/${path} differs from what svc build writes (hand edit or stale build)`);
-      }
+      });
       for (const path of listGeneratedFiles(paths.siteDir)) {
         if (!expected.has(path)) problems.push(`stale: site/${path} is not produced by svc build`);
       }
-      for (const failure of checkContractRules(committed.size === expected.size ? committed : expected)) {
+      for (const failure of checkContractRules(missing ? expectedJson : committedJson)) {
         problems.push(`${failure.rule}: ${failure.message}`);
       }
       const artifacts = await checkLocalArtifacts(inputs, paths.siteDir, { hashes: options.hashes === true });

@@ -191,6 +191,18 @@ describe("svc check", () => {
     expect(result.stderr).toContain("missing: site/api/v1/manager/latest.json");
     expect(result.stderr).toContain("drift: site/api/v1/readiness.json");
   });
+
+  it("compares the pages as it makes them: a hand-edited and a missing page fail the check", async () => {
+    project = tempProject();
+    await runCli(["build"], project.root);
+    const { appendFileSync, rmSync } = await import("node:fs");
+    appendFileSync(project.site("index.html"), "<!-- edited by hand -->\n");
+    rmSync(project.site("status/index.html"));
+    const result = await runCli(["check"], project.root);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain("drift: site/index.html differs from what svc build writes");
+    expect(result.stderr).toContain("missing: site/status/index.html (run svc build)");
+  });
 });
 
 describe("contract rules", () => {
