@@ -61,6 +61,7 @@ describe.skipIf(SKIP_BROWSER || !routesLive)("account pages against the real acc
     await expect.poll(() => page.locator("#signed-out").isVisible()).toBe(true);
 
     await page.getByRole("link", { name: "create a free account" }).click();
+    await page.waitForURL(`${portal.origin}/account/signup/`);
     await page.getByLabel("Email address").fill("ada@players.test");
     await page.getByLabel("Display name").fill("Ada <b>Lovelace</b>");
     await page.getByLabel("Publish mods too (modder)").check();
@@ -78,6 +79,7 @@ describe.skipIf(SKIP_BROWSER || !routesLive)("account pages against the real acc
       .toBe("Thank you: your email address is verified.");
 
     await page.getByRole("link", { name: "Sign in now" }).click();
+    await page.waitForURL(`${portal.origin}/account/signin/`);
     await page.getByLabel("Email address").fill("ada@players.test");
     await page.getByRole("button", { name: "Email me a sign-in link" }).click();
     await page.getByRole("link", { name: "sign in now" }).click();
@@ -184,6 +186,9 @@ describe.skipIf(SKIP_BROWSER || !routesLive)("account pages opened from the link
       await screenshot(page, "account-verify-from-email");
 
       await page.getByRole("link", { name: "Sign in now" }).click();
+      // Wait for the sign-in page's load (its script has wired the form by then): a click on the
+      // button before that submits the form natively, which reloads the page with no message.
+      await page.waitForURL(`${h.origin}/account/signin/`);
       await page.getByLabel("Email address").fill(email);
       await page.getByRole("button", { name: "Email me a sign-in link" }).click();
       await expect.poll(() => page.locator("#message").innerText()).toMatch(/^If an account exists/);
