@@ -1,5 +1,5 @@
-import * as crypto from "node:crypto";
 import { type Metadata, type Root, type Snapshot, Targets, type Timestamp } from "@tufjs/models";
+import { sha256Bytes } from "../lib/hash.ts";
 import { TUF_SPEC_VERSION } from "./tuf-keys.ts";
 
 /**
@@ -120,8 +120,8 @@ export function newestChangesPage(paths: Iterable<string>): number | null {
   return newest;
 }
 
-/** The succinct roles as the library computes them (SuccinctRoles is not re-exported by @tufjs/models). */
-const binRoles = (() => {
+/** Every bin's name as the library's succinct roles name them (SuccinctRoles is not re-exported by @tufjs/models). */
+const BIN_NAMES: readonly string[] = (() => {
   const targets = Targets.fromJSON({
     _type: "targets",
     spec_version: TUF_SPEC_VERSION,
@@ -133,11 +133,9 @@ const binRoles = (() => {
       succinct_roles: { keyids: [], threshold: 1, bit_length: BIN_BIT_LENGTH, name_prefix: BIN_NAME_PREFIX },
     },
   });
-  const roles = targets.delegations!.succinctRoles!;
-  return { roleFor: (path: string) => roles.getRoleForTarget(path), all: [...roles.getRoles()] };
+  return [...targets.delegations!.succinctRoles!.getRoles()];
 })();
 
-const BIN_NAMES = binRoles.all;
 const BIN_SHIFT = 32 - BIN_BIT_LENGTH;
 
 /**
@@ -146,20 +144,10 @@ const BIN_SHIFT = 32 - BIN_BIT_LENGTH;
  * one-shot hash instead of a Hash object per call: a full signing asks for every target's bin.
  */
 export function binForTarget(path: string): string {
-  return BIN_NAMES[sha256Of(path).readUInt32BE(0) >>> BIN_SHIFT]!;
+  return BIN_NAMES[sha256Bytes(path).readUInt32BE(0) >>> BIN_SHIFT]!;
 }
-
-const sha256Of: (text: string) => Buffer =
-  typeof (crypto as { hash?: unknown }).hash === "function"
-    ? (text) =>
-        (crypto as unknown as { hash(a: string, d: string, e: "buffer"): Buffer }).hash(
-          "sha256",
-          text,
-          "buffer",
-        )
-    : (text) => crypto.createHash("sha256").update(text).digest();
 
 /** Every bin name, bins-000 ... bins-3ff. */
 export function allBins(): readonly string[] {
-  return binRoles.all;
+  return BIN_NAMES;
 }

@@ -18,3 +18,8 @@ export async function hashFile(path: string): Promise<{ sha256: string; sizeByte
 export function sha256Hex(data: Uint8Array | string): string {
   return hash("sha256", data, "hex");
 }
+
+/** sha256 of bytes, or of text as UTF-8, as the 32 raw bytes of the digest. */
+export function sha256Bytes(data: Uint8Array | string): Buffer {
+  return hash("sha256", data, "buffer");
+}

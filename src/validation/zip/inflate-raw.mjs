@@ -138,11 +138,9 @@ export function inflateFactsBorrowed(compressed, method, declaredSize) {
   return { data: inflated.data, unread: inflated.unread, crc };
 }
 
-/** sha256 in hex; one-shot hashing (Node 20.12+) when there is, as src/lib/hash.ts does. */
+/** sha256 in hex, one-shot as src/lib/hash.ts hashes (this file runs in the inflate worker, untranspiled). */
 export function sha256Hex(data) {
-  return crypto.hash
-    ? crypto.hash("sha256", data, "hex")
-    : crypto.createHash("sha256").update(data).digest("hex");
+  return crypto.hash("sha256", data, "hex");
 }
 
 /**
