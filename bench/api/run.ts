@@ -687,6 +687,29 @@ async function main(): Promise<number> {
       [];
     const goalCell = (met: boolean | null, goal: number, what: string) =>
       met === null ? "" : verdict(met, `>= ${goal}x nginx, median`, what);
+    /**
+     * One download lane of parts 1 and 3 (its ratio against the part's own baseline): its row for the
+     * verdicts and its cells in the table. Judged against GOALS.downloadRatio when `judged`, else
+     * printed with `elsewhere` (where that goal is judged) in the verdict column.
+     */
+    const downloadRow = (
+      cells: string[][],
+      lane: { target: Target; label: string; parallel: number },
+      baseline: Stats,
+      r: Stats,
+      verdictOn: { judged: boolean; elsewhere: string; goal: string },
+    ) => {
+      const { target, label, parallel } = lane;
+      const met = verdictOn.judged ? r.median >= GOALS.downloadRatio : null;
+      rows.push({ what: `${target}x${parallel}`, value: rate(target, parallel), baseline, ratio: r, met });
+      cells.push([
+        `${label} x${parallel}`,
+        describeStats(rate(target, parallel), mibps),
+        describeStats(baseline, mibps),
+        describeStats(r, x),
+        met === null ? verdictOn.elsewhere : goalCell(met, GOALS.downloadRatio, verdictOn.goal),
+      ]);
+    };
 
     if (!ONLY_REQUESTS) {
       log("");
@@ -700,25 +723,12 @@ async function main(): Promise<number> {
           ["static", "static /downloads/"],
           ["lane", "API-key lane"],
         ] as const) {
-          const r = ratio(target, parallel);
           // Four downloads on one Node thread: printed, judged on --workers (part 3).
-          const met = parallel === 1 ? r.median >= GOALS.downloadRatio : null;
-          rows.push({
-            what: `${target}x${parallel}`,
-            value: rate(target, parallel),
-            baseline,
-            ratio: r,
-            met,
+          downloadRow(cells, { target, label, parallel }, baseline, ratio(target, parallel), {
+            judged: parallel === 1,
+            elsewhere: "one thread; goal on --workers (part 3)",
+            goal: `${label} x${parallel} download`,
           });
-          cells.push([
-            `${label} x${parallel}`,
-            describeStats(rate(target, parallel), mibps),
-            describeStats(baseline, mibps),
-            describeStats(r, x),
-            met === null
-              ? "one thread; goal on --workers (part 3)"
-              : goalCell(met, GOALS.downloadRatio, `${label} x${parallel} download`),
-          ]);
         }
         // Not goals: how fast Node itself streams a file here, the usual way and the least a Node
         // server can do (the ceiling of any Node server on this machine); and nginx itself without
@@ -779,26 +789,18 @@ async function main(): Promise<number> {
             ["staticN", "static /downloads/"],
             ["laneN", "API-key lane"],
           ] as const) {
-            const r = pairedRatio(target, "nginxN", parallel);
             // One download is one process's work whatever N is: part 1 judges it.
-            const met = parallel === PARALLEL ? r.median >= GOALS.downloadRatio : null;
-            const baseline = pairedBaseline(target, "nginxN", parallel);
-            rows.push({
-              what: `${target}x${parallel}`,
-              value: rate(target, parallel),
-              baseline,
-              ratio: r,
-              met,
-            });
-            workerCells.push([
-              `${label} x${parallel}`,
-              describeStats(rate(target, parallel), mibps),
-              describeStats(baseline, mibps),
-              describeStats(r, x),
-              met === null
-                ? "one connection, one process: judged in part 1"
-                : goalCell(met, GOALS.downloadRatio, `--workers ${label} x${parallel} download`),
-            ]);
+            downloadRow(
+              workerCells,
+              { target, label, parallel },
+              pairedBaseline(target, "nginxN", parallel),
+              pairedRatio(target, "nginxN", parallel),
+              {
+                judged: parallel === PARALLEL,
+                elsewhere: "one connection, one process: judged in part 1",
+                goal: `--workers ${label} x${parallel} download`,
+              },
+            );
           }
         }
         for (const parallel of [1, PARALLEL]) {
