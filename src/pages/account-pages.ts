@@ -12,6 +12,20 @@ const NOSCRIPT = html`<noscript><p class="notice">Signing up, signing in and man
 /** The live region every account page reports into (errors included, in plain words). */
 const MESSAGE = html`<p id="message" class="message" role="status" aria-live="polite"></p>`;
 
+/**
+ * The submit button of a form that is on screen before its script has run (sign-up, verify, sign-in,
+ * confirm): disabled in the HTML, beside a note that the form is loading, until assets/account.js
+ * has wired the form (formReady in api.js enables it and drops the note). Enabled from the start, a
+ * click or an Enter before the module script ran would submit the form natively: the page would
+ * reload with no message, and the verify and confirm pages would lose the token in their address.
+ * The pages are static files (the API may be on another origin), so there is no server-side form
+ * handler to fall back to. The note's second sentence shows only if the script never comes
+ * (site.css), and the note stays out of the way when JavaScript is off (the noscript notice says it).
+ */
+function submitButton(label: string): SafeHtml {
+  return html`<div><button type="submit" disabled data-until-ready>${label}</button> <span class="note loading" data-until-ready>Loading the form…<span class="stalled"> If this stays, reload the page.</span></span></div>`;
+}
+
 function accountPage(
   ctx: PageContext,
   page: string,
@@ -90,7 +104,7 @@ export function renderSignUpPage(ctx: PageContext): string {
 <div><input id="role-player" type="radio" name="role" value="player" checked><label for="role-player">Download mods (player)</label></div>
 <div><input id="role-modder" type="radio" name="role" value="modder"><label for="role-modder">Publish mods too (modder)</label></div>
 </fieldset>
-<div><button type="submit">Create account</button></div>
+${submitButton("Create account")}
 </form>
 ${MESSAGE}
 <p id="dev-link" class="dev" hidden></p>
@@ -107,7 +121,7 @@ export function renderVerifyPage(ctx: PageContext): string {
     html`<h1>Verify your email address</h1>
 <p>You followed the link from your verification email. Confirm to finish creating your account.</p>
 <form id="verify" class="stack">
-<div><button type="submit">Verify my email address</button></div>
+${submitButton("Verify my email address")}
 </form>
 ${MESSAGE}
 <p id="next" hidden>Your address is verified. <a href="../signin/">Sign in now</a>.</p>`,
@@ -125,7 +139,7 @@ export function renderSignInPage(ctx: PageContext): string {
 <p>Enter the email address of your account and we will send you a one-time sign-in link.</p>
 <form id="signin" class="stack">
 <div><label for="email">Email address</label><input id="email" name="email" type="email" required autocomplete="email" maxlength="254"></div>
-<div><button type="submit">Email me a sign-in link</button></div>
+${submitButton("Email me a sign-in link")}
 </form>
 ${MESSAGE}
 <p id="dev-link" class="dev" hidden></p>
@@ -142,7 +156,7 @@ export function renderConfirmPage(ctx: PageContext): string {
     html`<h1>Finish signing in</h1>
 <p>You followed a sign-in link. Continue to start your session on this device; the link then stops working.</p>
 <form id="confirm" class="stack">
-<div><button type="submit">Continue signing in</button></div>
+${submitButton("Continue signing in")}
 </form>
 ${MESSAGE}`,
     true,

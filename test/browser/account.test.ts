@@ -186,8 +186,9 @@ describe.skipIf(SKIP_BROWSER || !routesLive)("account pages opened from the link
       await screenshot(page, "account-verify-from-email");
 
       await page.getByRole("link", { name: "Sign in now" }).click();
-      // Wait for the sign-in page's load (its script has wired the form by then): a click on the
-      // button before that submits the form natively, which reloads the page with no message.
+      // The sign-in button stays disabled until account.js has wired the form (a click before
+      // that once submitted it natively and reloaded the page with no message);
+      // forms-before-script.test.ts clicks early on purpose.
       await page.waitForURL(`${h.origin}/account/signin/`);
       await page.getByLabel("Email address").fill(email);
       await page.getByRole("button", { name: "Email me a sign-in link" }).click();

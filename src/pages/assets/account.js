@@ -6,6 +6,7 @@ import {
   describeError,
   el,
   formatDate,
+  formReady,
   request,
   say,
   takeUrlParams,
@@ -60,6 +61,7 @@ async function signUpPage() {
       busy(form, false);
     }
   });
+  formReady(form);
 }
 
 async function verifyPage() {
@@ -67,7 +69,7 @@ async function verifyPage() {
   const form = document.getElementById("verify");
   if (!account || !token) {
     say("This page needs the link from your verification email; open that link again.", { error: true });
-    busy(form, true);
+    formReady(form, false);
     return;
   }
   form.addEventListener("submit", async (event) => {
@@ -83,6 +85,7 @@ async function verifyPage() {
       busy(form, false);
     }
   });
+  formReady(form);
 }
 
 async function signInPage() {
@@ -105,6 +108,7 @@ async function signInPage() {
       busy(form, false);
     }
   });
+  formReady(form);
 }
 
 async function confirmPage() {
@@ -112,7 +116,7 @@ async function confirmPage() {
   const form = document.getElementById("confirm");
   if (!token) {
     say("This page needs the link from your sign-in email; open that link again.", { error: true });
-    busy(form, true);
+    formReady(form, false);
     return;
   }
   form.addEventListener("submit", async (event) => {
@@ -128,6 +132,7 @@ async function confirmPage() {
       busy(form, false);
     }
   });
+  formReady(form);
 }
 
 async function accountPage() {
@@ -148,8 +153,6 @@ async function accountPage() {
   document.getElementById("who-email").textContent = session.email || "—";
   document.getElementById("who-roles").textContent = roles.join(", ") || "—";
   document.getElementById("moderation-link").hidden = !roles.some((r) => r === "moderator" || r === "admin");
-  document.getElementById("signed-in").hidden = false;
-  document.getElementById("keys").hidden = false;
 
   document.getElementById("sign-out").addEventListener("click", async () => {
     try {
@@ -237,6 +240,9 @@ async function accountPage() {
       say("Select the key and copy it (Ctrl+C or Cmd+C).");
     }
   });
+  // Shown once every control in them is wired.
+  document.getElementById("signed-in").hidden = false;
+  document.getElementById("keys").hidden = false;
 
   try {
     await refresh();

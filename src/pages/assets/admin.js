@@ -129,14 +129,7 @@ async function publishPage() {
         : `Publish ${items.length}${data?.nextCursor ? "+" : ""} approved release${items.length === 1 ? "" : "s"}`;
     return items.length;
   };
-  try {
-    const waiting = await loadApproved();
-    say(`${waiting} approved release${waiting === 1 ? "" : "s"} waiting for publication.`);
-  } catch (error) {
-    fail(error);
-    return;
-  }
-
+  // Wired before loadApproved() shows the form: it is never on screen without its handler.
   document.getElementById("publish").addEventListener("submit", async (event) => {
     event.preventDefault();
     button.disabled = true;
@@ -150,6 +143,12 @@ async function publishPage() {
       button.disabled = false;
     }
   });
+  try {
+    const waiting = await loadApproved();
+    say(`${waiting} approved release${waiting === 1 ? "" : "s"} waiting for publication.`);
+  } catch (error) {
+    fail(error);
+  }
 }
 
 function showResult(result) {

@@ -116,6 +116,21 @@ export function say(text, { error = false } = {}) {
   region.textContent = text;
 }
 
+/**
+ * The page's script has wired `form`: what its HTML held back (data-until-ready: a submit button
+ * disabled so that a click before the module script ran could not submit the form natively, and the
+ * note that the form is loading) is released. enabled false: the button stays disabled (the page
+ * says why in its message).
+ */
+export function formReady(form, enabled = true) {
+  for (const held of form.querySelectorAll("[data-until-ready]")) {
+    if (held.localName === "button") {
+      held.disabled = !enabled;
+      held.removeAttribute("data-until-ready");
+    } else held.remove();
+  }
+}
+
 /** The current session ({ accountId, email, displayName, roles, csrfToken, ... }), or null when signed out. */
 export async function currentSession() {
   try {

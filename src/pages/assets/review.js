@@ -497,12 +497,7 @@ async function reviewPage() {
     renderSubmission(s, session);
   };
   const load = async () => show(await request("GET", `uploads/${encodeURIComponent(id)}`));
-  try {
-    await load();
-  } catch (error) {
-    fail(error);
-    return;
-  }
+  // The forms are wired before load() shows them: none is ever on screen without its handler.
   onSubmit(document.getElementById("decision"), async (data) => {
     const decision = data.get("decision");
     if (!decision) throw new Error("Choose a decision first.");
@@ -532,6 +527,11 @@ async function reviewPage() {
     await load();
     say(`${name} may upload again.`);
   });
+  try {
+    await load();
+  } catch (error) {
+    fail(error);
+  }
 }
 
 if (page === "review") reviewPage();
