@@ -268,7 +268,7 @@ function stepTable(zipPath: string, metadata: string): string[][] {
   const rows: Array<[string, number, number | null, string]> = [
     [
       "start Node, load the code",
-      take((s) => s === "start Node and load svc"),
+      take((s) => s === "start Node and load svc" || s === "load the checks"),
       floor.start,
       "svc's modules over Node's own start",
     ],

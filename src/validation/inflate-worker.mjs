@@ -1,68 +1,119 @@
-// The inflate worker (node:worker_threads): inflates, CRC-checks, hashes and takes the sniffing
-// window of a package's file entries on the second core while the main thread checks the structure
-// and the names, both claiming chunks of entries from one shared counter (src/validation/
-// inflate-pool.ts). Plain JavaScript so Node loads it as it is, in the source tree and from a bundle
-// (whose import.meta points back at src/); the inflating itself is zip/inflate-raw.mjs, the same
-// code the main thread runs, and the main thread judges every entry's facts (reader.ts judgeInflate).
+// The inflate worker (node:worker_threads): inflates, CRC-checks, hashes and sniffs a package's
+// entries on the second core while the main thread reads the structure and checks the names
+// (src/validation/inflate-pool.ts). It starts as soon as the package's bytes are in memory, before
+// the structure is read: it walks the central directory and the local headers itself, only far
+// enough to find each entry's data, and writes what it finds into memory both threads share. The
+// main thread uses an entry's answer only when the entry its own reader made has the same data
+// offset, sizes, CRC-32 and method, and when its inflate passed; every other entry (and every chunk
+// the worker did not answer) it inflates itself, so the report is the one the main thread alone
+// writes. Plain JavaScript so Node loads it as it is, in the source tree and from a bundle (whose
+// import.meta points back at src/); the inflating and sniffing are zip/inflate-raw.mjs and
+// zip/sniff.mjs, the same code the main thread runs.
+import { hash } from "node:crypto";
 import { parentPort, workerData } from "node:worker_threads";
-import { inflateFacts, sha256Hex, sniffWindow } from "./zip/inflate-raw.mjs";
+import { inflateFactsBorrowed, sniffWindow } from "./zip/inflate-raw.mjs";
+import { FILE_KINDS, sniffFileType } from "./zip/sniff.mjs";
 
+const SIG_LOCAL = 0x04034b50;
+const SIG_CENTRAL = 0x02014b50;
+/** Encryption flags (traditional, strong, masked headers): such an entry is the main thread's. */
+const ENCRYPTED = 0x0001 | 0x0040 | 0x2000;
+
+const { bytes: memory, cdOffset, cdSize, count, chunkSize, caps, shared } = workerData;
 /** The package, shared with the main thread (never copied again). */
-const bytes = Buffer.from(workerData.bytes);
+const bytes = Buffer.from(memory);
+const control = new Int32Array(shared.control);
+const keys = new Uint32Array(shared.keys);
+const state = new Uint8Array(shared.state);
+const kinds = new Uint8Array(shared.kinds);
+const digests = new Uint8Array(shared.digests);
+const done = new Int32Array(shared.done);
+const KIND_INDEX = new Map(FILE_KINDS.map((kind, i) => [kind, i]));
+
+const u16 = (at) => bytes[at] | (bytes[at + 1] << 8);
+const u32 = (at) => (bytes[at] | (bytes[at + 1] << 8) | (bytes[at + 2] << 16) | (bytes[at + 3] << 24)) >>> 0;
 
 /**
- * One chunk of entries: each one's facts, and for an entry whose size, stream and CRC are right its
- * sha256 and sniffing window (all windows in one transferred buffer).
+ * Each entry's data offset, sizes, CRC-32 and method, from the central directory and its local
+ * header, for the entries whose data lies whole before the directory and passes the policy's caps
+ * (as the reader applies them: nothing past them is inflated here either); -1 where the walk gave
+ * up. The main thread checks everything else; this only finds the bytes.
  */
-function inspectChunk(table, chunk, chunkSize, count) {
-  const first = chunk * chunkSize;
-  const last = Math.min(count, first + chunkSize);
-  const facts = [];
-  const sha256 = [];
-  const windows = [];
-  const windowEnds = new Int32Array(last - first);
-  let windowBytes = 0;
-  for (let i = first; i < last; i++) {
+function locateEntries() {
+  const at = new Float64Array(count).fill(-1);
+  const cdEnd = cdOffset + cdSize;
+  let total = 0;
+  for (let i = 0, p = cdOffset; i < count; i++) {
+    if (p + 46 > cdEnd || u32(p) !== SIG_CENTRAL) break;
+    const flags = u16(p + 8);
+    const method = u16(p + 10);
+    const crc = u32(p + 16);
+    const compressedSize = u32(p + 20);
+    const uncompressedSize = u32(p + 24);
+    const local = u32(p + 42);
     const row = i * 5;
-    const dataOffset = table[row];
-    const compressedSize = table[row + 1];
-    const declared = table[row + 2];
-    const expectedCrc = table[row + 3];
-    const method = table[row + 4];
-    const result = inflateFacts(bytes.subarray(dataOffset, dataOffset + compressedSize), method, declared);
-    if (result.failure !== undefined) {
-      facts.push({ failure: result.failure });
-      sha256.push(null);
-    } else {
-      const { data, unread, crc } = result;
-      facts.push({ length: data.length, unread, crc });
-      if (unread === 0 && data.length === declared && crc === expectedCrc) {
-        sha256.push(sha256Hex(data));
-        const window = sniffWindow(data);
-        windows.push(window);
-        windowBytes += window.length;
-      } else sha256.push(null);
-    }
-    windowEnds[i - first] = windowBytes;
+    p += 46 + u16(p + 28) + u16(p + 30) + u16(p + 32);
+    total += uncompressedSize;
+    // Past the total cap the reader inflates nothing: neither does this.
+    if (total > caps.maxTotalUncompressedBytes) break;
+    if (
+      flags & ENCRYPTED ||
+      (method !== 0 && method !== 8) ||
+      (method === 0 && compressedSize !== uncompressedSize) ||
+      uncompressedSize > caps.maxEntryUncompressedBytes ||
+      (uncompressedSize >= caps.compressionRatioMinBytes &&
+        uncompressedSize > caps.maxCompressionRatio * Math.max(compressedSize, 1)) ||
+      local + 30 > cdOffset ||
+      u32(local) !== SIG_LOCAL
+    )
+      continue;
+    const dataOffset = local + 30 + u16(local + 26) + u16(local + 28);
+    if (dataOffset + compressedSize > cdOffset) continue;
+    keys[row] = dataOffset;
+    keys[row + 1] = compressedSize;
+    keys[row + 2] = uncompressedSize;
+    keys[row + 3] = crc;
+    keys[row + 4] = method;
+    at[i] = dataOffset;
   }
-  const joined = new Uint8Array(windowBytes);
-  let at = 0;
-  for (const w of windows) {
-    joined.set(w, at);
-    at += w.length;
-  }
-  return { chunk, facts, sha256, windows: joined.buffer, windowEnds };
+  return at;
 }
 
-parentPort.on("message", (job) => {
-  const table = new Float64Array(job.table);
-  const next = new Int32Array(job.counter);
-  const chunks = Math.ceil(job.count / job.chunkSize);
-  for (;;) {
-    const chunk = Atomics.add(next, 0, 1);
-    if (chunk >= chunks) break;
-    const result = inspectChunk(table, chunk, job.chunkSize, job.count);
-    parentPort.postMessage(result, [result.windows]);
+/** Inflates, verifies, hashes and sniffs the entries of one chunk; state 1 marks each that passed. */
+function inspectChunk(at, chunk) {
+  const first = chunk * chunkSize;
+  const last = Math.min(count, first + chunkSize);
+  for (let i = first; i < last; i++) {
+    // The main thread found the layout unsafe: it inflates nothing, and nothing more is done here.
+    if (Atomics.load(control, 1) !== 0) return;
+    if (at[i] < 0) continue;
+    const row = i * 5;
+    const dataOffset = keys[row];
+    const declared = keys[row + 2];
+    const facts = inflateFactsBorrowed(
+      bytes.subarray(dataOffset, dataOffset + keys[row + 1]),
+      keys[row + 4],
+      declared,
+    );
+    if (facts.failure !== undefined) continue;
+    const { data } = facts;
+    // Anything but a clean entry is left to the main thread, which writes the finding.
+    if (facts.unread !== 0 || data.length !== declared || facts.crc !== keys[row + 3]) continue;
+    digests.set(hash("sha256", data, "buffer"), i * 32);
+    kinds[i] = KIND_INDEX.get(sniffFileType(sniffWindow(data)));
+    state[i] = 1;
   }
-  parentPort.postMessage({ done: true });
-});
+}
+
+const at = locateEntries();
+const chunks = Math.ceil(count / chunkSize);
+for (;;) {
+  if (Atomics.load(control, 1) !== 0) break;
+  const chunk = Atomics.add(control, 0, 1);
+  if (chunk >= chunks) break;
+  inspectChunk(at, chunk);
+  // Published with an atomic store: the main thread reads this chunk's rows only after loading it.
+  Atomics.store(done, chunk, 1);
+  parentPort.postMessage(chunk);
+}
+parentPort.postMessage(-1);

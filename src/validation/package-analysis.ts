@@ -1,16 +1,10 @@
 import { createHash } from "node:crypto";
-import type { ValidationContract } from "../contracts/validation-contract.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { parseUntrustedJson } from "../lib/untrusted-json.ts";
 import { isLimitsVerdict } from "./antivirus/limits-probe.ts";
 import { MANIFEST_JSON_LIMITS } from "./documents.ts";
-import {
-  announcedEntries,
-  InflateWorker,
-  spareCore,
-  WORKER_MAX_PACKAGE_BYTES,
-  WORKER_MIN_ENTRIES,
-} from "./inflate-pool.ts";
+import { startInflateWorker, zipCapsFromPolicy } from "./early-package.ts";
+import type { InflateWorker } from "./inflate-pool.ts";
 import { chunksOf, openPackage } from "./package-source.ts";
 import { ScanQueue, startPackageScan } from "./scan-queue.ts";
 import type {
@@ -26,26 +20,14 @@ import {
   inflateEntry,
   inflateEntryBorrowed,
   readZipStructure,
-  type ZipCaps,
   type ZipFinding,
 } from "./zip/reader.ts";
 import { sniffWindow, tailAware } from "./zip/inflate-raw.mjs";
-import { sniffFileType } from "./zip/sniff.ts";
+import { type FileKind, sniffFileType } from "./zip/sniff.ts";
 
 const HASH_CHUNK = 4 * 1024 * 1024;
 
-export function zipCapsFromPolicy(policy: ValidationContract): ZipCaps {
-  const p = policy.package;
-  return {
-    maxEntries: p.maxEntries,
-    maxNameBytes: p.maxNameBytes,
-    maxPathDepth: p.maxPathDepth,
-    maxEntryUncompressedBytes: p.maxEntryUncompressedBytes,
-    maxTotalUncompressedBytes: p.maxTotalUncompressedBytes,
-    maxCompressionRatio: p.maxCompressionRatio,
-    compressionRatioMinBytes: p.compressionRatioMinBytes,
-  };
-}
+export { zipCapsFromPolicy };
 
 /** modConfig file names the sidecar or the manifest point at: the runner keeps those bytes. */
 function configFileNames(sidecar: unknown, manifestBytes: Buffer | undefined): Set<string> {
@@ -95,7 +77,7 @@ export async function analyzePackage(
       scan: { state: input.antivirusDisabled ? "disabled" : input.scanner ? "not_run" : "not_configured" },
     };
   }
-  const worker = startInflateWorker(input, opened.source);
+  const worker = inflateWorkerFor(input, opened.source);
   try {
     const analysis = await analyzeSource(input, opened.source, stepDone, worker);
     if (!(await opened.unchanged())) throw new Error("the package file changed while it was being validated");
@@ -108,20 +90,16 @@ export async function analyzePackage(
 }
 
 /**
- * The inflate worker for this package, started before anything else is read so its start-up
- * overlaps hashing and the structure; null when the package stays on one thread.
+ * The inflate worker for this package, started before anything else is read (or already started
+ * with the package, early-package.ts): it finds the entries' data itself and inflates while this
+ * thread hashes the package, reads the structure and checks the names; null when the package stays
+ * on one thread.
  */
-function startInflateWorker(input: ValidationInput, source: ByteSource): InflateWorker | null {
-  const mode = input.inflateWorker ?? "auto";
-  if (mode === "never" || !source.bytes) return null;
-  if (
-    mode === "auto" &&
-    (source.size > WORKER_MAX_PACKAGE_BYTES ||
-      announcedEntries(source.bytes) < WORKER_MIN_ENTRIES ||
-      !spareCore())
-  )
-    return null;
-  return InflateWorker.start(source.bytes);
+function inflateWorkerFor(input: ValidationInput, source: ByteSource): InflateWorker | null {
+  if ("early" in input.package && input.package.early) return input.package.early.worker;
+  if (!source.bytes) return null;
+  const scanned = Boolean(input.scanner) && !input.antivirusDisabled;
+  return startInflateWorker(source.bytes, input.policy, input.inflateWorker, scanned);
 }
 
 async function analyzeSource(
@@ -175,17 +153,11 @@ async function analyzeSource(
   const soundLayout = !structure.unsafeToInflate && structure.findings.length === 0;
   const entriesInsidePackage = packageScan !== null && soundLayout && (await alertsOnLimits);
   if (queue && !entriesInsidePackage) scanTotal += structure.totalUncompressedBytes;
-  const fileEntries = structure.unsafeToInflate ? [] : structure.entries.filter((e) => !e.isDirectory);
-  // The worker takes a share of the entries unless each entry's bytes go to the scanner one by one
-  // (they would have to come back from the worker), or there are too few to pay for it.
+  // The worker's answers are used unless nothing is inflated, or each entry's bytes go to the
+  // scanner one by one (they would have to come back from the worker).
   const parallel =
-    worker !== null &&
-    !(queue && !entriesInsidePackage) &&
-    fileEntries.length > 0 &&
-    (workerMode !== "auto" || fileEntries.length >= WORKER_MIN_ENTRIES)
-      ? worker
-      : null;
-  parallel?.begin(fileEntries, { mainThreadHelps: workerMode !== "worker_only" });
+    worker !== null && !structure.unsafeToInflate && !(queue && !entriesInsidePackage) ? worker : null;
+  if (worker && !parallel) worker.abandon();
   sha256 ??= hashPackage();
   const nameFindings: ZipFinding[] = [];
   for (const entry of structure.entries) {
@@ -212,21 +184,22 @@ async function analyzeSource(
     keep.add(manifestName);
     let inspected = 0;
     const scansEachEntry = queue !== null && !entriesInsidePackage;
-    const record = (item: InspectedEntry, file: PackageFile, window: Buffer) => {
+    const record = (item: InspectedEntry, file: PackageFile, signature: FileKind) => {
       installFiles.push(file);
-      const signature = sniffFileType(window);
       item.kind = signature;
       inventory.push({ path: file.path, sizeBytes: file.sizeBytes, sha256: file.sha256, signature });
     };
     if (parallel) {
-      const inspections = await parallel.finish((done) => {
-        for (const e of done) inspected += e.compressedSize;
-        if (reportsProgress) progress({ phase: "inspecting", doneBytes: inspected, totalBytes: total });
+      const inspections = await parallel.finish(structure.entries, {
+        mainThreadHelps: workerMode !== "worker_only",
+        onChunk: (compressed) => {
+          inspected += compressed;
+          if (reportsProgress) progress({ phase: "inspecting", doneBytes: inspected, totalBytes: total });
+        },
       });
-      const byIndex = new Map(fileEntries.map((e, i) => [e.index, inspections[i]!]));
       for (const item of entries) {
         const { entry } = item;
-        const inspection = byIndex.get(entry.index);
+        const inspection = inspections[entry.index];
         if (!inspection) continue;
         const { verdict } = inspection;
         if (!verdict.ok) {
@@ -236,7 +209,7 @@ async function analyzeSource(
         record(
           item,
           { path: entry.name, sizeBytes: inspection.sizeBytes, sha256: inspection.sha256! },
-          inspection.window!,
+          inspection.kind!,
         );
         if (keep.has(entry.name) && !files.has(entry.name)) {
           const again = inflateEntry(source, entry);
@@ -259,7 +232,11 @@ async function analyzeSource(
       const data = result.data;
       // Hashed from the buffer just inflated for the CRC and the scanner: the per-file hashes a
       // manager verifies an installation with cost no second read of the package.
-      record(item, { path: entry.name, sizeBytes: data.length, sha256: sha256Hex(data) }, sniffWindow(data));
+      record(
+        item,
+        { path: entry.name, sizeBytes: data.length, sha256: sha256Hex(data) },
+        sniffFileType(sniffWindow(data)),
+      );
       // First one wins, as for the manifest above; duplicates fail zip_path_safety anyway.
       if (keep.has(entry.name) && !files.has(entry.name)) files.set(entry.name, Buffer.from(data));
       if (scansEachEntry) await queue.add(entry.index, JSON.stringify(entry.name), data);

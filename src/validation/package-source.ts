@@ -1,4 +1,4 @@
-import { readSync } from "node:fs";
+import { fstatSync, readSync, type Stats } from "node:fs";
 import { open } from "node:fs/promises";
 import type { ValidationInput } from "./types.ts";
 import { type ByteSource, bufferSource } from "./zip/reader.ts";
@@ -10,7 +10,7 @@ const READ_WINDOW = 1024 * 1024;
  * small entries was read three times over through the window). Larger ones keep positional reads,
  * so peak memory stays near Node's own plus the largest entry.
  */
-const READ_WHOLE_BYTES = 16 * 1024 * 1024;
+export const READ_WHOLE_BYTES = 16 * 1024 * 1024;
 
 type OpenedPackage =
   | { source: ByteSource; close: () => Promise<void>; unchanged: () => Promise<boolean> }
@@ -35,6 +35,15 @@ export async function openPackage(
     if (source.source.size > maxBytes) return tooLarge(source.source.size);
     return { source: source.source, close: async () => {}, unchanged: async () => true };
   }
+  if ("early" in source && source.early) {
+    // Opened and read whole ahead (early-package.ts openEarly), under the same caps as below.
+    const { early } = source;
+    return {
+      source: bufferSource(early.bytes),
+      close: async () => early.close(),
+      unchanged: async () => sameFile(early.before, fstatSync(early.fd)),
+    };
+  }
   if ("bytes" in source) {
     if (source.bytes.length > maxBytes) return tooLarge(source.bytes.length);
     const bytes = Buffer.from(source.bytes.buffer, source.bytes.byteOffset, source.bytes.byteLength);
@@ -49,12 +58,10 @@ export async function openPackage(
   }
   const fd = handle.fd;
   const size = before.size;
-  const unchanged = async () => {
-    const after = await handle.stat();
-    return after.size === before.size && after.mtimeMs === before.mtimeMs && after.ino === before.ino;
-  };
+  const unchanged = async () => sameFile(before, await handle.stat());
   if (size <= READ_WHOLE_BYTES) {
-    const bytes = readAt(fd, size, 0, size);
+    // Into memory the inflate worker can share (inflate-pool.ts): no copy when it starts.
+    const bytes = readAt(fd, size, 0, size, Buffer.from(new SharedArrayBuffer(size)));
     return { source: bufferSource(bytes), close: () => handle.close(), unchanged };
   }
   const direct = (offset: number, length: number): Buffer => readAt(fd, size, offset, length);
@@ -88,10 +95,15 @@ export async function openPackage(
   };
 }
 
+/** Whether a file's status is the one it had when it was opened. */
+function sameFile(before: Stats, after: Stats): boolean {
+  return after.size === before.size && after.mtimeMs === before.mtimeMs && after.ino === before.ino;
+}
+
 /** Up to length bytes at offset of an open file of the given size (short only at its end). */
-export function readAt(fd: number, size: number, offset: number, length: number): Buffer {
+export function readAt(fd: number, size: number, offset: number, length: number, into?: Buffer): Buffer {
   const want = Math.max(0, Math.min(length, size - offset));
-  const buffer = Buffer.allocUnsafe(want);
+  const buffer = into && into.length >= want ? into : Buffer.allocUnsafe(want);
   let got = 0;
   while (got < want) {
     const n = readSync(fd, buffer, got, want - got, offset + got);

@@ -1,8 +1,10 @@
+import type { Stats } from "node:fs";
 import type { CatalogDocument } from "../contracts/catalog.ts";
 import type { CheckDefinition } from "../contracts/checks.ts";
 import type { ValidationContract } from "../contracts/validation-contract.ts";
 import type { Dependency, Entrypoint } from "../contracts/records.ts";
 import type { AntivirusScanner, ScanResult } from "./antivirus/scanner.ts";
+import type { InflateWorker } from "./inflate-pool.ts";
 import type { CheckReasons, ReasonTable } from "./reasons.ts";
 import type { FileKind } from "./zip/sniff.ts";
 import type { ByteSource, ZipEntry, ZipFinding, ZipStructure } from "./zip/reader.ts";
@@ -13,12 +15,27 @@ export interface ValidationProgress {
   totalBytes: number;
 }
 
+/**
+ * A package path already opened and read whole, with its inflate worker started (early-package.ts
+ * openEarly: `svc validate` does so before it loads the checks).
+ */
+export interface EarlyPackage {
+  readonly fd: number;
+  /** The file's status when it was opened: validation fails if it changes before the end. */
+  readonly before: Stats;
+  /** Every byte, in memory the worker shares. */
+  readonly bytes: Buffer;
+  readonly worker: InflateWorker | null;
+  /** Closes the file and ends the worker; safe to call more than once. */
+  close(): void;
+}
+
 export interface ValidationInput {
   /**
    * The package: a path (opened once and read with positional reads), the bytes themselves, or
    * any random-access source (what a test uses to watch every read).
    */
-  package: { path: string } | { bytes: Uint8Array } | { source: ByteSource };
+  package: { path: string; early?: EarlyPackage } | { bytes: Uint8Array } | { source: ByteSource };
   /** The untrusted sidecar as parsed JSON; undefined when none was supplied. */
   sidecar: unknown;
   /** Set when the caller could not parse the sidecar (invalid JSON, duplicate keys, ...). */

@@ -96,6 +96,7 @@ describe("svc validate", () => {
     expect(r.stderr).toMatch(/^svc validate: time per step\n/);
     const steps = [
       "start Node and load svc",
+      "load the checks",
       "read the sidecar and the site's documents",
       "check the policy and the sidecar",
       "hash the package",

@@ -5,7 +5,7 @@
  */
 import { deflateRawSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { type EntryInspection, InflateWorker, inspectEntry } from "../../src/validation/inflate-pool.ts";
+import { InflateWorker, inspectEntry, sharedCopy } from "../../src/validation/inflate-pool.ts";
 import { zipCapsFromPolicy } from "../../src/validation/package-analysis.ts";
 import { validatePackage } from "../../src/validation/runner.ts";
 import { readZipStructure } from "../../src/validation/zip/reader.ts";
@@ -86,32 +86,99 @@ describe("the inflate worker", () => {
   });
 
   it("answers every chunk on the worker thread as the main thread does, and a worker gone leaves them to the main thread", async () => {
-    const bytes = buildZip([
-      ...manyEntries(900),
-      { name: "Content/Bad/crc.txt", data: "the CRC of this entry is wrong\n", crc: 0xdeadbeef },
-    ]);
-    const entries = readZipStructure(bytes, zipCapsFromPolicy(policy())).entries.filter(
-      (e) => !e.isDirectory,
+    const bytes = sharedCopy(
+      buildZip([
+        ...manyEntries(900),
+        { name: "Content/Bad/crc.txt", data: "the CRC of this entry is wrong\n", crc: 0xdeadbeef },
+      ]),
     );
-    // Windows as hex: deep equality of hundreds of Buffers element by element is slow.
-    const plain = (list: EntryInspection[]) => list.map((r) => ({ ...r, window: r.window?.toString("hex") }));
-    const expected = plain(entries.map((e) => inspectEntry(bytes, e)));
+    const caps = zipCapsFromPolicy(policy());
+    const entries = readZipStructure(bytes, caps).entries;
+    const expected = entries.map((e) => (e.isDirectory ? undefined : inspectEntry(bytes, e)));
     expect(expected.at(-1)!.verdict).toMatchObject({ ok: false, code: "crc_mismatch" });
+    expect(new Set(expected.map((r) => r?.kind))).toEqual(new Set(["png", "text", null]));
 
-    const worker = InflateWorker.start(bytes)!;
+    const worker = InflateWorker.start(bytes, caps)!;
     try {
-      worker.begin(entries, { mainThreadHelps: false });
-      expect(plain(await worker.finish())).toEqual(expected);
-      // Every chunk (256 entries each) came from the worker thread.
+      expect(await worker.finish(entries, { mainThreadHelps: false })).toEqual(expected);
+      // Every chunk (256 entries each) came from the worker thread, and every sound entry's answer.
       expect(worker.workerChunks).toBe(Math.ceil(entries.length / 256));
+      expect(worker.workerEntries).toBe(expected.filter((r) => r?.verdict.ok).length);
     } finally {
       await worker.close();
     }
 
-    const gone = InflateWorker.start(bytes)!;
+    const gone = InflateWorker.start(bytes, caps)!;
     await gone.close();
-    gone.begin(entries, { mainThreadHelps: false });
-    expect(plain(await gone.finish())).toEqual(expected);
+    expect(await gone.finish(entries, { mainThreadHelps: false })).toEqual(expected);
     expect(gone.workerChunks).toBe(0);
+  });
+
+  it("uses no answer for an entry the main thread's reader found elsewhere, or sized, or checked otherwise", async () => {
+    const bytes = sharedCopy(buildZip(manyEntries(600)));
+    const caps = zipCapsFromPolicy(policy());
+    const entries = readZipStructure(bytes, caps).entries;
+    // What the worker read for these entries is not what the main thread's entries say (as where
+    // a hostile central directory made the two walks differ): their answers must not be taken.
+    const moved = entries.map((e, i) =>
+      i === 3
+        ? { ...e, crc32: (e.crc32 ^ 1) >>> 0 }
+        : i === 300
+          ? { ...e, uncompressedSize: e.uncompressedSize + 1 }
+          : i === 500
+            ? { ...e, dataOffset: e.dataOffset + 1, compressedSize: e.compressedSize - 1 }
+            : e,
+    );
+    const expected = moved.map((e) => (e.isDirectory ? undefined : inspectEntry(bytes, e)));
+    expect(expected[3]!.verdict).toMatchObject({ ok: false, code: "crc_mismatch" });
+    expect(expected[300]!.verdict).toMatchObject({ ok: false, code: "declared_size_mismatch" });
+    expect(expected[500]!.verdict.ok).toBe(false);
+    const worker = InflateWorker.start(bytes, caps)!;
+    try {
+      expect(await worker.finish(moved, { mainThreadHelps: false })).toEqual(expected);
+      expect(worker.workerChunks).toBe(Math.ceil(entries.length / 256));
+      expect(worker.workerEntries).toBe(expected.filter((r) => r !== undefined).length - 3);
+    } finally {
+      await worker.close();
+    }
+    // A structure of another length than the end record announced: the main thread does it all.
+    const fewer = InflateWorker.start(bytes, caps)!;
+    try {
+      const first = entries.slice(0, 400);
+      expect(await fewer.finish(first)).toEqual(
+        first.map((e) => (e.isDirectory ? undefined : inspectEntry(bytes, e))),
+      );
+      expect(fewer.workerChunks).toBe(0);
+    } finally {
+      await fewer.close();
+    }
+  });
+
+  it("inflates nothing past the policy's caps, and starts on no package without a plain end record", () => {
+    const bytes = sharedCopy(buildZip(manyEntries(300)));
+    const caps = zipCapsFromPolicy(policy());
+    expect(InflateWorker.start(sharedCopy(Buffer.concat([bytes, Buffer.from("x")])), caps)).toBeNull();
+    expect(InflateWorker.start(Buffer.from(bytes), caps)).toBeNull();
+    expect(InflateWorker.start(bytes, { ...caps, maxEntries: 299 })).toBeNull();
+    expect(InflateWorker.start(bytes, { ...caps, maxTotalUncompressedBytes: Number.NaN })).toBeNull();
+  });
+
+  it("leaves the main thread every entry past the caps", async () => {
+    const bytes = sharedCopy(buildZip(manyEntries(600)));
+    const caps = zipCapsFromPolicy(policy());
+    const entries = readZipStructure(bytes, caps).entries;
+    const expected = entries.map((e) => (e.isDirectory ? undefined : inspectEntry(bytes, e)));
+    // Caps so low that the worker inflates nothing: every answer comes from the main thread.
+    const worker = InflateWorker.start(bytes, {
+      ...caps,
+      maxEntryUncompressedBytes: 0,
+      maxTotalUncompressedBytes: 0,
+    })!;
+    try {
+      expect(await worker.finish(entries, { mainThreadHelps: false })).toEqual(expected);
+      expect(worker.workerEntries).toBe(0);
+    } finally {
+      await worker.close();
+    }
   });
 });
