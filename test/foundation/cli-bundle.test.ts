@@ -5,6 +5,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   rmSync,
   symlinkSync,
   utimesSync,
@@ -21,40 +22,146 @@ import { bundleIsFresh } from "../../bin/cli-entry.mjs";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
-/** A copy of the entry scripts beside a one-file src/ tree whose main says where it came from. */
+/**
+ * A small project with the real entry and build scripts (bin/svc.js, bin/cli-entry.mjs,
+ * bin/build-cli.mjs, actions/build.mjs) over a src/ tree whose main says which code runs: the
+ * bundle (its banner defines __svcSourceUrl) or the sources through tsx, and a greeting imported
+ * from another file. Every file and folder is stamped a minute ago, well before any build.
+ */
 function miniProject(): string {
-  const root = mkdtempSync(join(tmpdir(), "svc-cli-entry-"));
-  mkdirSync(join(root, "bin"));
-  mkdirSync(join(root, "src", "cli"), { recursive: true });
-  mkdirSync(join(root, "dist"));
-  for (const f of ["svc.js", "cli-entry.mjs"]) cpSync(join(ROOT, "bin", f), join(root, "bin", f));
+  const root = realpathSync(mkdtempSync(join(tmpdir(), "svc-cli-entry-")));
+  for (const dir of ["bin", "actions", "src/cli", "src/lib", "src/contracts/validators", "dist"])
+    mkdirSync(join(root, dir), { recursive: true });
+  for (const f of ["bin/svc.js", "bin/cli-entry.mjs", "bin/build-cli.mjs", "actions/build.mjs"])
+    cpSync(join(ROOT, f), join(root, f));
   symlinkSync(join(ROOT, "node_modules"), join(root, "node_modules"));
   writeFileSync(join(root, "package.json"), '{ "type": "module" }\n');
   writeFileSync(
     join(root, "src", "cli", "main.ts"),
-    'export async function main(): Promise<number> { console.log("source"); return 0; }\n',
+    [
+      'import { greeting } from "../lib/greeting.ts";',
+      "declare const __svcSourceUrl: unknown;",
+      "export async function main(): Promise<number> {",
+      '  console.log((typeof __svcSourceUrl === "function" ? "bundle " : "source ") + greeting);',
+      "  return 0;",
+      "}",
+      "",
+    ].join("\n"),
   );
-  writeFileSync(
-    join(root, "dist", "svc.js"),
-    'export async function main() { console.log("bundle"); return 0; }\n',
-  );
+  writeFileSync(join(root, "src", "lib", "greeting.ts"), 'export const greeting = "hello";\n');
+  writeFileSync(join(root, "src", "contracts", "validators", "one.cjs"), "module.exports = {};\n");
+  age(root, ["src/cli/main.ts", "src/lib/greeting.ts", "src/contracts/validators/one.cjs", "package.json"]);
   return root;
 }
 
+/** Stamps the files and every folder under src/ a minute ago. */
+function age(root: string, files: string[] = []) {
+  const past = new Date(Date.now() - 60_000);
+  for (const f of files) utimesSync(join(root, f), past, past);
+  const folders = (dir: string): string[] => [
+    dir,
+    ...readdirSync(join(root, dir), { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .flatMap((e) => folders(`${dir}/${e.name}`)),
+  ];
+  for (const dir of folders("src")) utimesSync(join(root, dir), past, past);
+}
+
+const buildMini = (root: string) =>
+  execFileSync(process.execPath, [join(root, "bin", "build-cli.mjs")], { cwd: root, encoding: "utf8" });
 const run = (root: string) =>
   execFileSync(process.execPath, [join(root, "bin", "svc.js")], { encoding: "utf8" }).trim();
 
 describe("the bundled CLI (dist/svc.js)", () => {
-  it("bin/svc.js runs the bundle while it is fresh and the sources once any of them is newer", () => {
+  it("bin/svc.js runs the bundle while nothing it was built from changed, else the sources", () => {
     const root = miniProject();
-    const past = new Date(Date.now() - 60_000);
-    utimesSync(join(root, "src", "cli", "main.ts"), past, past);
-    expect(bundleIsFresh(root)).toBe(true);
-    expect(run(root)).toBe("bundle");
-    const future = new Date(Date.now() + 60_000);
-    utimesSync(join(root, "src", "cli", "main.ts"), future, future);
-    expect(bundleIsFresh(root)).toBe(false);
-    expect(run(root)).toBe("source");
+    try {
+      // No record of inputs (a bundle from before it existed): never trusted.
+      writeFileSync(
+        join(root, "dist", "svc.js"),
+        'export async function main() { console.log("old"); return 0; }\n',
+      );
+      expect(bundleIsFresh(root)).toBe(false);
+      expect(run(root)).toBe("source hello");
+
+      buildMini(root);
+      const recorded = JSON.parse(readFileSync(join(root, "dist", "svc.inputs.json"), "utf8"));
+      expect(recorded.files.map((f: [string]) => f[0])).toEqual(
+        expect.arrayContaining([
+          "actions/build.mjs",
+          "bin/build-cli.mjs",
+          "package.json",
+          "src/cli/main.ts",
+          "src/contracts/validators/one.cjs",
+          "src/lib/greeting.ts",
+        ]),
+      );
+      expect(recorded.dirs.map((d: [string]) => d[0]).sort()).toEqual([
+        "src",
+        "src/cli",
+        "src/contracts",
+        "src/contracts/validators",
+        "src/lib",
+      ]);
+      // An untouched tree: fresh, run after run.
+      expect(bundleIsFresh(root)).toBe(true);
+      expect(run(root)).toBe("bundle hello");
+      expect(run(root)).toBe("bundle hello");
+
+      // An edited source file: its size and mtime differ from the record; the edit runs at once.
+      writeFileSync(join(root, "src", "lib", "greeting.ts"), 'export const greeting = "edited";\n');
+      expect(bundleIsFresh(root)).toBe(false);
+      expect(run(root)).toBe("source edited");
+      age(root, ["src/lib/greeting.ts"]);
+      buildMini(root);
+      expect(bundleIsFresh(root)).toBe(true);
+      expect(run(root)).toBe("bundle edited");
+
+      // A file added anywhere under src/, even one nothing imports yet (it could shadow an import).
+      writeFileSync(join(root, "src", "lib", "added.ts"), "export const added = 1;\n");
+      expect(bundleIsFresh(root)).toBe(false);
+      age(root, ["src/lib/added.ts"]);
+      buildMini(root);
+      expect(bundleIsFresh(root)).toBe(true);
+
+      // A file removed: one nothing imports (its folder changes), and one the bundle was built from.
+      rmSync(join(root, "src", "lib", "added.ts"));
+      expect(bundleIsFresh(root)).toBe(false);
+      age(root);
+      buildMini(root);
+      expect(bundleIsFresh(root)).toBe(true);
+      const greeting = readFileSync(join(root, "src", "lib", "greeting.ts"));
+      rmSync(join(root, "src", "lib", "greeting.ts"));
+      expect(bundleIsFresh(root)).toBe(false);
+      writeFileSync(join(root, "src", "lib", "greeting.ts"), greeting);
+      expect(bundleIsFresh(root)).toBe(false);
+      age(root, ["src/lib/greeting.ts"]);
+      buildMini(root);
+      expect(bundleIsFresh(root)).toBe(true);
+      // A validator, copied beside the bundle at the build, edited.
+      writeFileSync(join(root, "src", "contracts", "validators", "one.cjs"), "module.exports = { v: 2 };\n");
+      expect(bundleIsFresh(root)).toBe(false);
+      age(root, ["src/contracts/validators/one.cjs"]);
+      buildMini(root);
+      expect(bundleIsFresh(root)).toBe(true);
+
+      // A file that steers the build without being a module.
+      const now = new Date();
+      utimesSync(join(root, "package.json"), now, now);
+      expect(bundleIsFresh(root)).toBe(false);
+      age(root, ["package.json"]);
+      buildMini(root);
+      expect(bundleIsFresh(root)).toBe(true);
+
+      // A file stamped after the build began (changed while esbuild read it): stale until the next build.
+      const future = new Date(Date.now() + 60_000);
+      utimesSync(join(root, "src", "cli", "main.ts"), future, future);
+      buildMini(root);
+      expect(bundleIsFresh(root)).toBe(false);
+      expect(run(root)).toBe("source edited");
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it("the build is the CLI: a fresh bundle runs `svc --help` with every command", async () => {
