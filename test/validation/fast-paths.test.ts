@@ -1,6 +1,12 @@
 import { deflateRawSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { analyzeName, analyzeNameFully, isReservedDeviceName } from "../../src/validation/zip/names.ts";
+import {
+  analyzeCollisions,
+  analyzeCollisionsFully,
+  analyzeName,
+  analyzeNameFully,
+  isReservedDeviceName,
+} from "../../src/validation/zip/names.ts";
 import { inflateFacts, inflateFactsBorrowed } from "../../src/validation/zip/inflate-raw.mjs";
 import {
   bufferSource,
@@ -425,5 +431,82 @@ describe("looksLikeText", () => {
     // 26 byte values are not text (0-8, 14-26, 28-31), each seen at the four positions inside the first 4 KiB.
     expect(notText).toBe(26 * 4);
     expect(looksLikeText(Buffer.alloc(0))).toBe(true);
+  });
+});
+
+describe("ASCII shortcut in analyzeCollisions", () => {
+  // Names that are equal, equal but for case, a file and a folder of one name, a folder as an
+  // entry and as an ancestor, trailing slashes, and folders by their mode only.
+  const pool = [
+    "a",
+    "A",
+    "a/",
+    "A/",
+    "a//",
+    "a/b",
+    "A/b",
+    "a/B",
+    "a/b/",
+    "a/b/c.txt",
+    "A/B/C.TXT",
+    "a/b/c.txt/",
+    "a/b/c.txt/d",
+    "b",
+    "B/",
+    "b/x",
+    "c.txt",
+    "C.txt",
+    "d/e/f/g",
+    "d/e",
+    "D/E/",
+    "Content/Data/f0.txt",
+    "content/data/F0.txt",
+    "Content/Data/",
+  ];
+  function entry(name: string, index: number, mode: "plain" | "dir-mode" | "file-mode"): ZipEntry {
+    const base = entryNamed(name);
+    if (mode === "dir-mode") return { ...base, index, unixMode: 0o040755, isDirectory: true };
+    if (mode === "file-mode") return { ...base, index, unixMode: 0o100644 };
+    return { ...base, index };
+  }
+  // A fixed pseudo-random sequence: the same lists on every run.
+  let seed = 27;
+  const next = (n: number) => {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    return (seed >>> 8) % n;
+  };
+
+  it("reports what the general path reports, in the same order, for thousands of lists of those names", () => {
+    let withFindings = 0;
+    const codes = new Set<string>();
+    for (let list = 0; list < 4000; list++) {
+      const length = 1 + next(12);
+      const entries = Array.from({ length }, (_, i) =>
+        entry(pool[next(pool.length)]!, i, (["plain", "plain", "dir-mode", "file-mode"] as const)[next(4)]!),
+      );
+      const full = analyzeCollisionsFully(entries);
+      expect(analyzeCollisions(entries), JSON.stringify(entries.map((e) => [e.name, e.isDirectory]))).toEqual(
+        full,
+      );
+      if (full.length > 0) withFindings++;
+      for (const f of full) codes.add(f.code);
+    }
+    // Every collision the ASCII path can meet was met, in many lists.
+    expect(codes).toEqual(
+      new Set(["duplicate_entry_name", "case_insensitive_collision", "file_directory_collision"]),
+    );
+    expect(withFindings).toBeGreaterThan(2000);
+  });
+
+  it("leaves a list with one non-ASCII name to the general path (NFC applies to every name then)", () => {
+    const entries = [entryNamed("K.txt"), entryNamed("\u212a.txt"), entryNamed("k.txt")].map((e, index) => ({
+      ...e,
+      index,
+    }));
+    expect(analyzeCollisions(entries)).toEqual(analyzeCollisionsFully(entries));
+    expect(analyzeCollisions(entries).map((f) => f.code)).toEqual([
+      "unicode_normalization_collision",
+      "case_insensitive_collision",
+    ]);
   });
 });

@@ -226,8 +226,96 @@ export function analyzeNameFully(
 
 const ASCII_ONLY = /^[\u0000-\u007f]*$/;
 
+/**
+ * Whether an entry's name is ASCII and its raw name is that name byte for byte (no byte-order mark
+ * was dropped in decoding): then it is its own latin1 form, and already in NFC.
+ */
+function asciiName(entry: ZipEntry): boolean {
+  return entry.nameDecoded && entry.rawName.length === entry.name.length && ASCII_ONLY.test(entry.name);
+}
+
 /** Problems between names: duplicates and names that collide on some file system. */
 export function analyzeCollisions(entries: ZipEntry[]): ZipFinding[] {
+  for (let i = 0; i < entries.length; i++)
+    if (!asciiName(entries[i]!)) return analyzeCollisionsFully(entries);
+  return analyzeAsciiCollisions(entries);
+}
+
+/**
+ * analyzeCollisions when every name is ASCII (the raw name is the name, NFC changes none), with one
+ * map where the general path keeps two: the first name each lower-case form was seen with (or, in
+ * the rare case of several, each of them). Two equal names share a lower-case form, so a name is a
+ * duplicate only when its form was seen with it; the first name seen with a form is the one a later
+ * name differing only in case is reported against. A file's form is listed once (two files that
+ * pass with one form have one name, and the second is a duplicate), so the files are an array.
+ * test/validation/fast-paths.test.ts holds it to analyzeCollisionsFully.
+ */
+function analyzeAsciiCollisions(entries: ZipEntry[]): ZipFinding[] {
+  const found: ZipFinding[] = [];
+  const seen = new Map<string, string | string[]>();
+  const dirs = new Map<string, string>();
+  const files: string[] = [];
+  const fileBares: string[] = [];
+  let lastParent = "";
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i]!;
+    const name = entry.name;
+    const bare = name.endsWith("/") ? name.replace(/\/+$/, "") : name;
+    const f = bare.toLowerCase();
+    const prior = seen.get(f);
+    if (prior !== undefined) {
+      const names = typeof prior === "string" ? [prior] : prior;
+      if (names.includes(name)) {
+        found.push({
+          code: "duplicate_entry_name",
+          entry: name,
+          message: `${JSON.stringify(name)}: appears more than once`,
+        });
+        continue;
+      }
+      if (typeof prior === "string") seen.set(f, [prior, name]);
+      else prior.push(name);
+      const first = names[0]!;
+      const caseTwin = first.endsWith("/") ? first.replace(/\/+$/, "") : first;
+      if (caseTwin !== bare) {
+        found.push({
+          code: "case_insensitive_collision",
+          entry: name,
+          message: `${JSON.stringify(name)}: differs from ${JSON.stringify(caseTwin)} only by letter case`,
+        });
+        continue;
+      }
+    } else seen.set(f, name);
+    if (entry.isDirectory) dirs.set(f, bare);
+    else {
+      files.push(f);
+      fileBares.push(bare);
+    }
+    // Ancestors, nearest first: once one is known, all of its ancestors are too.
+    const parentEnd = f.lastIndexOf("/");
+    if (parentEnd > 0 && parentEnd === lastParent.length && f.startsWith(lastParent)) continue;
+    if (parentEnd > 0) lastParent = f.slice(0, parentEnd);
+    for (let slash = parentEnd; slash > 0; slash = f.lastIndexOf("/", slash - 1)) {
+      const dir = f.slice(0, slash);
+      if (dirs.has(dir)) break;
+      dirs.set(dir, dir);
+    }
+  }
+  for (let i = 0; i < files.length; i++) {
+    if (dirs.has(files[i]!)) {
+      const file = fileBares[i]!;
+      found.push({
+        code: "file_directory_collision",
+        entry: file,
+        message: `${JSON.stringify(file)}: is a file and also a folder of other entries`,
+      });
+    }
+  }
+  return found;
+}
+
+/** Every collision rule on any names (analyzeCollisions' general path; exported for its test). */
+export function analyzeCollisionsFully(entries: ZipEntry[]): ZipFinding[] {
   const found: ZipFinding[] = [];
   const exact = new Map<string, string>();
   const nfc = new Map<string, string>();
@@ -237,9 +325,7 @@ export function analyzeCollisions(entries: ZipEntry[]): ZipFinding[] {
   // latin1 maps bytes to code units one to one: an exact key for the raw name. An ASCII name as
   // long as its raw bytes (no byte-order mark was dropped in decoding) is its own latin1 form,
   // and no other raw name's, and is already in NFC.
-  const ascii = entries.map(
-    (entry) => entry.nameDecoded && entry.rawName.length === entry.name.length && ASCII_ONLY.test(entry.name),
-  );
+  const ascii = entries.map(asciiName);
   // NFC is the identity on ASCII: when every name is ASCII no two differ only in normalization, and
   // the NFC map is skipped. One non-ASCII name keeps it for all (U+212A KELVIN SIGN is "K" in NFC).
   const normalizationMatters = ascii.includes(false);
