@@ -103,11 +103,21 @@ function checkModFile(
   return sortReleases(file.releases);
 }
 
-/** Loads and schema-checks every release record; a broken record stops the build with its path. */
-export function loadReleaseRecords(recordsDir: string, registry: SchemaRegistry): ReleaseRecord[] {
+/**
+ * Every mod records file, in the order loadReleaseRecords reads them (shards, then names), after
+ * the layout checks it makes (a folder or file that does not belong stops it with its path): what a
+ * reader that takes the mods one at a time (the full build) lists first. Nothing is parsed.
+ */
+export function listModRecordFiles(recordsDir: string): Array<{ modId: string; path: string }> {
+  const files: Array<{ modId: string; path: string }> = [];
+  forEachModRecordsFile(recordsDir, (modId, path) => files.push({ modId, path }));
+  return files;
+}
+
+/** Calls `visit` for each mod records file in turn, making the layout checks as it reaches each. */
+function forEachModRecordsFile(recordsDir: string, visit: (modId: string, path: string) => void): void {
   const modsDir = join(recordsDir, RECORD_PATHS.modsDir);
-  if (!existsSync(modsDir)) return [];
-  const records: ReleaseRecord[] = [];
+  if (!existsSync(modsDir)) return;
   for (const shard of readdirSync(modsDir).sort()) {
     const shardDir = join(modsDir, shard);
     if (!SHARD_PATTERN.test(shard) || isOldModDir(shardDir)) {
@@ -132,9 +142,22 @@ export function loadReleaseRecords(recordsDir: string, registry: SchemaRegistry)
           "invalid_payload",
           `${path} is in shard ${shard}, but ${modId} belongs in records/${RECORD_PATHS.modRecords(modId)}`,
         );
-      records.push(...checkModFile(path, modId, readJson(path), registry));
+      visit(modId, path);
     }
   }
+}
+
+/** One file of listModRecordFiles, read and schema-checked: its releases, semver ascending. */
+export function readModRecordsFile(path: string, modId: string, registry: SchemaRegistry): ReleaseRecord[] {
+  return checkModFile(path, modId, readJson(path), registry);
+}
+
+/** Loads and schema-checks every release record; a broken record stops the build with its path. */
+export function loadReleaseRecords(recordsDir: string, registry: SchemaRegistry): ReleaseRecord[] {
+  const records: ReleaseRecord[] = [];
+  forEachModRecordsFile(recordsDir, (modId, path) =>
+    records.push(...readModRecordsFile(path, modId, registry)),
+  );
   return records;
 }
 

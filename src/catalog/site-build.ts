@@ -9,7 +9,9 @@ import { assertCanSign, type SiteSigning, signAfterCommit } from "../distributio
 import { type CommitResult, type RecoveryResult, stagingDir, withPublishLock } from "./atomic-files.ts";
 import { clearOwedSigning, owingSignature, settleOwedSigning } from "./owed-signing.ts";
 import { checkSite } from "./site-check.ts";
-import { loadSiteInputs, type ProjectPaths, renderAndWriteSite } from "./site.ts";
+import type { ProjectPaths } from "./site.ts";
+import { streamSiteInputs } from "./site-inputs.ts";
+import { renderAndWriteSite } from "./site-write.ts";
 
 export interface SiteBuild extends CommitResult {
   /** How many files the build produces (all of them compared with the disk). */
@@ -34,13 +36,13 @@ export async function buildSite(
     () => {
       assertCanSign(paths.siteDir, signing);
       const owed = settleOwedSigning(paths, signing);
-      // Staging under the publish lock, which clears it before and after; a loader, so the render
-      // lets each mod's records go once its files are written.
+      // Staging under the publish lock, which clears it before and after; the records streamed, so
+      // the render reads each mod's as it reaches it and lets them go once its files are made.
       const {
         files,
         staged: _,
         ...result
-      } = renderAndWriteSite(() => loadSiteInputs(config, paths.recordsDir), paths.siteDir, {
+      } = renderAndWriteSite(streamSiteInputs(config, paths.recordsDir), paths.siteDir, {
         commit: owingSignature(paths, signing),
         staging: stagingDir(paths.root),
       });

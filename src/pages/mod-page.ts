@@ -11,7 +11,10 @@ function plainText(text: string): SafeHtml {
   return html`<div class="text">${text}</div>`;
 }
 
-function dependencyList(version: VersionRecord, listed: ReadonlySet<string>): SafeHtml {
+/** Which mod ids the catalog lists (a Set, or a render's own lookup). */
+export type ListedMods = Pick<ReadonlySet<string>, "has">;
+
+function dependencyList(version: VersionRecord, listed: ListedMods): SafeHtml {
   if (version.dependencies.length === 0) return html`None`;
   return html`<ul class="deps">${version.dependencies.map(
     (dep) =>
@@ -31,7 +34,7 @@ function versionSection(
   mod: ModDetailDocument,
   version: VersionRecord,
   matrix: GameBuildMatrix,
-  listed: ReadonlySet<string>,
+  listed: ListedMods,
 ): SafeHtml {
   const compat = compatibilityOf(matrix, version.targetGameBuild);
   const id = `v${version.version}`;
@@ -67,7 +70,7 @@ export function renderModPage(
   mod: ModDetailDocument,
   catalog: Pick<CatalogDocument, "supportedGameBuilds" | "mods">,
   matrix: GameBuildMatrix,
-  listed: ReadonlySet<string> = listedModIds(catalog),
+  listed: ListedMods = listedModIds(catalog),
 ): string {
   const latest = mod.versions[0];
   const authors = mod.authors.map(

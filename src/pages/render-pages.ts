@@ -11,10 +11,15 @@ import {
   renderVerifyPage,
 } from "./account-pages.ts";
 import { renderAdminAuditPage, renderAdminPublishPage, renderAdminRolesPage } from "./admin-pages.ts";
-import { renderCatalogPage, renderModsRedirectPage } from "./catalog-page.ts";
+import {
+  type CatalogPageItem,
+  renderCatalogPage,
+  renderCatalogPageItems,
+  renderModsRedirectPage,
+} from "./catalog-page.ts";
 import type { GameBuildMatrix } from "./compatibility.ts";
 import type { PageContext } from "./layout.ts";
-import { listedModIds, renderModPage } from "./mod-page.ts";
+import { type ListedMods, listedModIds, renderModPage } from "./mod-page.ts";
 import { renderModerationQueuePage, renderModerationReviewPage } from "./moderation-pages.ts";
 import {
   type ReleasePagesOptions,
@@ -117,13 +122,22 @@ function parse<T>(files: ReadonlyMap<string, string>, path: string): T | undefin
  * is about to write (as parsed from its text), so a page can never disagree with the JSON.
  */
 export interface SitePages {
-  /** `listed`: every mod id the catalog lists, made once (a set per page was quadratic). */
+  /**
+   * `listed`: whether the catalog lists a mod id, asked per dependency (made once: a set per page
+   * was quadratic).
+   */
   modPageRenderer(
     supportedGameBuilds: string[],
     matrix: GameBuildMatrix,
-    listed: ReadonlySet<string>,
+    listed: ListedMods,
   ): (detail: ModDetailDocument) => string;
   catalogPage(catalog: CatalogDocument, matrix: GameBuildMatrix): string;
+  /** The home page from its items in page order (renderCatalogPage without the whole catalog). */
+  catalogPageItems(
+    catalog: Pick<CatalogDocument, "game" | "supportedGameBuilds">,
+    items: readonly CatalogPageItem[],
+    matrix: GameBuildMatrix,
+  ): string;
   /** Every page that is neither the home page nor a mod's, and the assets. */
   otherPages(readiness: ReadinessView | undefined): Map<string, string>;
 }
@@ -136,6 +150,7 @@ export function sitePages(config: PortalConfig): SitePages {
       return (detail) => renderModPage(ctx, detail, catalog, matrix, listed);
     },
     catalogPage: (catalog, matrix) => renderCatalogPage(ctx, catalog, matrix),
+    catalogPageItems: (catalog, items, matrix) => renderCatalogPageItems(ctx, catalog, items, matrix),
     otherPages(readiness) {
       const pages = new Map<string, string>();
       pages.set(PAGE_PATHS.modsIndex, renderModsRedirectPage(ctx));

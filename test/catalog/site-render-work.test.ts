@@ -12,12 +12,14 @@ import { dirname, join } from "node:path";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { modRecordsText } from "../../src/catalog/records.ts";
 import {
+  loadSiteInputs,
   projectPaths,
-  renderAndWriteSite,
   renderSite,
   renderSiteFiles,
   type SiteInputs,
+  streamSiteInputs,
 } from "../../src/catalog/site.ts";
+import { renderAndWriteSite } from "../../src/catalog/site-write.ts";
 import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import { ENDPOINTS } from "../../src/contracts/endpoints.ts";
 import { RECORD_PATHS, type ReleaseRecord } from "../../src/contracts/records.ts";
@@ -66,6 +68,28 @@ function records(mods: number): ReleaseRecord[] {
           publishedAt: new Date(Date.UTC(2026, 0, 1 + v, 0, m % 60)).toISOString(),
         }),
       );
+  return out;
+}
+
+/** Writes the records as records/mods/{shard}/{modId}.json files. */
+function writeRecords(recordsDir: string, list: readonly ReleaseRecord[]): void {
+  const byMod = new Map<string, ReleaseRecord[]>();
+  for (const record of list) byMod.set(record.modId, [...(byMod.get(record.modId) ?? []), record]);
+  for (const [id, releases] of byMod) {
+    const file = join(recordsDir, RECORD_PATHS.modRecords(id));
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, modRecordsText(id, releases));
+  }
+}
+
+/** Every file under dir (relative paths) with its text, but the commit's own folder. */
+function filesUnder(dir: string, base = dir, out = new Map<string, string>()): Map<string, string> {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = join(dir, entry.name);
+    if (entry.name === ".svc-tmp") continue;
+    if (entry.isDirectory()) filesUnder(full, base, out);
+    else out.set(full.slice(base.length + 1), readFileSync(full, "utf8"));
+  }
   return out;
 }
 
@@ -207,5 +231,124 @@ describe("the full build's work grows linearly with the mods", () => {
     // The commit copied them; the staging folder is the caller's to remove, and nothing else is left.
     expect(existsSync(staging)).toBe(true);
     expect(readdirSync(join(siteDir, ".svc-tmp"))).toEqual([]);
+  });
+
+  it("svc build reads the records one mod at a time and writes exactly what renderSite writes", () => {
+    const root = tempDir();
+    const config = repoConfig();
+    writeFileSync(join(root, "portal.config.json"), `${JSON.stringify(config, null, 2)}\n`);
+    const paths = projectPaths(root);
+    const loaded = loadPortalConfig(paths.configPath);
+    const at = (r: ReleaseRecord) => ({
+      ...r,
+      packageUrl: `${loaded.baseUrl}/downloads/mods/${r.modId}/${r.version}/${r.fileName}`,
+    });
+    // mod-00001 links a mod read after it whose versions are all hidden (its page is made again)
+    // and one read after it that is listed; mod-00003 links a hidden one read before it.
+    const hidden = "zz-hidden";
+    const hiddenFirst = "a-hidden";
+    const hiddenRecords = (id: string) =>
+      ["1.0.0", "1.1.0"].map((version) =>
+        releaseRecord({ modId: id, version, status: "hidden", statusBeforeHidden: "published" }),
+      );
+    const list = [
+      ...records(12).map((r) =>
+        r.modId === modId(1) || r.modId === modId(3)
+          ? {
+              ...r,
+              dependencies: [
+                { modId: r.modId === modId(1) ? hidden : hiddenFirst, versionRange: "^1.0.0" },
+                { modId: modId(7), versionRange: "^1.0.0" },
+              ],
+            }
+          : r,
+      ),
+      ...hiddenRecords(hidden),
+      ...hiddenRecords(hiddenFirst),
+    ].map(at);
+    writeRecords(paths.recordsDir, list);
+    const now = () => new Date("2026-11-01T00:00:00.000Z");
+    const later = () => new Date("2026-11-02T00:00:00.000Z");
+    const reads = new Map<string, number>();
+    const streamed = () => {
+      const source = streamSiteInputs(loaded, paths.recordsDir);
+      return {
+        ...source,
+        modRecords: (id: string) => {
+          reads.set(id, (reads.get(id) ?? 0) + 1);
+          return source.modRecords(id);
+        },
+      };
+    };
+    const expectBuild = (clock: () => Date) => {
+      // What renderSite (every record loaded) writes over the site as it is now.
+      const expected = renderSite(loadSiteInputs(loaded, paths.recordsDir), paths.siteDir, clock);
+      reads.clear();
+      const result = renderAndWriteSite(streamed(), paths.siteDir, {
+        now: clock,
+        staging: join(root, "staging"),
+        heldBytes: 2048,
+      });
+      const site = filesUnder(paths.siteDir);
+      expect([...site.keys()].sort()).toEqual([...expected.keys()].sort());
+      for (const [path, text] of expected) expect(site.get(path), path).toBe(text);
+      // Each mod's records were read once; mod-00001's twice (its page, again with the hidden mod
+      // known to list nothing).
+      expect(reads.get(modId(1))).toBe(2);
+      expect([...reads].filter(([id, n]) => id !== modId(1) && n !== 1)).toEqual([]);
+      expect(reads.size).toBe(14);
+      return { expected, result };
+    };
+
+    const first = expectBuild(now);
+    expect(first.result.written.length).toBe(first.expected.size);
+    expect(first.expected.get(`mods/${modId(1)}/index.html`)).toContain(
+      `${hidden} <span class="note">(not in this catalog)</span>`,
+    );
+    expect(first.expected.get(`mods/${modId(1)}/index.html`)).toContain(`<a href="../${modId(7)}/">`);
+    expect(first.expected.get(`mods/${modId(3)}/index.html`)).toContain(
+      `${hiddenFirst} <span class="note">(not in this catalog)</span>`,
+    );
+
+    // Nothing changed: nothing written, and the documents that list every mod were compared with
+    // the disk without being made whole (handed over as "" with onDisk "same").
+    expect(expectBuild(later).result.written).toEqual([]);
+    const handed = new Map<string, [string, string | undefined]>();
+    renderSiteFiles(
+      streamed(),
+      paths.siteDir,
+      (path, text, onDisk) => handed.set(path, [text, onDisk]),
+      later,
+      {
+        textOfSame: false,
+      },
+    );
+    expect(handed.get("api/v1/catalog.json")).toEqual(["", "same"]);
+    expect(handed.get("api/v1/mods/index.json")).toEqual(["", "same"]);
+
+    // One mod changed: the lists are stamped anew, the other documents keep their bytes.
+    writeRecords(
+      paths.recordsDir,
+      list.filter((r) => r.modId === modId(5)).map((r) => ({ ...r, summary: "Changed." })),
+    );
+    const changed = expectBuild(later);
+    expect(changed.result.written.sort()).toEqual(
+      [
+        "api/v1/catalog.json",
+        "api/v1/mods/index.json",
+        `api/v1/mods/${modId(5)}/index.json`,
+        "index.html",
+        `mods/${modId(5)}/index.html`,
+      ].sort(),
+    );
+
+    // A catalog.json formatted by hand with the same content keeps its timestamp (it is parsed).
+    const catalogPath = join(paths.siteDir, "api/v1/catalog.json");
+    const stampOf = (text: string) => (JSON.parse(text) as { generatedAt: string }).generatedAt;
+    const kept = stampOf(readFileSync(catalogPath, "utf8"));
+    writeFileSync(catalogPath, JSON.stringify(JSON.parse(readFileSync(catalogPath, "utf8"))));
+    const reformatted = expectBuild(() => new Date("2026-11-03T00:00:00.000Z"));
+    expect(reformatted.result.written).toEqual(["api/v1/catalog.json"]);
+    expect(stampOf(readFileSync(catalogPath, "utf8"))).toBe(kept);
   });
 });
