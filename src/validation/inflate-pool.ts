@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
@@ -68,13 +68,27 @@ export function inspectEntry(bytes: Buffer, entry: ZipEntry): EntryInspection {
   };
 }
 
-/** Processes that want a core right now besides this one, from /proc/loadavg's runnable count; null off Linux. */
+/**
+ * Threads of other processes that want a core right now, from /proc/loadavg's runnable count less
+ * this process's own runnable threads (this one, reading, and any of V8's helpers at work); null
+ * off Linux.
+ */
 function runnableOthers(): number | null {
   try {
-    // "0.52 0.61 0.70 2/612 12345": the fourth field's first number counts the runnable threads,
-    // this one (reading) included.
+    // "0.52 0.61 0.70 2/612 12345": the fourth field's first number counts the runnable threads.
     const runnable = Number(readFileSync("/proc/loadavg", "latin1").split(" ")[3]?.split("/")[0]);
-    return Number.isInteger(runnable) ? Math.max(0, runnable - 1) : null;
+    if (!Number.isInteger(runnable)) return null;
+    let own = 0;
+    for (const task of readdirSync("/proc/self/task")) {
+      try {
+        // ".../stat": "pid (name) S ...": the state follows the name's closing parenthesis.
+        const stat = readFileSync(`/proc/self/task/${task}/stat`, "latin1");
+        if (stat.charAt(stat.lastIndexOf(")") + 2) === "R") own++;
+      } catch {
+        // A thread that ended meanwhile.
+      }
+    }
+    return Math.max(0, runnable - Math.max(1, own));
   } catch {
     return null;
   }
