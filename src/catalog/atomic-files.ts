@@ -1,28 +1,49 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import {
-  closeSync,
   existsSync,
-  fstatSync,
   linkSync,
-  lstatSync,
   mkdirSync,
-  openSync,
   readdirSync,
   readFileSync,
-  readSync,
   renameSync,
-  rmdirSync,
   rmSync,
   statSync,
-  unlinkSync,
   writeFileSync,
-  writeSync,
 } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { SvcError } from "../errors.ts";
 import { fsyncPath } from "../lib/atomic-write.ts";
-import { fsyncAll } from "../lib/fsync-many.ts";
 import { describeHolder, removeLeftovers, waitForLock } from "../lib/lock-file.ts";
+import {
+  COMMITTED,
+  ensureDir,
+  exists,
+  JOURNAL,
+  type Journal,
+  type JournalEntry,
+  OWED_SIGNING,
+  PREPARING,
+  type RecoveryResult,
+  recoverTransactions,
+  rollBack,
+  rollForward,
+  STAGING_DIR,
+  safeJoin,
+  TXN_DIR,
+} from "./journal-recovery.ts";
+import {
+  commitHelperRunning,
+  type FileDigest,
+  fsyncGroup,
+  type PendingFsync,
+  startFsync,
+  isSpliced,
+  type PendingWrite,
+  type SplicedContent,
+  splicedLength,
+  startSplicedWrite,
+  writeContent,
+} from "./spliced-content.ts";
 
 /**
  * Multi-file commits that are all-or-nothing, with one durable commit point, the way a database
@@ -50,32 +71,12 @@ import { describeHolder, removeLeftovers, waitForLock } from "../lib/lock-file.t
  * manager that must see one consistent set reads through TUF, whose snapshot is signed after the
  * commit and pins every document's hash.
  */
-/**
- * A file made of byte ranges of another file and new bytes, written by copying the ranges in chunks
- * (never the whole source in memory): how a publication rewrites an index document that lists every
- * mod with one entry spliced in. The source is read at commit time, under the tree's lock, and must
- * still be the file the ranges were measured on (`expect`: else the commit fails, changing nothing).
- * A spliced file is always written (the caller made it because it differs), never compared.
- */
-export interface SplicedContent {
-  splice: {
-    source: string;
-    expect: { size: number; mtimeMs: number; ino: number };
-    parts: ReadonlyArray<Uint8Array | { start: number; end: number }>;
-  };
-}
+export type { FileDigest, SplicedContent } from "./spliced-content.ts";
+export { isSpliced } from "./spliced-content.ts";
+export type { RecoveryResult } from "./journal-recovery.ts";
+export { onTreeChanged, recoverTransactions } from "./journal-recovery.ts";
 
 export type FileContent = string | Uint8Array | SplicedContent;
-
-export function isSpliced(content: FileContent | { stagedFile: string }): content is SplicedContent {
-  return typeof content === "object" && "splice" in content;
-}
-
-/** The length and sha256 of a file as a commit wrote it (what a signer would read back). */
-export interface FileDigest {
-  length: number;
-  sha256: string;
-}
 
 export interface FileChanges {
   write: ReadonlyMap<string, FileContent>;
@@ -104,9 +105,10 @@ export interface CommitOptions {
   beforeCommit?: (change: { paths: readonly string[] }) => void;
   /**
    * Measure the length and sha256 of every written file while writing it (CommitResult.digests):
-   * a signing publication then signs them without reading megabytes back.
+   * a signing publication then signs them without reading megabytes back. A predicate measures
+   * only the paths it accepts (a signer's targets: the home page is none).
    */
-  digests?: boolean;
+  digests?: boolean | ((path: string) => boolean);
 }
 
 /** A create-only path already exists: nothing was changed. */
@@ -127,95 +129,30 @@ export interface CommitResult {
   digests?: Map<string, FileDigest>;
 }
 
-const TXN_DIR = ".svc-tmp";
-/** Where writers stage files (beside the tree, same filesystem) before a commit links them in. */
-const STAGING_DIR = "staging";
-const PREPARING = "txn-";
-const COMMITTED = "commit-";
-const JOURNAL = "journal.json";
-/** A note that outlives the transactions of its tree (owed-signing.ts): recovery leaves it in place. */
-const OWED_SIGNING = "signing-owed.json";
+/** Spliced files from this size on are written by the commit's helper thread. */
+const HELPED_FROM = 4 << 20;
 
-type JournalEntry =
-  /** source: the content file's name inside the transaction folder. */
-  | { op: "write"; path: string; source: string }
-  | { op: "delete"; path: string }
-  /**
-   * Placed before the commit point; rollback removes the path only while it is still this inode,
-   * and the folders the transaction made for it (dirs, deepest first) when they are empty.
-   */
-  | { op: "create"; path: string; ino: number; dev: number; dirs?: string[] };
+/** Files from this size on are fsynced as soon as they are written, while the commit goes on. */
+const SYNC_AT_ONCE_FROM = 1 << 20;
 
-interface Journal {
-  version: 2;
-  entries: JournalEntry[];
+function contentLength(content: FileContent): number {
+  if (isSpliced(content)) return splicedLength(content);
+  return typeof content === "string" ? content.length : content.byteLength;
 }
 
-/** Journals written before the commit point existed: an array with backups to restore. */
-interface LegacyEntry {
-  path: string;
-  next: string | null;
-  backup: string | null;
-  create?: boolean;
-}
-
-function safeJoin(root: string, path: string): string {
-  const full = join(root, path);
-  const rel = relative(root, full);
-  if (rel.startsWith("..") || rel === "" || rel.split(sep).includes("..") || path.includes("\0")) {
-    throw new Error(`refusing to write outside the tree: ${path}`);
-  }
-  return full;
-}
-
-/** Bytes copied per read of a spliced file's source. */
-const SPLICE_CHUNK = 1 << 20;
-
-/**
- * Writes one content file of a transaction (not yet fsynced: the commit syncs them all at once) and,
- * when asked, returns its digest measured from the very bytes written.
- */
-function writeContent(file: string, content: FileContent, digest: boolean): FileDigest | null {
-  const hash = digest ? createHash("sha256") : null;
-  let length = 0;
-  const fd = openSync(file, "w");
-  try {
-    const put = (bytes: Uint8Array) => {
-      let offset = 0;
-      while (offset < bytes.byteLength) offset += writeSync(fd, bytes, offset);
-      hash?.update(bytes);
-      length += bytes.byteLength;
-    };
-    if (!isSpliced(content)) {
-      put(typeof content === "string" ? Buffer.from(content, "utf8") : content);
-    } else {
-      const { source, expect, parts } = content.splice;
-      const from = openSync(source, "r");
-      try {
-        const now = fstatSync(from);
-        if (now.size !== expect.size || now.mtimeMs !== expect.mtimeMs || now.ino !== expect.ino)
-          throw new Error(`${source} changed after the splice was measured; nothing was written`);
-        const chunk = Buffer.allocUnsafe(SPLICE_CHUNK);
-        for (const part of parts) {
-          if (part instanceof Uint8Array) {
-            put(part);
-            continue;
-          }
-          for (let at = part.start; at < part.end; ) {
-            const n = readSync(from, chunk, 0, Math.min(SPLICE_CHUNK, part.end - at), at);
-            if (n === 0) throw new Error(`${source} ended before byte ${part.end}`);
-            put(chunk.subarray(0, n));
-            at += n;
-          }
-        }
-      } finally {
-        closeSync(from);
-      }
+/** The index in contents of the largest spliced file worth a thread of its own, or -1. */
+function largestSplice(contents: readonly FileContent[]): number {
+  let best = -1;
+  let bestLength = HELPED_FROM - 1;
+  contents.forEach((content, i) => {
+    if (!isSpliced(content)) return;
+    const length = splicedLength(content);
+    if (length > bestLength) {
+      best = i;
+      bestLength = length;
     }
-  } finally {
-    closeSync(fd);
-  }
-  return hash ? { length, sha256: hash.digest("hex") } : null;
+  });
+  return best;
 }
 
 function sameBytes(path: string, content: FileContent): boolean {
@@ -237,20 +174,6 @@ function sameBytes(path: string, content: FileContent): boolean {
   return current.equals(next);
 }
 
-/** Creates dir (and missing parents); every folder whose entries changed goes into touched for fsync. */
-function ensureDir(dir: string, touched: Set<string>): void {
-  if (existsSync(dir)) return;
-  let existing = dirname(dir);
-  const created = [dir];
-  while (!existsSync(existing)) {
-    created.push(existing);
-    existing = dirname(existing);
-  }
-  mkdirSync(dir, { recursive: true });
-  touched.add(existing);
-  for (const d of created) touched.add(d);
-}
-
 /**
  * The folders a create-only file still needs (root-relative, deepest first): a crash between their
  * mkdir and the link leaves them empty, and rollback must take them away again, or the tree is not
@@ -263,15 +186,6 @@ function missingDirs(root: string, path: string): string[] {
     dirs.push(relative(root, dir).split(sep).join("/"));
   }
   return dirs;
-}
-
-function exists(path: string): boolean {
-  try {
-    lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 export function commitFiles(root: string, changes: FileChanges, options: CommitOptions = {}): CommitResult {
@@ -309,17 +223,42 @@ export function commitFiles(root: string, changes: FileChanges, options: CommitO
   mkdirSync(txn);
   const sources = new Map<number, string>();
   const digests = options.digests ? new Map<string, FileDigest>() : undefined;
+  const measures = (i: number) =>
+    typeof options.digests === "function" ? options.digests(entries[i]!.path) : options.digests === true;
   // Every new file of the journal folder, fsynced together (with the journal and its folder) before
   // the tree changes.
   const unsynced: string[] = [];
+  // The largest spliced file is copied, hashed and fsynced on the helper thread while this one
+  // writes the others (at 50,000 mods catalog.json is 74 MB and the rest of a publication ~50 MB).
+  const helped = largestSplice(contents);
+  let pending: PendingWrite | null = null;
+  const syncing: PendingFsync[] = [];
   try {
+    if (helped !== -1)
+      pending = startSplicedWrite(
+        join(txn, `w${helped}`),
+        contents[helped] as SplicedContent,
+        measures(helped),
+      );
     for (const [i, content] of contents.entries()) {
+      if (i === helped && pending) continue;
       const file = join(txn, `w${i}`);
-      const digest = writeContent(file, content, digests !== undefined);
-      unsynced.push(file);
+      const digest = writeContent(file, content, measures(i));
+      // A large file goes to the device while the next one is written.
+      if (commitHelperRunning() && contentLength(content) >= SYNC_AT_ONCE_FROM)
+        syncing.push(startFsync([file]));
+      else unsynced.push(file);
       // Writes are the journal's first entries, in contents' order.
       if (digest) digests!.set(entries[i]!.path, digest);
     }
+    if (pending) {
+      const pendingWrite = pending;
+      pending = null;
+      // Already fsynced by the helper.
+      const digest = pendingWrite.wait();
+      if (digest) digests!.set(entries[helped]!.path, digest);
+    }
+    for (const sync of syncing.splice(0)) sync.wait();
     creates.forEach(({ index, content }, i) => {
       let source: string;
       if (typeof content === "object" && "stagedFile" in content) {
@@ -338,7 +277,7 @@ export function commitFiles(root: string, changes: FileChanges, options: CommitO
     writeFileSync(join(txn, JOURNAL), JSON.stringify({ version: 2, entries } satisfies Journal));
     // Create-only files land before the commit point: the journal that undoes them must be findable.
     if (creates.length > 0) touched.add(dir);
-    fsyncAll([...unsynced, join(txn, JOURNAL), txn, ...touched]);
+    fsyncGroup([...unsynced, join(txn, JOURNAL), txn, ...touched]);
     touched.clear();
     entries.forEach((entry, i) => {
       options.beforeApply?.(i, entry.path);
@@ -355,9 +294,14 @@ export function commitFiles(root: string, changes: FileChanges, options: CommitO
       }
       touched.add(dirname(full));
     });
-    for (const d of touched) fsyncPath(d);
+    fsyncGroup([...touched]);
     options.beforeCommit?.({ paths: entries.map((e) => e.path) });
   } catch (error) {
+    // The helper may still be writing into the transaction folder: it finishes before the folder goes.
+    for (const work of [pending, ...syncing])
+      try {
+        work?.wait();
+      } catch {}
     rollBack(root, txn);
     throw error;
   }
@@ -372,178 +316,6 @@ export function commitFiles(root: string, changes: FileChanges, options: CommitO
     unchanged,
     ...(digests ? { digests } : {}),
   };
-}
-
-function removeEmptyParents(root: string, dir: string, touched: Set<string>): void {
-  let current = dir;
-  while (relative(root, current) !== "" && !relative(root, current).startsWith("..")) {
-    try {
-      if (readdirSync(current).length > 0) return;
-      rmdirSync(current);
-    } catch {
-      return;
-    }
-    current = dirname(current);
-    touched.add(current);
-  }
-}
-
-function readJournal(txn: string): Journal | LegacyEntry[] | null {
-  try {
-    return JSON.parse(readFileSync(join(txn, JOURNAL), "utf8")) as Journal | LegacyEntry[];
-  } catch {
-    // No journal (or a torn one, which fsync-before-use rules out for a committed transaction):
-    // the tree was never touched.
-    return null;
-  }
-}
-
-/** Completes a committed transaction; safe to repeat after an interruption at any point. */
-function rollForward(root: string, txn: string): void {
-  const journal = readJournal(txn);
-  const touched = new Set<string>();
-  if (journal && !Array.isArray(journal)) {
-    for (const entry of journal.entries) {
-      const full = safeJoin(root, entry.path);
-      if (entry.op === "write") {
-        const source = join(txn, entry.source);
-        if (!exists(source)) continue; // renamed into place before the interruption
-        ensureDir(dirname(full), touched);
-        renameSync(source, full);
-        touched.add(dirname(full));
-      } else if (entry.op === "delete" && exists(full)) {
-        unlinkSync(full);
-        touched.add(dirname(full));
-        removeEmptyParents(root, dirname(full), touched);
-      }
-    }
-  }
-  // Every rename is durable before the journal that could redo it disappears.
-  for (const d of touched) fsyncPath(d);
-  rmSync(txn, { recursive: true, force: true });
-  for (const listener of treeListeners) {
-    // The transaction has landed: a listener that fails must not make it look as if it had not.
-    try {
-      listener(root);
-    } catch {}
-  }
-}
-
-const treeListeners = new Set<(root: string) => void>();
-
-/**
- * Calls `listener` with the tree's root after every transaction of this process lands (commit or
- * recovery), before commitFiles returns: a reader that keeps what it read of the tree (the download
- * lane's index of public versions) forgets it at once, so a hide takes effect on the next request.
- * Returns the way to stop listening.
- */
-export function onTreeChanged(listener: (root: string) => void): () => void {
-  treeListeners.add(listener);
-  return () => treeListeners.delete(listener);
-}
-
-/** Undoes an uncommitted transaction: only create-only files were placed, and only ours are removed. */
-function rollBack(root: string, txn: string): void {
-  const journal = readJournal(txn);
-  if (Array.isArray(journal)) {
-    rollBackLegacy(root, txn, journal);
-    return;
-  }
-  const touched = new Set<string>();
-  for (const entry of journal?.entries ?? []) {
-    if (entry.op !== "create") continue;
-    const full = safeJoin(root, entry.path);
-    let ours = false;
-    try {
-      const placed = lstatSync(full);
-      ours = placed.ino === entry.ino && placed.dev === entry.dev; // else someone else's file
-    } catch {}
-    if (ours) {
-      unlinkSync(full);
-      touched.add(dirname(full));
-    }
-    if (entry.dirs) {
-      for (const dir of entry.dirs) removeEmptyDir(safeJoin(root, dir), touched);
-    } else if (ours) {
-      // A journal from before dirs were recorded: the empty parents, as that version did.
-      removeEmptyParents(root, dirname(full), touched);
-    }
-  }
-  for (const d of touched) fsyncPath(d);
-  rmSync(txn, { recursive: true, force: true });
-}
-
-function removeEmptyDir(dir: string, touched: Set<string>): void {
-  try {
-    rmdirSync(dir);
-  } catch (error) {
-    // Not empty (another file landed there) or already gone: either way not ours to remove.
-    if (["ENOTEMPTY", "EEXIST", "ENOENT"].includes((error as NodeJS.ErrnoException).code ?? "")) return;
-    throw error;
-  }
-  touched.add(dirname(dir));
-}
-
-function rollBackLegacy(root: string, txn: string, entries: LegacyEntry[]): void {
-  const touched = new Set<string>();
-  for (const entry of entries) {
-    const full = safeJoin(root, entry.path);
-    if (entry.create) {
-      if (entry.next && sameInode(full, join(txn, entry.next))) {
-        unlinkSync(full);
-        removeEmptyParents(root, dirname(full), touched);
-      }
-    } else if (entry.backup && existsSync(join(txn, entry.backup))) {
-      mkdirSync(dirname(full), { recursive: true });
-      renameSync(join(txn, entry.backup), full);
-    } else if (!entry.backup && existsSync(full)) {
-      unlinkSync(full);
-      removeEmptyParents(root, dirname(full), touched);
-    }
-  }
-  rmSync(txn, { recursive: true, force: true });
-}
-
-function sameInode(a: string, b: string): boolean {
-  try {
-    const sa = statSync(a);
-    const sb = statSync(b);
-    return sa.ino === sb.ino && sa.dev === sb.dev;
-  } catch {
-    return false;
-  }
-}
-
-export interface RecoveryResult {
-  /** Interrupted before their commit point: undone. */
-  rolledBack: number;
-  /** Interrupted after their commit point: completed. */
-  completed: number;
-}
-
-/**
- * Finishes whatever a crash left under root/.svc-tmp: transactions before their commit point are
- * rolled back, committed ones rolled forward. Idempotent. The caller holds the tree's lock.
- */
-export function recoverTransactions(root: string): RecoveryResult {
-  const dir = join(root, TXN_DIR);
-  const result: RecoveryResult = { rolledBack: 0, completed: 0 };
-  if (!existsSync(dir)) return result;
-  for (const name of readdirSync(dir).sort()) {
-    // Locks and staging belong to a live writer: the lock holder clears its own staging.
-    if (name.includes(".lock") || name === STAGING_DIR || name === OWED_SIGNING) continue;
-    const path = join(dir, name);
-    if (name.startsWith(COMMITTED)) {
-      rollForward(root, path);
-      result.completed++;
-    } else if (name.startsWith(PREPARING)) {
-      rollBack(root, path);
-      result.rolledBack++;
-    } else {
-      rmSync(path, { recursive: true, force: true });
-    }
-  }
-  return result;
 }
 
 /**

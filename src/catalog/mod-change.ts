@@ -19,7 +19,7 @@ import {
   catalogPageItem,
   compareCatalogPageItems,
   renderCatalogPageItems,
-  spliceCatalogPage,
+  catalogPageSplice,
 } from "../pages/catalog-page.ts";
 import type { GameBuildMatrix } from "../pages/compatibility.ts";
 import { renderModPage } from "../pages/mod-page.ts";
@@ -307,9 +307,55 @@ function materialize(file: IndexFile, content: SplicedContent | null): Buffer {
   );
 }
 
-function readSiteBytes(siteDir: string, path: string): Buffer | undefined {
-  const full = join(siteDir, path);
-  return existsSync(full) ? readFileSync(full) : undefined;
+interface ReadPage {
+  path: string;
+  bytes: Buffer;
+  stat: { size: number; mtimeMs: number; ino: number };
+}
+
+/** The home page's bytes and the stat they were read at (what its splice must still find). */
+function readPage(path: string): ReadPage | undefined {
+  const file = IndexFile.open(path);
+  if (!file) return undefined;
+  try {
+    return { path, bytes: file.readAll(), stat: file.stat };
+  } finally {
+    file.close();
+  }
+}
+
+/** Whether the spliced parts spell the page's own bytes (an item that left and came back as it was). */
+function samePage(parts: readonly Buffer[], page: Buffer): boolean {
+  if (parts.length === 1 && parts[0] === page) return true;
+  let at = 0;
+  for (const part of parts) {
+    if (!part.equals(page.subarray(at, at + part.length))) return false;
+    at += part.length;
+  }
+  return at === page.length;
+}
+
+/** Runs of this size or more of the page's own bytes are copied from its file by the commit. */
+const PAGE_RANGE_FROM = 65_536;
+
+/** The spliced page as the commit writes it: the page's own runs as byte ranges of its file. */
+function pageSplice(page: ReadPage, parts: readonly Buffer[]): SplicedContent {
+  const base = page.bytes.byteOffset;
+  const inPage = (part: Buffer) =>
+    part.buffer === page.bytes.buffer &&
+    part.byteOffset >= base &&
+    part.byteOffset + part.length <= base + page.bytes.length;
+  return {
+    splice: {
+      source: page.path,
+      expect: page.stat,
+      parts: parts.map((part) =>
+        part.length >= PAGE_RANGE_FROM && inPage(part)
+          ? { start: part.byteOffset - base, end: part.byteOffset - base + part.length }
+          : part,
+      ),
+    },
+  };
 }
 
 function readSite(siteDir: string, path: string): string | undefined {
@@ -473,13 +519,15 @@ function renderWithIndexes(
     readSite(siteDir, SITE_PATHS.gameBuilds) ?? '{"builds":[],"supportedGameBuilds":[]}',
   ) as GameBuildMatrix;
   const header = catalogLayout.header as unknown as CatalogDocument;
-  const page = readSiteBytes(siteDir, PAGE_PATHS.catalog);
-  const spliced = page && spliceCatalogPage(ctx, header, page, modId, catalogEntry, matrix);
-  if (spliced) {
+  const page = readPage(join(siteDir, PAGE_PATHS.catalog));
+  const spliced = page && catalogPageSplice(ctx, header, page.bytes, modId, catalogEntry, matrix);
+  if (page && spliced) {
     // Hiding an older version leaves the item as it was: then the page keeps its bytes.
-    const same = spliced === page || spliced.equals(page);
-    files.set(PAGE_PATHS.catalog, same ? page : spliced);
-    if (!same) changed.add(PAGE_PATHS.catalog);
+    if (samePage(spliced, page.bytes)) files.set(PAGE_PATHS.catalog, page.bytes);
+    else {
+      files.set(PAGE_PATHS.catalog, pageSplice(page, spliced));
+      changed.add(PAGE_PATHS.catalog);
+    }
   } else {
     const modsIndex = JSON.parse(materialize(indexFile, indexPatched).toString("utf8")) as ModsIndexDocument;
     const items = modsIndex.mods

@@ -22,6 +22,7 @@ import {
   type SiteSigning,
   signAfterCommit,
 } from "../distribution/tuf-repository.ts";
+import { targetPathOfCommitted } from "../distribution/tuf-layout.ts";
 import { visibleMods } from "../contracts/catalog.ts";
 import { carryForward, lastPublished } from "../contracts/carry-forward.ts";
 import type { SmokeSummary } from "../contracts/readiness.ts";
@@ -35,6 +36,7 @@ import {
 import { checkContractRules, type RuleFailure } from "./contract-rules.ts";
 import { clearOwedSigning, owedSigningError, owingSignature, settleOwedSigning } from "./owed-signing.ts";
 import { renderModChange } from "./mod-change.ts";
+import { warmCommitHelper } from "./spliced-content.ts";
 import { recordsAtBase } from "./portal-base.ts";
 import {
   findReleaseRecord,
@@ -352,6 +354,8 @@ function commitPlan(
   artifact: PromotedArtifact | null,
 ): { written: string[]; deleted: string[]; digests?: ReadonlyMap<string, FileDigest> } {
   const now = options.now ?? (() => new Date());
+  // The commit's helper thread starts while the change renders (see spliced-content.ts).
+  warmCommitHelper();
   const root = options.root;
   const siteRel = rel(root, options.siteDir);
   const recordsRel = rel(root, options.recordsDir);
@@ -416,7 +420,8 @@ function commitPlan(
     { write, changed, delete: rendered.stale.map((p) => `${siteRel}/${p}`), create },
     owingSignature({ root, siteDir: options.siteDir }, options.signing, {
       ...options.commit,
-      digests: signs,
+      // Only what the signing signs is measured (the home page and records are no targets).
+      digests: signs && ((path) => targetPathOfCommitted(path) !== null),
       beforeCommit: (change) => {
         // The public file must be the very inode that was hashed; anything else rolls back.
         for (const [path, { stagedFile }] of create) {

@@ -87,6 +87,42 @@ describe("catalog page splice (one publication's home page, as bytes)", () => {
     page = applyAndCompare(mods, page, "solo", mod("solo", "Solo", ["gameplay"], "100"));
   });
 
+  it("keeps the header's counts from the old header instead of reading every item", () => {
+    const mods = new Map<string, CatalogMod>();
+    for (let i = 0; i < 40; i++) {
+      const id = `mod-${String(i).padStart(3, "0")}`;
+      mods.set(id, mod(id, `Mod ${String(i).padStart(3, "0")}`, ["gameplay"], i === 30 ? "95" : "100"));
+    }
+    const page = renderCatalogPage(ctx, catalogOf(mods), matrix);
+    // An item far down the list says a tag no header lists: a splice that recounted every item
+    // would list it; one that carries the old header's counts does not read that item at all.
+    const planted = Buffer.from(
+      page.replace(
+        '<li data-tags="gameplay" data-builds="100"><h2><a href="mods/mod-035/">',
+        '<li data-tags="ghost" data-builds="100"><h2><a href="mods/mod-035/">',
+      ),
+    );
+    expect(planted.toString("utf8")).toContain('data-tags="ghost"');
+    const next = mod("mod-001", "Mod 001", ["gameplay", "extra"], "100", "2.0.0");
+    const spliced = spliceCatalogPage(ctx, catalogOf(mods), planted, "mod-001", next, matrix)!.toString(
+      "utf8",
+    );
+    expect(spliced).toContain('<option value="extra">extra (1)</option>');
+    expect(spliced).toContain('<option value="gameplay">gameplay (40)</option>');
+    expect(spliced).not.toContain('<option value="ghost">');
+    // Builds keep their order of first appearance: a new unsupported build before "95" comes first,
+    // and the one after it goes after.
+    let current: Buffer = Buffer.from(page);
+    current = applyAndCompare(mods, current, "mod-002", mod("mod-002", "Mod 002", ["gameplay"], "91"));
+    current = applyAndCompare(mods, current, "mod-039", mod("mod-039", "Mod 039", ["gameplay"], "99"));
+    expect(current.toString("utf8").indexOf('value="91"')).toBeLessThan(
+      current.toString("utf8").indexOf('value="95"'),
+    );
+    // A build's only item leaves: the build leaves the filter.
+    current = applyAndCompare(mods, current, "mod-030", mod("mod-030", "Mod 030", ["gameplay"], "100"));
+    expect(current.toString("utf8")).not.toContain('value="95"');
+  });
+
   it("answers null for a page in another shape, so the caller renders it whole", () => {
     const mods = new Map([["mod-a", mod("mod-a", "A", [], "100")]]);
     const page = renderCatalogPage(ctx, catalogOf(mods), matrix);
