@@ -1,5 +1,5 @@
 import type { CheckContext, CheckOutcome, PackageCheck } from "../types.ts";
-import type { ZipFinding } from "../zip/reader.ts";
+import type { ZipFinding, ZipReasonCode } from "../zip/reader.ts";
 import { ARCHIVE_KINDS } from "../zip/sniff.ts";
 import {
   blocked,
@@ -79,6 +79,9 @@ export const archiveContentPolicy = {
 
 const { failedWithFindings } = failuresOf(archiveContentPolicy);
 
+/** A finding of this check: the reader's, or one of its own. */
+type Finding = ZipFinding<ZipReasonCode | keyof (typeof archiveContentPolicy)["reasons"]>;
+
 // Presentation only (which reason code a forbidden extension reports); the policy decides what is forbidden.
 const SCRIPT_LIKE = new Set([
   ".bat",
@@ -121,11 +124,11 @@ export function checkArchiveContentPolicy(ctx: CheckContext): CheckOutcome {
   if (pkg.unreadable) {
     return ownerOf(ctx, pkg.unreadable.code) === ID
       ? failedWithFindings([
-          { code: pkg.unreadable.code as ZipFinding["code"], message: pkg.unreadable.message },
+          { code: pkg.unreadable.code as Finding["code"], message: pkg.unreadable.message },
         ])
       : blocked(ID, ownerOf(ctx, pkg.unreadable.code), pkg.unreadable.message);
   }
-  const findings: ZipFinding[] = (pkg.structure?.findings ?? []).filter((f) => ownerOf(ctx, f.code) === ID);
+  const findings: Finding[] = (pkg.structure?.findings ?? []).filter((f) => ownerOf(ctx, f.code) === ID);
   const structural = structureBlocker(ctx);
   if (structural && findings.length === 0) return blocked(ID, structural.check, structural.why);
 
@@ -145,7 +148,7 @@ export function checkArchiveContentPolicy(ctx: CheckContext): CheckOutcome {
     ".html",
   ]);
   const configs = new Set(configExtensions);
-  const add = (name: string, code: ZipFinding["code"], why: string) =>
+  const add = (name: string, code: Finding["code"], why: string) =>
     findings.push({ code, entry: name, message: `${JSON.stringify(name)}: ${why}` });
   for (const { entry, kind } of pkg.entries) {
     if (entry.isDirectory) continue;

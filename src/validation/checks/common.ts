@@ -33,7 +33,7 @@ export function failuresOf<const R extends CheckReasons>(check: { id: string; re
      * Fail with the first finding's code, listing every finding (capped so a hostile archive cannot
      * flood the log). The findings are the check's own: each caller keeps only the codes it reports.
      */
-    failedWithFindings(findings: ZipFinding[], limit = 50): CheckOutcome {
+    failedWithFindings(findings: readonly ZipFinding<string>[], limit = 50): CheckOutcome {
       const first = findings[0]!;
       const lines = findings.slice(0, limit).map((f) => `${f.code}: ${f.message}`);
       if (findings.length > limit) lines.push(`... and ${findings.length - limit} more`);

@@ -1,5 +1,5 @@
 import type { CheckContext, CheckOutcome, PackageCheck } from "../types.ts";
-import type { ZipFinding } from "../zip/reader.ts";
+import type { ZipFinding, ZipReasonCode } from "../zip/reader.ts";
 import { ARCHIVE_KINDS, NATIVE_KINDS } from "../zip/sniff.ts";
 import { blocked, contentBlocker, extensionOf, failuresOf, ownerOf, passed } from "./common.ts";
 
@@ -120,11 +120,14 @@ export const fileSignature = {
 
 const { failedWithFindings } = failuresOf(fileSignature);
 
+/** A finding of this check: the reader's, or one of its own. */
+type Finding = ZipFinding<ZipReasonCode | keyof (typeof fileSignature)["reasons"]>;
+
 export function checkFileSignature(ctx: CheckContext): CheckOutcome {
   const pkg = ctx.pkg;
   if (pkg.unreadable) return blocked(ID, ownerOf(ctx, pkg.unreadable.code), pkg.unreadable.message);
   const { signatures, content } = ctx.policy;
-  const findings: ZipFinding[] = (pkg.structure?.findings ?? []).filter((f) => ownerOf(ctx, f.code) === ID);
+  const findings: Finding[] = (pkg.structure?.findings ?? []).filter((f) => ownerOf(ctx, f.code) === ID);
   // The structural findings are the precise ones (a self-extractor is data_before_first_entry);
   // the package's own signature matters only when they found nothing.
   if (findings.length === 0 && pkg.packageKind && !signatures.package.includes(pkg.packageKind)) {

@@ -1,6 +1,7 @@
 import { requiredPackageCheckIds } from "../../contracts/checks.ts";
 import { ANY_CHECK_REASONS, type OwnedReason, type ReasonInfo } from "../reasons.ts";
 import type { CheckDescriptor } from "../types.ts";
+import type { ZipReasonCode } from "../zip/reader.ts";
 import { antivirusScan } from "./antivirus_scan.ts";
 import { archiveContentPolicy } from "./archive_content_policy.ts";
 import { artifactHash } from "./artifact_hash.ts";
@@ -60,6 +61,13 @@ type ReasonCodeOf<C> = C extends { reasons: infer R } ? keyof R & string : never
 
 /** Every reason code: each check's own, and those any check may report. */
 export type ReasonCode = ReasonCodeOf<(typeof CHECKS)[number]> | keyof typeof ANY_CHECK_REASONS;
+
+/**
+ * Every code the ZIP reader reports (zip/reader.ts ZipReasonCode) is a check's reason code: this
+ * type is `true` only while that holds, and the assignment below fails to compile otherwise.
+ */
+export type ZipCodesAreReasonCodes = [ZipReasonCode] extends [ReasonCode] ? true : false;
+export const ZIP_CODES_ARE_REASON_CODES: ZipCodesAreReasonCodes = true;
 
 /**
  * Every reason code a check can report, with the check that owns it ("*": any check), what it

@@ -1,5 +1,5 @@
 import type { CheckContext, CheckOutcome, PackageCheck } from "../types.ts";
-import type { ZipFinding } from "../zip/reader.ts";
+import type { ZipFinding, ZipReasonCode } from "../zip/reader.ts";
 import { blocked, extensionOf, failuresOf, isUnderDirectory, passed, structureBlocker } from "./common.ts";
 
 const ID = "zip_path_safety";
@@ -122,7 +122,9 @@ export function checkZipPathSafety(ctx: CheckContext): CheckOutcome {
   if (blocker) return blocked(ID, blocker.check, blocker.why);
   const { nativeBinaryExtensions, nativeBinaryDirectory } = ctx.policy.content;
   const native = new Set(nativeBinaryExtensions.map((e) => e.toLowerCase()));
-  const findings: ZipFinding[] = [...ctx.pkg.nameFindings];
+  const findings: ZipFinding<ZipReasonCode | keyof (typeof zipPathSafety)["reasons"]>[] = [
+    ...ctx.pkg.nameFindings,
+  ];
   for (const { entry } of ctx.pkg.entries) {
     if (entry.isDirectory || !native.has(extensionOf(entry.name))) continue;
     if (!isUnderDirectory(entry.name, nativeBinaryDirectory)) {

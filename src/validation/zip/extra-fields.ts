@@ -1,6 +1,5 @@
-import type { ReasonCode } from "../checks/index.ts";
 import { crc32 } from "./crc32.ts";
-import type { ZipFinding } from "./reader.ts";
+import type { ZipFinding, ZipReasonCode } from "./reader.ts";
 
 /**
  * The extra fields of both headers of every entry, held to one rule: a package is safe only if every
@@ -238,7 +237,7 @@ export class ExtraFieldChecker {
     return otherName;
   }
 
-  private refuse(header: Header, label: string, code: ReasonCode, why: string): void {
+  private refuse(header: Header, label: string, code: ZipReasonCode, why: string): void {
     this.findings.push({ code, entry: label, message: `${label}: ${header} extra field: ${why}` });
   }
 
@@ -366,7 +365,7 @@ export class ExtraFieldChecker {
 }
 
 interface BlockProblem {
-  code: ReasonCode;
+  code: ZipReasonCode;
   why: string;
 }
 
