@@ -162,7 +162,7 @@ interface SharedTables {
   state: Uint8Array;
   /** Per entry: its kind's index in FILE_KINDS. */
   kinds: Uint8Array;
-  /** Per entry: its sha256, 32 bytes. */
+  /** Per entry: its sha256 in hex, 64 bytes. */
   digests: Buffer;
   /** Per chunk: 1 once the worker has written all of it. */
   done: Int32Array;
@@ -175,7 +175,7 @@ function sharedTables(count: number, chunks: number): SharedTables {
     keys: new Uint32Array(sab(count * 5 * 4)),
     state: new Uint8Array(sab(count)),
     kinds: new Uint8Array(sab(count)),
-    digests: Buffer.from(sab(count * 32)),
+    digests: Buffer.from(sab(count * 64)),
     done: new Int32Array(sab(chunks * 4)),
   };
 }
@@ -338,6 +338,9 @@ export class InflateWorker {
       this.wake = null;
     }
     this.worker.unref();
+    // Every hex digest at once (the worker has written all it will): one string, and each entry's
+    // sha256 a slice of it, instead of a toString call per entry.
+    const hex = t.digests.toString("latin1", 0, entries.length * 64);
     for (let chunk = 0; chunk < this.chunks; chunk++) {
       if (mine.has(chunk)) continue;
       // The worker died before answering this chunk: the main thread inflates it.
@@ -366,7 +369,7 @@ export class InflateWorker {
           out[i] = {
             verdict: PASSED,
             sizeBytes: entry.uncompressedSize,
-            sha256: t.digests.toString("hex", i * 32, i * 32 + 32),
+            sha256: hex.slice(i * 64, i * 64 + 64),
             kind: FILE_KINDS[t.kinds[i]!]!,
           };
         } else out[i] = inspectEntry(this.bytes, entry);
