@@ -101,9 +101,12 @@ function inspectChunk(at, chunk) {
     const { data } = facts;
     // Anything but a clean entry is left to the main thread, which writes the finding.
     if (facts.unread !== 0 || data.length !== declared || facts.crc !== keys[row + 3]) continue;
+    const kind = KIND_INDEX.get(sniffFileType(sniffWindow(data)));
+    // A kind missing from FILE_KINDS (none should be) is left to the main thread, never misnamed.
+    if (kind === undefined) continue;
+    kinds[i] = kind;
     // In hex, as the report has it: the main thread reads all of them as one string.
     digests.write(hash("sha256", data, "hex"), i * 64, 64, "latin1");
-    kinds[i] = KIND_INDEX.get(sniffFileType(sniffWindow(data)));
     state[i] = 1;
   }
 }

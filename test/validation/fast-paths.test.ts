@@ -18,7 +18,12 @@ import {
   type ZipEntry,
 } from "../../src/validation/zip/reader.ts";
 import { buildZip } from "./zip-builder.ts";
-import { looksLikeText, sniffByEveryMagic, sniffFileType } from "../../src/validation/zip/sniff.ts";
+import {
+  FILE_KINDS,
+  looksLikeText,
+  sniffByEveryMagic,
+  sniffFileType,
+} from "../../src/validation/zip/sniff.ts";
 
 // The validator takes shortcuts for the common case (plain ASCII names, content whose first byte
 // opens no known magic). Each must give exactly what the general path gives.
@@ -256,6 +261,14 @@ describe("first-byte shortcut in sniffFileType", () => {
     // The samples reach the magic kinds as well as the kinds without one.
     for (const kind of ["pe", "zip", "mp3", "tar", "tga", "ue_pak", "text", "unknown"])
       expect(kinds).toContain(kind);
+  });
+
+  it("answers only kinds FILE_KINDS lists (the inflate worker sends a kind as its index there), each listed once", () => {
+    const answered = new Set<string>([sniffFileType(Buffer.alloc(0))]);
+    for (const body of bodies) answered.add(sniffFileType(body));
+    for (const kind of answered) expect(FILE_KINDS).toContain(kind);
+    expect(answered.size).toBeGreaterThan(30);
+    expect(new Set(FILE_KINDS).size).toBe(FILE_KINDS.length);
   });
 });
 
