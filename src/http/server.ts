@@ -7,7 +7,7 @@ import type { AppContext } from "./context.ts";
 import { serveGuide } from "./guides.ts";
 import { HANDLERS } from "./handlers/index.ts";
 import { auditRefusal, auditUnroutedRefusal } from "./refusals.ts";
-import { sendThrown } from "./respond.ts";
+import { sendThrown, setSecurityHeaders } from "./respond.ts";
 import { StaticSite } from "./static-site.ts";
 
 /**
@@ -174,29 +174,33 @@ class RouteCache {
   }
 }
 
+/** Re-exported: the headers moved to respond.ts, beside the answers that carry them. */
+export { SECURITY_HEADERS } from "./respond.ts";
+
+/** What the listener returns for a request answered synchronously (one shared promise, no allocation). */
+const ANSWERED: Promise<void> = Promise.resolve();
+
 /**
  * Routes one request: contract endpoints first (by the endpoint table), then the static site for
- * GET and HEAD. Every failure leaves as the one JSON error body.
+ * GET and HEAD. Every failure leaves as the one JSON error body, and every answer carries
+ * SECURITY_HEADERS.
+ *
+ * A GET or HEAD of a site document held in memory (no endpoint, no guide) is answered first and
+ * synchronously by StaticSite.answerFromMemory: one stat, one writeHead with the file's prebuilt
+ * header list (security headers included), one end. Anything else it declines, having written
+ * nothing, and the request takes the general path below, which sets the security headers first.
  */
-/**
- * Sent with every response of the local server (vercel.json sends the same): no page may be framed
- * (clickjacking; a <meta> CSP cannot carry frame-ancestors, so it is a header), no type is sniffed,
- * no URL leaks to another site through Referer. The pages' own <meta> policy still applies beside it.
- */
-export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  "content-security-policy": "frame-ancestors 'none'",
-  "x-frame-options": "DENY",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-};
-
 export function createRequestListener(app: AppContext, site = new StaticSite(app.siteDir)) {
   const targets = new RouteCache();
-  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const method = req.method ?? "GET";
-    for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
+  const route = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    method: string,
+    url: URL,
+    match: EndpointMatch,
+  ): Promise<void> => {
+    setSecurityHeaders(res);
     try {
-      const { url, match } = targets.resolve(method, req);
       if (await dispatchMatched(req, res, url, match, app)) return;
       if (method !== "GET" && method !== "HEAD") {
         res.setHeader("allow", "GET, HEAD");
@@ -207,6 +211,28 @@ export function createRequestListener(app: AppContext, site = new StaticSite(app
     } catch (error) {
       sendThrown(req, res, error, app.log);
     }
+  };
+  return (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const method = req.method ?? "GET";
+    let resolved: { url: URL; match: EndpointMatch };
+    try {
+      resolved = targets.resolve(method, req);
+      const { url, match } = resolved;
+      if (
+        !match &&
+        (method === "GET" || method === "HEAD") &&
+        // Guides (/docs/{name}.md) answer before the site: that path never takes the shortcut.
+        !url.pathname.startsWith("/docs/") &&
+        site.answerFromMemory(req, res, url.pathname)
+      ) {
+        return ANSWERED;
+      }
+    } catch (error) {
+      if (!res.headersSent) setSecurityHeaders(res);
+      sendThrown(req, res, error, app.log);
+      return ANSWERED;
+    }
+    return route(req, res, method, resolved.url, resolved.match);
   };
 }
 

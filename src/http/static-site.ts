@@ -6,6 +6,7 @@ import { gzipSync } from "node:zlib";
 import { EXTENSIONLESS_ROUTES } from "../contracts/urls.ts";
 import { SvcError } from "../errors.ts";
 import { artifactSegments, type PublishedArtifacts, publishedArtifactsFor } from "./published-artifacts.ts";
+import { SECURITY_HEADERS } from "./respond.ts";
 
 const CONTENT_TYPES: Record<string, string> = {
   ".json": "application/json; charset=utf-8",
@@ -43,6 +44,84 @@ interface CachedFile {
   body?: Buffer;
   gzip?: Buffer;
   etag: string;
+  /** Set when the whole file is in memory: what answerFromMemory writes. */
+  answers?: MemoryAnswers;
+}
+
+/**
+ * The answers of one file held in memory, built once when it is loaded: flat header lists for
+ * writeHead (name, value, name, value...), security headers first, then the headers serve() would
+ * send, in its order. A flat list with no header set before it is Node's cheapest writeHead: no
+ * per-request header object, no setHeader calls.
+ */
+interface MemoryAnswers {
+  /** The stat the entry was loaded under: a request is answered from memory only while it is unchanged. */
+  size: number;
+  mtimeMs: number;
+  ino: number;
+  identity200: string[];
+  identity304: string[];
+  /** Present when the file has a gzip form. */
+  gzip: { etag: string; ok200: string[]; notModified304: string[] } | null;
+}
+
+/** Pathnames longer than this are resolved every time and never held in memory. */
+const ROUTE_CACHE_PATHNAME_CHARS = 512;
+const ROUTE_CACHE_ENTRIES = 1024;
+const SECURITY_HEADER_LIST = Object.entries(SECURITY_HEADERS).flat();
+const GZIP_TOKEN = /\bgzip\b/;
+
+function cacheControlFor(rel: string): string {
+  return rel.startsWith("downloads/")
+    ? "public, max-age=31536000, immutable"
+    : "public, max-age=0, must-revalidate";
+}
+
+/** The header lists of serve()'s answers for a file wholly in memory (see MemoryAnswers). */
+function memoryAnswers(rel: string, stats: Stats, file: CachedFile, body: Buffer): MemoryAnswers {
+  const ext = extension(rel);
+  const cacheControl = cacheControlFor(rel);
+  const vary = file.gzip ? ["vary", "Accept-Encoding"] : [];
+  const ok200 = (etag: string, encoded: Buffer | null): string[] => [
+    ...SECURITY_HEADER_LIST,
+    "content-type",
+    CONTENT_TYPES[ext] ?? "application/octet-stream",
+    "etag",
+    etag,
+    "cache-control",
+    cacheControl,
+    "accept-ranges",
+    file.gzip ? "none" : "bytes",
+    ...vary,
+    ...(ext === ".json" ? ["access-control-allow-origin", "*"] : []),
+    ...(encoded ? ["content-encoding", "gzip", "content-length", String(encoded.length)] : []),
+    ...(encoded ? [] : ["content-length", String(body.length)]),
+  ];
+  const notModified304 = (etag: string): string[] => [
+    ...SECURITY_HEADER_LIST,
+    "etag",
+    etag,
+    "cache-control",
+    cacheControl,
+    ...vary,
+  ];
+  const gzipEtag = `${file.etag.slice(0, -1)}-gzip"`;
+  return {
+    size: stats.size,
+    mtimeMs: stats.mtimeMs,
+    ino: stats.ino,
+    identity200: ok200(file.etag, null),
+    identity304: notModified304(file.etag),
+    gzip: file.gzip
+      ? { etag: gzipEtag, ok200: ok200(gzipEtag, file.gzip), notModified304: notModified304(gzipEtag) }
+      : null,
+  };
+}
+
+/** statSync without an exception for a missing file (exceptions cost microseconds); null also for a non-file. */
+function statFile(path: string): Stats | null {
+  const stats = statSync(path, { throwIfNoEntry: false });
+  return stats?.isFile() ? stats : null;
 }
 
 function extension(path: string): string {
@@ -76,6 +155,12 @@ export function resolveSitePath(pathname: string): string | null {
 export class StaticSite {
   readonly root: string;
   private readonly cache = new Map<string, CachedFile>();
+  /**
+   * Request pathnames resolved to a site file (relative and absolute path), or null when
+   * resolveSitePath refuses them or they are artifacts (never answered from memory). A pure
+   * function of the pathname and the root, so nothing here can go stale; full, it starts over.
+   */
+  private readonly routes = new Map<string, { rel: string; path: string } | null>();
   private readonly artifacts: PublishedArtifacts;
 
   constructor(root: string, artifacts: PublishedArtifacts = publishedArtifactsFor(root)) {
@@ -90,6 +175,66 @@ export class StaticSite {
     } catch {
       return null;
     }
+  }
+
+  private route(pathname: string): { rel: string; path: string } | null {
+    let route = this.routes.get(pathname);
+    if (route !== undefined) return route;
+    const rel = resolveSitePath(pathname);
+    route = rel === null || rel.startsWith("downloads/mods/") ? null : { rel, path: join(this.root, rel) };
+    if (pathname.length <= ROUTE_CACHE_PATHNAME_CHARS) {
+      if (this.routes.size >= ROUTE_CACHE_ENTRIES) this.routes.clear();
+      this.routes.set(pathname, route);
+    }
+    return route;
+  }
+
+  /**
+   * Answers GET/HEAD of a site file whose whole body is in memory, when the answer is a 200 of the
+   * whole body (identity or gzip) or a 304, with exactly what serve() would send; false, having
+   * written nothing, for anything else (not loaded yet, changed, a Range on a file without a gzip
+   * form, an artifact, no such file), which serve() then answers. Freshness is serve()'s: one stat
+   * per request, and the memory is used only while size, mtime and inode are those it was loaded
+   * under, so a document replaced by rename is never answered from memory. Synchronous: no
+   * promise, no await, no per-request header object.
+   */
+  answerFromMemory(req: IncomingMessage, res: ServerResponse, pathname: string): boolean {
+    const route = this.route(pathname);
+    if (route === null) return false;
+    const file = this.cache.get(route.rel);
+    const answers = file?.answers;
+    if (answers === undefined) return false;
+    let stats: Stats | null;
+    try {
+      stats = statFile(route.path);
+    } catch {
+      return false; // EACCES and the like: serve() decides.
+    }
+    if (
+      stats === null ||
+      stats.size !== answers.size ||
+      stats.mtimeMs !== answers.mtimeMs ||
+      stats.ino !== answers.ino
+    ) {
+      return false;
+    }
+    const headers = req.headers;
+    const acceptEncoding = headers["accept-encoding"];
+    const gzip =
+      answers.gzip !== null && acceptEncoding !== undefined && GZIP_TOKEN.test(acceptEncoding)
+        ? answers.gzip
+        : null;
+    const ifNoneMatch = headers["if-none-match"];
+    if (ifNoneMatch !== undefined && etagMatches(ifNoneMatch, gzip ? gzip.etag : file!.etag)) {
+      res.writeHead(304, gzip ? gzip.notModified304 : answers.identity304);
+      res.end();
+      return true;
+    }
+    // serve() honours Range only for a file without a gzip form.
+    if (answers.gzip === null && headers.range !== undefined) return false;
+    res.writeHead(200, gzip ? gzip.ok200 : answers.identity200);
+    res.end(req.method === "HEAD" ? undefined : gzip ? file!.gzip : file!.body);
+    return true;
   }
 
   private async load(rel: string, stats: Stats): Promise<CachedFile> {
@@ -107,6 +252,8 @@ export class StaticSite {
     if (keep) {
       entry.body = Buffer.concat(chunks);
       if (COMPRESSIBLE.has(extension(rel)) && entry.body.length > 512) entry.gzip = gzipSync(entry.body);
+      // Bytes read while the file changed under the stat are served by serve() only (it re-stats).
+      if (entry.body.length === stats.size) entry.answers = memoryAnswers(rel, stats, entry, entry.body);
     }
     this.cache.set(rel, entry);
     return entry;
@@ -143,9 +290,7 @@ export class StaticSite {
     const headers: Record<string, string | number> = {
       "content-type": CONTENT_TYPES[ext] ?? "application/octet-stream",
       etag,
-      "cache-control": rel.startsWith("downloads/")
-        ? "public, max-age=31536000, immutable"
-        : "public, max-age=0, must-revalidate",
+      "cache-control": cacheControlFor(rel),
       "x-content-type-options": "nosniff",
       "accept-ranges": useGzip || file.gzip ? "none" : "bytes",
     };
