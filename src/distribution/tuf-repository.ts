@@ -16,7 +16,7 @@ import {
 } from "./tuf-layout.ts";
 import { assertOnlineKeysOf, loadLatestRoot, requireRoot } from "./tuf-root.ts";
 import { loadBin, loadSignedState, type SignedState } from "./tuf-signed-state.ts";
-import { checkedArtifactTarget, collectSiteTargets, hashSiteFile } from "./tuf-site-targets.ts";
+import { checkedArtifactTarget, collectPlacedTargets, hashSiteFile } from "./tuf-site-targets.ts";
 import { signSnapshot } from "./tuf-snapshot.ts";
 import {
   delegatesToBins,
@@ -178,12 +178,13 @@ export function signSite(
       !signedByTargetsKey(state.targets, keys),
     targetCount: 0,
   };
-  const siteTargets = collectSiteTargets(siteDir);
+  const siteTargets = collectPlacedTargets(siteDir);
   plan.targetCount = siteTargets.length;
   const newestPage = newestChangesPage(siteTargets.map((t) => t.path));
+  const bins = allBins().map((bin) => plan.bins.get(bin)!);
   for (const t of siteTargets) {
     if (isTopLevelTarget(t.path, newestPage)) plan.topLevel.set(t.path, t);
-    else plan.bins.get(binForTarget(t.path))!.set(t.path, t);
+    else bins[t.bin]!.set(t.path, t);
   }
   return applyPlan(dir, root, keys, state, plan, now(), options.liveTimestampVersion);
 }

@@ -1,13 +1,21 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative, sep } from "node:path";
+import { join } from "node:path";
 import { sha256Hex } from "../lib/hash.ts";
 import { DistributionError } from "./errors.ts";
-import { artifactTargetPath, type CatalogVersionLike, type SiteTarget } from "./tuf-layout.ts";
-
-interface CatalogLike {
-  baseUrl: string;
-  mods: Array<{ id: string; versions: CatalogVersionLike[] }>;
-}
+import {
+  catalogModsOf,
+  digestFiles,
+  type ListedReleases,
+  PARSE_CATALOG,
+  PARSE_VERSIONS,
+  RELEASE_STRIDE,
+} from "./tuf-hash-pool.ts";
+import {
+  artifactTargetPath,
+  BIN_BIT_LENGTH,
+  type CatalogVersionLike,
+  type SiteTarget,
+} from "./tuf-layout.ts";
 
 // Whole and synchronous, unlike lib/hash.ts's streaming hashFile: signing is synchronous end to end
 // (it runs under the publish lock right after the commit).
@@ -17,103 +25,100 @@ export function hashSiteFile(path: string): { length: number; sha256: string } {
 }
 
 // Not lib/walk.ts's listFilesUnder: dot-names (an atomic writer's temporaries) are never targets.
-// Entries come typed from readdir: no stat per file (a full signing walks ~100,000 of them).
-function listFiles(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  const out: string[] = [];
-  const walk = (d: string) => {
+// Entries come typed from readdir: no stat per file (a full signing walks ~100,000 of them). Each
+// file's site path (`/`-separated, relative to the site) is built along the walk.
+function listFiles(siteDir: string, under: string, full: string[], paths: string[]): void {
+  const top = join(siteDir, ...under.split("/"));
+  if (!existsSync(top)) return;
+  const walk = (d: string, rel: string) => {
     const entries = readdirSync(d, { withFileTypes: true }).sort((a, b) =>
       a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
     );
     for (const entry of entries) {
       if (entry.name.startsWith(".")) continue;
-      const full = join(d, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (entry.isFile()) out.push(full);
+      const file = join(d, entry.name);
+      const path = `${rel}/${entry.name}`;
+      if (entry.isDirectory()) walk(file, path);
+      else if (entry.isFile()) {
+        full.push(file);
+        paths.push(path);
+      }
       // A link (or a type readdir cannot name): what it resolves to decides.
-      else if (statSync(full).isDirectory()) walk(full);
-      else out.push(full);
+      else if (statSync(file).isDirectory()) walk(file, path);
+      else {
+        full.push(file);
+        paths.push(path);
+      }
     }
   };
-  walk(dir);
-  return out;
-}
-
-function sitePath(siteDir: string, full: string): string {
-  return relative(siteDir, full).split(sep).join("/");
+  walk(top, under);
 }
 
 const VERSIONS_DOCUMENT = /^api\/v1\/mods\/([^/]+)\/versions\.json$/;
+const CATALOG = "api/v1/catalog.json";
+
+/** A target with the index of its bin (binForTarget's bin, as allBins() numbers them). */
+export interface PlacedTarget extends SiteTarget {
+  bin: number;
+}
 
 /**
  * Every target of the site: each contract document under api/v1, each artifact under downloads/,
  * and each externally hosted artifact a per-mod versions document (or the catalog) lists. A served
  * artifact whose bytes disagree with the sha256 its document records is never signed. Each file is
- * read once: a versions document is hashed and parsed from the same bytes.
+ * read once, on both cores (digestFiles): a versions document and the catalog are hashed and parsed
+ * from the same bytes. Sorted by path.
  */
 export function collectSiteTargets(siteDir: string): SiteTarget[] {
-  const targets = new Map<string, SiteTarget>();
-  const listed: Array<{ modId: string; version: CatalogVersionLike }> = [];
-  const inVersionsDocuments: typeof listed = [];
-  for (const full of [...listFiles(join(siteDir, "api", "v1")), ...listFiles(join(siteDir, "downloads"))]) {
-    const path = sitePath(siteDir, full);
-    const bytes = readFileSync(full);
-    targets.set(path, { path, length: bytes.length, sha256: sha256Hex(bytes) });
-    const modId = VERSIONS_DOCUMENT.exec(path)?.[1];
-    if (!modId) continue;
-    const document = JSON.parse(bytes.toString("utf8")) as { versions?: CatalogVersionLike[] };
-    for (const version of document.versions ?? []) inVersionsDocuments.push({ modId, version });
-  }
-  const catalogFile = join(siteDir, "api", "v1", "catalog.json");
-  if (existsSync(catalogFile)) {
-    for (const mod of catalogMods(readFileSync(catalogFile)))
-      for (const version of mod.versions ?? []) listed.push({ modId: mod.id, version });
-  }
-  // The versions documents after the catalog: where both list a version, theirs is signed.
-  for (const { modId, version } of [...listed, ...inVersionsDocuments]) {
-    const target = checkedArtifactTarget(siteDir, modId, version, (path) => targets.get(path));
-    if (target) targets.set(target.path, target);
-  }
-  return [...targets.values()].sort((a, b) => (a.path < b.path ? -1 : 1));
+  return collectPlacedTargets(siteDir)
+    .map(({ bin: _bin, ...target }) => target)
+    .sort((a, b) => (a.path < b.path ? -1 : 1));
 }
 
-const MODS_ARRAY = Buffer.from('\n  "mods": [');
-const ENTRY_START = Buffer.from('\n    {\n      "id": ');
-const ENTRY_END = Buffer.from("\n    }");
-const ARRAY_END = Buffer.from("\n  ]\n}\n");
+/** collectSiteTargets' targets, each with its bin, in no particular order (signing sorts each bin). */
+export function collectPlacedTargets(siteDir: string): PlacedTarget[] {
+  const files: string[] = [];
+  const paths: string[] = [];
+  listFiles(siteDir, "api/v1", files, paths);
+  listFiles(siteDir, "downloads", files, paths);
+  const kinds = new Uint8Array(paths.length);
+  paths.forEach((path, i) => {
+    if (VERSIONS_DOCUMENT.test(path)) kinds[i] = PARSE_VERSIONS;
+    else if (path === CATALOG) kinds[i] = PARSE_CATALOG;
+  });
+  const digests = digestFiles(siteDir, paths, kinds, BIN_BIT_LENGTH);
+  const targets = new Map<string, PlacedTarget>();
+  paths.forEach((path, i) => {
+    targets.set(path, { path, length: digests.length(i), sha256: digests.sha256(i), bin: digests.bin(i) });
+  });
+  const signedTarget = (path: string) => targets.get(path);
+  const add = (releases: ListedReleases) => {
+    for (let k = 0; k < releases.length; k += RELEASE_STRIDE) {
+      const path = releases[k] as string;
+      const bin = releases[k + 1] as number;
+      const length = releases[k + 2] as number;
+      const sha256 = releases[k + 3] as string;
+      const url = releases[k + 4] as string;
+      if (!path.startsWith("downloads/")) {
+        targets.set(path, { path, length, sha256, url, bin });
+        continue;
+      }
+      const served = checkedServedTarget(siteDir, path, { length, sha256 }, signedTarget);
+      if (served) targets.set(path, { ...served, bin });
+    }
+  };
+  // The catalog's releases first, then the versions documents': where both list a version, theirs is signed.
+  const catalogAt = paths.indexOf(CATALOG);
+  const inCatalog = digests.listed.get(catalogAt);
+  if (inCatalog) add(inCatalog);
+  const documents = [...digests.listed.keys()].filter((i) => i !== catalogAt).sort((a, b) => a - b);
+  for (const i of documents) add(digests.listed.get(i)!);
+  return [...targets.values()];
+}
 
-/**
- * The catalog's mods, each parsed on its own where the document has the layout serializeDocument
- * writes ("mods" its last field, each entry an object at indent 4 whose first key is "id"; a raw
- * newline is never inside a string, so "\n    }" closes the entry): at 50,000 mods one JSON.parse of
- * the 73 MB document built an object graph of ~0.5 GB for the few fields read here. Entries must
- * follow one another exactly to the array's end; any other layout is parsed whole.
- */
+/** The catalog's mods (see catalogModsOf: entry by entry where its layout allows). */
 export function catalogMods(bytes: Buffer): Array<{ id: string; versions?: CatalogVersionLike[] }> {
-  const whole = () => (JSON.parse(bytes.toString("utf8")) as Partial<CatalogLike>).mods ?? [];
-  const at = bytes.indexOf(MODS_ARRAY);
-  if (at === -1) return whole();
-  const mods: Array<{ id: string; versions?: CatalogVersionLike[] }> = [];
-  let next = at + MODS_ARRAY.length;
-  if (bytes[next] === 93 /* ] */) return whole();
-  for (;;) {
-    if (!bytes.subarray(next, next + ENTRY_START.length).equals(ENTRY_START)) return whole();
-    const end = bytes.indexOf(ENTRY_END, next + ENTRY_START.length);
-    if (end === -1) return whole();
-    try {
-      mods.push(JSON.parse(bytes.toString("utf8", next, end + ENTRY_END.length)));
-    } catch {
-      return whole();
-    }
-    next = end + ENTRY_END.length;
-    if (bytes[next] === 44 /* , */) {
-      next++;
-      continue;
-    }
-    return next + ARRAY_END.length === bytes.length && bytes.subarray(next).equals(ARRAY_END)
-      ? mods
-      : whole();
-  }
+  return catalogModsOf(bytes) as Array<{ id: string; versions?: CatalogVersionLike[] }>;
 }
 
 /**
@@ -131,6 +136,21 @@ export function checkedArtifactTarget(
   if (!path.startsWith("downloads/")) {
     return { path, length: version.packageSizeBytes, sha256: version.sha256, url: version.packageUrl };
   }
+  return checkedServedTarget(
+    siteDir,
+    path,
+    { length: version.packageSizeBytes, sha256: version.sha256 },
+    signedTarget,
+  );
+}
+
+/** A served artifact's target (see checkedArtifactTarget): null when it is signed already. */
+function checkedServedTarget(
+  siteDir: string,
+  path: string,
+  recorded: { length: number; sha256: string },
+  signedTarget: (path: string) => SiteTarget | undefined,
+): SiteTarget | null {
   const signed = signedTarget(path);
   let served = signed;
   if (!served) {
@@ -143,11 +163,11 @@ export function checkedArtifactTarget(
     }
     served = { path, ...hashSiteFile(full) };
   }
-  if (served.sha256 !== version.sha256 || served.length !== version.packageSizeBytes) {
+  if (served.sha256 !== recorded.sha256 || served.length !== recorded.length) {
     throw new DistributionError(
       "artifact_mismatch",
       `site/${path} does not match the sha256/size its catalog entry records; refusing to sign it`,
-      { path, served, recorded: { sha256: version.sha256, length: version.packageSizeBytes } },
+      { path, served, recorded: { sha256: recorded.sha256, length: recorded.length } },
     );
   }
   // Hashed just now: the commit did not name the artifact (linked in rather than written).

@@ -8,7 +8,8 @@ import {
   TUF_DIR,
 } from "./tuf-layout.ts";
 import { expiresWithin, loadBin, nextVersion, type SnapshotState } from "./tuf-signed-state.ts";
-import type { SigningRun } from "./tuf-versioned-files.ts";
+import { type BinParts, signedText } from "./tuf-file-writer.ts";
+import { PARALLEL_BINS_FROM, type SigningRun } from "./tuf-versioned-files.ts";
 
 type Signer = (data: Buffer) => Signature;
 
@@ -120,6 +121,18 @@ function canonicalString(text: string): string {
 }
 
 /**
+ * Characters, besides `"`, that canonical JSON or JSON.stringify would write otherwise than as
+ * themselves: a value without any of them (and without a quote) is written `"value"` by both.
+ */
+const ESCAPED_BUT_QUOTES = /[\\\u0000-\u001f\ud800-\udfff]/;
+
+function countQuotes(text: string): number {
+  let count = 0;
+  for (let at = text.indexOf('"'); at !== -1; at = text.indexOf('"', at + 1)) count++;
+  return count;
+}
+
+/**
  * The file of one signed bin, built directly: the same bytes as signing a LinearTargets with
  * Metadata.sign (canonical JSON of `signed`) and writing it with serializeCompact, which a test
  * holds it to. The library's way builds a TargetFile per target and canonicalizes generic objects
@@ -132,24 +145,58 @@ export function signedBinText(
   expires: string,
   targets: Iterable<SiteTarget>,
 ): string {
-  const sorted = [...targets].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const parts = binParts(version, expires, targets);
+  return signedText(signer(Buffer.from(parts.canonical)), parts.signed);
+}
+
+/**
+ * Targets in path order (canonical JSON's key order: UTF-16 code units). Paths are unique; sorting
+ * the paths themselves with the default order runs without a comparator call per comparison.
+ */
+function sortedByPath(targets: Iterable<SiteTarget> | ReadonlyMap<string, SiteTarget>): SiteTarget[] {
+  let byPath: ReadonlyMap<string, SiteTarget>;
+  if (targets instanceof Map) byPath = targets;
+  else {
+    const map = new Map<string, SiteTarget>();
+    for (const t of targets as Iterable<SiteTarget>) map.set(t.path, t);
+    byPath = map;
+  }
+  return [...byPath.keys()].sort().map((path) => byPath.get(path)!);
+}
+
+/** The two halves of a signed bin's file (see signedBinText), before it is signed. */
+export function binParts(
+  version: number,
+  expires: string,
+  targets: Iterable<SiteTarget> | ReadonlyMap<string, SiteTarget>,
+): BinParts {
+  const sorted = sortedByPath(targets);
   // Canonical: keys sorted (custom < hashes < length; _type < expires < spec_version < targets < version).
-  const canonicalTargets: string[] = [];
-  const jsonTargets: string[] = [];
+  // First as if no value needed escaping (almost always so), then checked on the text as a whole:
+  // none of the characters either JSON escapes, and exactly the quotes written around the values.
+  let canonicalTargets = "";
+  let jsonTargets = "";
+  let quotes = 0;
   for (const t of sorted) {
     if (!Number.isSafeInteger(t.length)) throw new TypeError(`${t.path}: length must be an integer`);
-    const custom = t.url ? `"custom":{"url":${canonicalString(t.url)}},` : "";
-    canonicalTargets.push(
-      `${canonicalString(t.path)}:{${custom}"hashes":{"sha256":${canonicalString(t.sha256)}},"length":${t.length}}`,
-    );
-    jsonTargets.push(
-      `${JSON.stringify(t.path)}:{"length":${t.length},"hashes":{"sha256":${JSON.stringify(t.sha256)}}${t.url ? `,"custom":{"url":${JSON.stringify(t.url)}}` : ""}}`,
-    );
+    const comma = canonicalTargets === "" ? "" : ",";
+    canonicalTargets += `${comma}"${t.path}":{${t.url ? `"custom":{"url":"${t.url}"},` : ""}"hashes":{"sha256":"${t.sha256}"},"length":${t.length}}`;
+    jsonTargets += `${comma}"${t.path}":{"length":${t.length},"hashes":{"sha256":"${t.sha256}"}${t.url ? `,"custom":{"url":"${t.url}"}` : ""}}`;
+    quotes += t.url ? 16 : 10;
   }
-  const canonical = `{"_type":"targets","expires":${canonicalString(expires)},"spec_version":${canonicalString(TUF_SPEC_VERSION)},"targets":{${canonicalTargets.join(",")}},"version":${version}}`;
-  const signature = signer(Buffer.from(canonical));
-  const signed = `{"_type":"targets","spec_version":${JSON.stringify(TUF_SPEC_VERSION)},"version":${version},"expires":${JSON.stringify(expires)},"targets":{${jsonTargets.join(",")}}}`;
-  return `{"signatures":[${JSON.stringify(signature.toJSON())}],"signed":${signed}}\n`;
+  if (ESCAPED_BUT_QUOTES.test(canonicalTargets) || countQuotes(canonicalTargets) !== quotes) {
+    canonicalTargets = "";
+    jsonTargets = "";
+    for (const t of sorted) {
+      const comma = canonicalTargets === "" ? "" : ",";
+      const custom = t.url ? `"custom":{"url":${canonicalString(t.url)}},` : "";
+      canonicalTargets += `${comma}${canonicalString(t.path)}:{${custom}"hashes":{"sha256":${canonicalString(t.sha256)}},"length":${t.length}}`;
+      jsonTargets += `${comma}${JSON.stringify(t.path)}:{"length":${t.length},"hashes":{"sha256":${JSON.stringify(t.sha256)}}${t.url ? `,"custom":{"url":${JSON.stringify(t.url)}}` : ""}}`;
+    }
+  }
+  const canonical = `{"_type":"targets","expires":${canonicalString(expires)},"spec_version":${canonicalString(TUF_SPEC_VERSION)},"targets":{${canonicalTargets}},"version":${version}}`;
+  const signed = `{"_type":"targets","spec_version":${JSON.stringify(TUF_SPEC_VERSION)},"version":${version},"expires":${JSON.stringify(expires)},"targets":{${jsonTargets}}}`;
+  return { canonical, signed };
 }
 
 /**
@@ -176,7 +223,9 @@ export function signBins(
       continue;
     }
     const version = nextBinVersion(previousVersion, run.at);
-    run.files.write(`${version}.${bin}.json`, signedBinText(signer, version, binExpires, targets.values()));
+    // Many bins (a full signing): signed, written and fsynced on a worker while the next is built.
+    if (bins.size >= PARALLEL_BINS_FROM) run.files.useWriter(run.keys.keys.targets);
+    run.files.writeBin(`${version}.${bin}.json`, binParts(version, binExpires, targets), signer);
     run.written.push(`${TUF_DIR}/${version}.${bin}.json`);
     run.snapshotMeta.set(`${bin}.json`, version);
     resignedBins.push(bin);

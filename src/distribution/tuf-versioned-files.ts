@@ -2,10 +2,15 @@ import { linkSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fsyncAll } from "../lib/fsync-many.ts";
 import { sha256Hex } from "../lib/hash.ts";
-import type { OnlineKeys } from "./tuf-keys.ts";
+import type { Signature } from "@tufjs/models";
+import { type BinParts, FileWriter, signedText } from "./tuf-file-writer.ts";
+import type { OnlineKeys, TufKeyFile } from "./tuf-keys.ts";
 
 /** Versioned targets/snapshot files kept behind the newest, for clients mid-refresh. */
 const KEEP_OLD_VERSIONS = 3;
+
+/** From this many bins to re-sign on, a run signs and writes them on a worker (FileWriter). */
+export const PARALLEL_BINS_FROM = 64;
 
 /**
  * The new versioned files of one signing run (bins, targets, snapshot). They never replace a file a
@@ -14,14 +19,26 @@ const KEEP_OLD_VERSIONS = 3;
  * at once on a worker (lib/fsync-many.ts: the 1,024 bins of a full signing took ~4 s of fsyncs one
  * by one on this VM's disk, ~0.3 s concurrently).
  * Files with identical bytes — the empty bins of a full signing, same version and expiry — are
- * hard links to one file.
+ * hard links to one file. A run that re-signs many bins (`useWriter`) hands every file from then on
+ * to a FileWriter, which signs each bin, writes and fsyncs on a worker while this thread builds the
+ * next bin's text.
  */
 export class VersionedFiles {
   private readonly bySha256 = new Map<string, string>();
   private readonly toSync: string[] = [];
+  private writer: FileWriter | null = null;
   constructor(private readonly dir: string) {}
 
+  /** Signs and writes from now on on a worker with this targets key (no worker to be had: here). */
+  useWriter(key: TufKeyFile): void {
+    if (!this.writer) this.writer = FileWriter.start(this.dir, { pem: key.privateKey, keyid: key.keyid });
+  }
+
   write(name: string, text: string): void {
+    if (this.writer) {
+      this.writer.write(name, text);
+      return;
+    }
     const file = join(this.dir, name);
     // A leftover of a run that stopped before its timestamp: never served, safe to replace.
     rmSync(file, { force: true });
@@ -36,8 +53,18 @@ export class VersionedFiles {
     this.toSync.push(file);
   }
 
+  /** A bin: `parts` signed with `signer` here, or with the writer's key (the same targets key) on the worker. */
+  writeBin(name: string, parts: BinParts, signer: (data: Buffer) => Signature): void {
+    if (this.writer) this.writer.writeSigned(name, parts.canonical, parts.signed);
+    else this.write(name, signedText(signer(Buffer.from(parts.canonical)), parts.signed));
+  }
+
   sync(): void {
-    fsyncAll([...this.toSync, this.dir]);
+    const writer = this.writer;
+    this.writer = null;
+    // The writer's files and the folder; then any written here before it started.
+    writer?.finish();
+    if (!writer || this.toSync.length > 0) fsyncAll([...this.toSync, this.dir]);
   }
 }
 

@@ -42,21 +42,55 @@ describe("signing fast paths hold to the library's bytes", () => {
         url: 'https://example.test/rel/"x"\\y?z=1&é',
       },
       { path: "downloads/mods/é-mod/2.0.0/é-mod-2.0.0.zip", length: 42, sha256: "01".repeat(32) },
+      // Written as itself by both JSONs (the common case), and with a control character or a surrogate pair.
+      {
+        path: "external/mods/plain/1.0.0/plain-1.0.0.zip",
+        length: 7,
+        sha256: "23".repeat(32),
+        url: "https://github.example.test/o/r/releases/download/1.0.0/plain-1.0.0.zip",
+      },
+      { path: "api/v1/mods/tab\there/index.json", length: 1, sha256: "45".repeat(32) },
+      {
+        path: "api/v1/mods/emoji-\u{1F600}/index.json",
+        length: 2,
+        sha256: "67".repeat(32),
+        url: "https://x.test/\u{1F600}",
+      },
     ];
     const expires = "2027-02-24T12:00:00Z";
-    const signed = new LinearTargets({ version: 7, specVersion: TUF_SPEC_VERSION, expires });
-    for (const t of [...targets].sort((a, b) => (a.path < b.path ? -1 : 1)))
-      signed.addTarget(
-        new TargetFile({
-          path: t.path,
-          length: t.length,
-          hashes: { sha256: t.sha256 },
-          ...(t.url ? { unrecognizedFields: { custom: { url: t.url } } } : {}),
-        }),
-      );
-    const metadata = new Metadata(signed);
-    metadata.sign(signer);
-    expect(signedBinText(signer, 7, expires, targets)).toBe(serializeCompact(metadata));
+    const library = (set: typeof targets) => {
+      const signed = new LinearTargets({ version: 7, specVersion: TUF_SPEC_VERSION, expires });
+      for (const t of [...set].sort((a, b) => (a.path < b.path ? -1 : 1)))
+        signed.addTarget(
+          new TargetFile({
+            path: t.path,
+            length: t.length,
+            hashes: { sha256: t.sha256 },
+            ...(t.url ? { unrecognizedFields: { custom: { url: t.url } } } : {}),
+          }),
+        );
+      const metadata = new Metadata(signed);
+      metadata.sign(signer);
+      return serializeCompact(metadata);
+    };
+    const plain = targets.filter(
+      (t) => !/["\\\u0000-\u001f\ud800-\udfff]/.test(`${t.path}${t.sha256}${t.url ?? ""}`),
+    );
+    expect(plain).toHaveLength(4);
+    // Every kind of value at once; only values written as themselves (the written-as-is path); and
+    // each single escaped character among them (a quote alone, a backslash alone: the checks on the whole text).
+    const sets = [
+      targets,
+      plain,
+      [...plain, { path: 'api/v1/mods/q"uote/index.json', length: 3, sha256: "89".repeat(32) }],
+      [...plain, { path: "api/v1/mods/back\\slash/index.json", length: 4, sha256: "89".repeat(32) }],
+      [...plain, { path: "api/v1/mods/u/index.json", length: 5, sha256: '"'.repeat(64) }],
+      [
+        ...plain,
+        { path: "api/v1/mods/v/index.json", length: 6, sha256: "ab".repeat(32), url: 'https://x.test/"' },
+      ],
+    ];
+    for (const set of sets) expect(signedBinText(signer, 7, expires, set)).toBe(library(set));
     // And what the library reads back verifies with the key (the signature covers canonical JSON).
     const empty = new Metadata(new LinearTargets({ version: 1, specVersion: TUF_SPEC_VERSION, expires }));
     empty.sign(signer);
