@@ -131,10 +131,14 @@ function keptTimestampText(
   return undefined;
 }
 
+/** How many entries are checked with the schema at once (the head's own checks paid once per batch). */
+const CHECK_BATCH = 256;
+
 /**
  * A document of the form { ...head, mods: [entries] } (mods its last key), made entry by entry.
- * Each added entry is serialized once, parsed back (the value a page is rendered from is the very
- * text written) and checked with the document's schema as the only entry of the head's document.
+ * Each added entry is serialized once and parsed back (the value a page is rendered from is the very
+ * text written); the entries are checked with the document's schema a batch at a time, as the mods
+ * of a document with a valid head, and the real head once, when the document is stamped.
  */
 export class ListDocument {
   readonly path: string;
@@ -143,8 +147,11 @@ export class ListDocument {
   /** Each entry's text as the document carries it (indented), in order. */
   private readonly items: string[] = [];
   private readonly issues: SchemaIssue[] = [];
-  /** A valid head the entries are checked inside (the real head is checked once, at the end). */
+  /** A valid head the entries are checked inside. */
   private readonly probeHead: Record<string, unknown>;
+  /** Parsed entries not checked yet, and the index of the first. */
+  private batch: unknown[] = [];
+  private batchStart = 0;
 
   constructor(
     registry: SchemaRegistry,
@@ -162,22 +169,35 @@ export class ListDocument {
     return this.items.length;
   }
 
-  /** Adds one entry; its value as its text parses, or undefined when it fails the schema. */
+  /**
+   * Adds one entry; its value as its text parses. Whether it passes the schema is known when the
+   * document is stamped (a page made from a failing entry is never written: the render throws).
+   */
   add(entry: unknown): unknown {
-    const index = this.items.length;
     const text = `${ENTRY_INDENT}${JSON.stringify(entry, null, 2).replaceAll("\n", `\n${ENTRY_INDENT}`)}`;
     this.items.push(text);
     const value = JSON.parse(text) as unknown;
-    const result = this.registry.validate(this.schema, { ...this.probeHead, mods: [value] });
-    if (result.ok) return value;
-    let failed = false;
-    for (const issue of result.issues) {
-      // Only the entry's own issues (the probe head is valid); renumbered to its place in the list.
-      if (issue.path !== "/mods/0" && !issue.path.startsWith("/mods/0/")) continue;
-      failed = true;
-      this.issues.push({ ...issue, path: `/mods/${index}${issue.path.slice("/mods/0".length)}` });
-    }
-    return failed ? undefined : value;
+    this.batch.push(value);
+    if (this.batch.length >= CHECK_BATCH) this.check();
+    return value;
+  }
+
+  /** Checks the entries of the batch; their issues, renumbered to their place in the list. */
+  private check(): void {
+    if (this.batch.length === 0) return;
+    const result = this.registry.validate(this.schema, { ...this.probeHead, mods: this.batch });
+    if (!result.ok)
+      for (const issue of result.issues) {
+        // Only the entries' own issues (the probe head is valid).
+        const match = /^\/mods\/(\d+)(\/.*)?$/.exec(issue.path);
+        if (match)
+          this.issues.push({
+            ...issue,
+            path: `/mods/${this.batchStart + Number(match[1])}${match[2] ?? ""}`,
+          });
+      }
+    this.batchStart += this.batch.length;
+    this.batch = [];
   }
 
   /** Calls `fn` with the document's text in order, piece by piece, with `head` stamped `generatedAt`. */
@@ -216,6 +236,7 @@ export class ListDocument {
     stamp: string,
     needText: boolean,
   ): { text: string | undefined; onDisk: "same" | "differs"; failure: string | undefined } {
+    this.check();
     let generatedAt = stamp;
     let onDisk: "same" | "differs" = "differs";
     if (existsSync(full)) {

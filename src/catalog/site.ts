@@ -320,6 +320,7 @@ export function renderSiteFiles(
   }
   const modPage = pages.modPageRenderer(supported, matrix ?? { builds: [], supportedGameBuilds: [] }, listed);
   const pageItems: CatalogPageItem[] = [];
+  let pageError: { error: unknown } | undefined;
   /** Streamed: the pages made assuming a mod not read yet was listed, with those mods. */
   const assumptions: Array<{ modId: string; assumed: string[] }> = [];
 
@@ -343,9 +344,14 @@ export function renderSiteFiles(
       }
     }
     if (streamed) modsIndex.add(buildModsIndexEntry(config.baseUrl, view));
-    const entry = catalog.add(buildCatalogMod(config.baseUrl, view, versionsSha256));
-    if (entry !== undefined && matrix !== undefined)
-      pageItems.push(catalogPageItem(entry as CatalogMod, matrix));
+    const entry = catalog.add(buildCatalogMod(config.baseUrl, view, versionsSha256)) as CatalogMod;
+    // An entry that fails its schema (known at the end) may not make an item: no page is made then.
+    if (matrix !== undefined && pageError === undefined)
+      try {
+        pageItems.push(catalogPageItem(entry, matrix));
+      } catch (error) {
+        pageError = { error };
+      }
   };
   if (!streamed) {
     for (let i = 0; i < views.length; i++) {
@@ -376,6 +382,7 @@ export function renderSiteFiles(
     emitList(modsIndex, { ...buildModsIndex(config, [], at), count: modsIndex.length });
   }
   const catalogOk = emitList(catalog, catalogHead);
+  if (catalogOk && pageError !== undefined) throw pageError.error;
   if (catalogOk && matrix !== undefined) {
     pageItems.sort(compareCatalogPageItems);
     sink(PAGE_PATHS.catalog, pages.catalogPageItems(catalogHead, pageItems, matrix), undefined);

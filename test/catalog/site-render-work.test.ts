@@ -351,4 +351,20 @@ describe("the full build's work grows linearly with the mods", () => {
     expect(reformatted.result.written).toEqual(["api/v1/catalog.json"]);
     expect(stampOf(readFileSync(catalogPath, "utf8"))).toBe(kept);
   });
+
+  it("names an entry of catalog.json that fails its schema by its place in the list", () => {
+    // Entries are checked a batch at a time: one in the second batch keeps its own index.
+    const siteInputs = inputs(400);
+    siteInputs.records = siteInputs.records.map((r) =>
+      r.modId === modId(300) ? { ...r, sha256: "not-a-hash" } : r,
+    );
+    const render = () =>
+      renderSiteFiles(
+        siteInputs,
+        join(tempDir(), "none"),
+        () => {},
+        () => new Date("2026-11-01T00:00:00.000Z"),
+      );
+    expect(render).toThrow(/api\/v1\/catalog\.json \(catalog\):\n\/mods\/300\/versions\/0\/sha256 /);
+  });
 });
