@@ -234,4 +234,33 @@ describe("svc validate", () => {
       rmSync(copy, { recursive: true, force: true });
     }
   });
+
+  it("prints the same report with the package opened early and inflated beside a worker, on one thread, or as auto decides", async () => {
+    // More entries than the worker's threshold (4,000), one with a CRC that lies, so the report
+    // carries a finding the main thread writes whichever thread inflated the entry.
+    const extra = Array.from({ length: 4200 }, (_, i) => ({
+      name: `Content/Data/d${Math.floor(i / 300)}/f${String(i).padStart(4, "0")}.txt`,
+      data: `line ${i}\n`.repeat(1 + (i % 30)),
+      ...(i === 3100 ? { crc: 0xdeadbeef } : {}),
+    }));
+    const bytes = buildZip(packageEntries({ extra }));
+    writeFileSync(join(dir, "many.zip"), bytes);
+    writeFileSync(join(dir, "many.json"), JSON.stringify(sidecarFor(bytes, { extra })));
+    const run = async (mode: string | undefined) => {
+      const r = await svc(
+        ["--package", "many.zip", "--metadata", "many.json", "--json", "--no-antivirus"],
+        dir,
+        mode ? { SVC_VALIDATE_WORKER: mode } : {},
+      );
+      const { startedAt: _s, finishedAt: _f, ...report } = JSON.parse(r.stdout) as ValidationReport;
+      return { code: r.code, report };
+    };
+    const one = await run("never");
+    expect(one.code).toBe(1);
+    const signature = one.report.checks.find((c) => c.id === "file_signature")!;
+    expect(signature.reasonCode).toBe("crc_mismatch");
+    expect(signature.log.join("\n")).toContain("Content/Data/d10/f3100.txt: CRC-32 is");
+    expect(await run("always")).toEqual(one);
+    expect(await run(undefined)).toEqual(one);
+  });
 });
