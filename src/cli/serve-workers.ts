@@ -138,9 +138,9 @@ export async function serveWorker(
     signing: portalSigning({ env, cwd: io.cwd }, settings.dataDir),
     serveOnly: { kickWorker: () => process.send?.({ svc: "kick" }) },
   });
-  const server = createPortalServer(app);
-  const pid = String(process.pid);
-  server.prependListener("request", (_req, res) => res.setHeader("x-svc-worker", pid));
+  // Given to the server, not set in a request listener of its own: a header set before the static
+  // site answers from memory makes Node rebuild its prepared header list on every request.
+  const server = createPortalServer(app, {}, { "x-svc-worker": String(process.pid) });
   try {
     await listen(server, port, host);
   } catch (error) {

@@ -6,7 +6,7 @@ import { type ErrorCode, isSvcError, SvcError, statusForCode } from "../errors.t
  * (clickjacking; a <meta> CSP cannot carry frame-ancestors, so it is a header), no type is sniffed,
  * no URL leaks to another site through Referer. The pages' own <meta> policy still applies beside it.
  * The static site's answers from memory carry them in their prebuilt header lists; every other
- * answer gets them from setSecurityHeaders before its handler runs.
+ * answer of the local server gets them before its handler runs (StaticSite.setResponseHeaders).
  */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   "content-security-policy": "frame-ancestors 'none'",
@@ -14,12 +14,6 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze(
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
 });
-
-const SECURITY_HEADER_ENTRIES = Object.entries(SECURITY_HEADERS);
-
-export function setSecurityHeaders(res: ServerResponse): void {
-  for (const [name, value] of SECURITY_HEADER_ENTRIES) res.setHeader(name, value);
-}
 
 /** Writes one JSON body. Small documents only: downloads stream through their own path. */
 export function sendJson(

@@ -7,7 +7,7 @@ import type { AppContext } from "./context.ts";
 import { serveGuide } from "./guides.ts";
 import { HANDLERS } from "./handlers/index.ts";
 import { auditRefusal, auditUnroutedRefusal } from "./refusals.ts";
-import { sendThrown, setSecurityHeaders } from "./respond.ts";
+import { sendThrown } from "./respond.ts";
 import { StaticSite } from "./static-site.ts";
 
 /**
@@ -183,7 +183,7 @@ const ANSWERED: Promise<void> = Promise.resolve();
 /**
  * Routes one request: contract endpoints first (by the endpoint table), then the static site for
  * GET and HEAD. Every failure leaves as the one JSON error body, and every answer carries
- * SECURITY_HEADERS.
+ * SECURITY_HEADERS and the site's extra headers (StaticSite.setResponseHeaders).
  *
  * A GET or HEAD of a site document held in memory (no endpoint, no guide) is answered first and
  * synchronously by StaticSite.answerFromMemory: one stat, one writeHead with the file's prebuilt
@@ -199,7 +199,7 @@ export function createRequestListener(app: AppContext, site = new StaticSite(app
     url: URL,
     match: EndpointMatch,
   ): Promise<void> => {
-    setSecurityHeaders(res);
+    site.setResponseHeaders(res);
     try {
       if (await dispatchMatched(req, res, url, match, app)) return;
       if (method !== "GET" && method !== "HEAD") {
@@ -228,7 +228,7 @@ export function createRequestListener(app: AppContext, site = new StaticSite(app
         return ANSWERED;
       }
     } catch (error) {
-      if (!res.headersSent) setSecurityHeaders(res);
+      if (!res.headersSent) site.setResponseHeaders(res);
       sendThrown(req, res, error, app.log);
       return ANSWERED;
     }
@@ -352,10 +352,19 @@ function writeRawError(socket: Socket, code: ErrorCode, message: string): void {
   );
 }
 
-export function createPortalServer(app: AppContext, overrides: Partial<ServerLimits> = {}): Server {
+/**
+ * responseHeaders go with every answer beside SECURITY_HEADERS (svc serve --workers names the
+ * answering process with them). Give them here rather than with setHeader in another request
+ * listener: the static site's answers from memory carry them in their prepared header lists.
+ */
+export function createPortalServer(
+  app: AppContext,
+  overrides: Partial<ServerLimits> = {},
+  responseHeaders: Readonly<Record<string, string>> = {},
+): Server {
   const limits = { ...DEFAULT_SERVER_LIMITS, ...overrides };
   const watchdog = createBodyWatchdog(limits);
-  const listener = createRequestListener(app);
+  const listener = createRequestListener(app, new StaticSite(app.siteDir, undefined, responseHeaders));
   const server = createServer({ connectionsCheckingInterval: limits.checkIntervalMs }, (req, res) => {
     watchdog.watch(req, res);
     return listener(req, res);

@@ -68,7 +68,6 @@ interface MemoryAnswers {
 /** Pathnames longer than this are resolved every time and never held in memory. */
 const ROUTE_CACHE_PATHNAME_CHARS = 512;
 const ROUTE_CACHE_ENTRIES = 1024;
-const SECURITY_HEADER_LIST = Object.entries(SECURITY_HEADERS).flat();
 const GZIP_TOKEN = /\bgzip\b/;
 
 function cacheControlFor(rel: string): string {
@@ -78,12 +77,18 @@ function cacheControlFor(rel: string): string {
 }
 
 /** The header lists of serve()'s answers for a file wholly in memory (see MemoryAnswers). */
-function memoryAnswers(rel: string, stats: Stats, file: CachedFile, body: Buffer): MemoryAnswers {
+function memoryAnswers(
+  rel: string,
+  stats: Stats,
+  file: CachedFile,
+  body: Buffer,
+  responseHeaders: readonly string[],
+): MemoryAnswers {
   const ext = extension(rel);
   const cacheControl = cacheControlFor(rel);
   const vary = file.gzip ? ["vary", "Accept-Encoding"] : [];
   const ok200 = (etag: string, encoded: Buffer | null): string[] => [
-    ...SECURITY_HEADER_LIST,
+    ...responseHeaders,
     "content-type",
     CONTENT_TYPES[ext] ?? "application/octet-stream",
     "etag",
@@ -98,7 +103,7 @@ function memoryAnswers(rel: string, stats: Stats, file: CachedFile, body: Buffer
     ...(encoded ? [] : ["content-length", String(body.length)]),
   ];
   const notModified304 = (etag: string): string[] => [
-    ...SECURITY_HEADER_LIST,
+    ...responseHeaders,
     "etag",
     etag,
     "cache-control",
@@ -162,10 +167,29 @@ export class StaticSite {
    */
   private readonly routes = new Map<string, { rel: string; path: string } | null>();
   private readonly artifacts: PublishedArtifacts;
+  /** SECURITY_HEADERS and the extra headers, as name, value, name, value... */
+  private readonly responseHeaders: readonly string[];
 
-  constructor(root: string, artifacts: PublishedArtifacts = publishedArtifactsFor(root)) {
+  /**
+   * extraHeaders go with every answer from memory beside SECURITY_HEADERS (svc serve --workers:
+   * x-svc-worker); setResponseHeaders sets the same on any other response. Passed here rather than
+   * set before the site answers: a header set with setHeader turns Node's writeHead of a prepared
+   * list into one removeHeader and one appendHeader per header.
+   */
+  constructor(
+    root: string,
+    artifacts: PublishedArtifacts = publishedArtifactsFor(root),
+    extraHeaders: Readonly<Record<string, string>> = {},
+  ) {
     this.root = root;
     this.artifacts = artifacts;
+    this.responseHeaders = Object.entries({ ...SECURITY_HEADERS, ...extraHeaders }).flat();
+  }
+
+  /** Sets SECURITY_HEADERS and the extra headers with setHeader: for every answer not from memory. */
+  setResponseHeaders(res: ServerResponse): void {
+    const headers = this.responseHeaders;
+    for (let i = 0; i < headers.length; i += 2) res.setHeader(headers[i]!, headers[i + 1]!);
   }
 
   private stat(rel: string): Stats | null {
@@ -253,7 +277,8 @@ export class StaticSite {
       entry.body = Buffer.concat(chunks);
       if (COMPRESSIBLE.has(extension(rel)) && entry.body.length > 512) entry.gzip = gzipSync(entry.body);
       // Bytes read while the file changed under the stat are served by serve() only (it re-stats).
-      if (entry.body.length === stats.size) entry.answers = memoryAnswers(rel, stats, entry, entry.body);
+      if (entry.body.length === stats.size)
+        entry.answers = memoryAnswers(rel, stats, entry, entry.body, this.responseHeaders);
     }
     this.cache.set(rel, entry);
     return entry;

@@ -7,7 +7,7 @@ import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { AppContext } from "../../src/http/context.ts";
 import { SECURITY_HEADERS } from "../../src/http/respond.ts";
-import { createRequestListener } from "../../src/http/server.ts";
+import { createPortalServer, createRequestListener, listen } from "../../src/http/server.ts";
 import { StaticSite } from "../../src/http/static-site.ts";
 
 /**
@@ -221,5 +221,37 @@ describe("the cache of resolved site paths", () => {
     expect([post.status, post.fromMemory]).toEqual([405, undefined]);
     expect(post.headers.allow).toBe("GET, HEAD");
     expectSecurityHeaders(post);
+  });
+});
+
+describe("extra response headers (svc serve --workers names its process)", () => {
+  it("go with answers from memory and with every other answer, errors included", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-memory-extra-"));
+    writeFileSync(join(dir, "doc.json"), versionsText);
+    const app = { siteDir: dir, log: () => {} } as unknown as AppContext;
+    const extra = createPortalServer(app, {}, { "x-svc-worker": "4242" });
+    const bound = await listen(extra, 0, "127.0.0.1");
+    const previous = port;
+    port = bound.port;
+    try {
+      const answers = [
+        await get("/doc.json"),
+        await get("/doc.json"),
+        await get("/doc.json", { "if-none-match": `"${sha(versionsText)}"` }),
+        await get("/missing.json"),
+        await get("/doc.json", {}, "DELETE"),
+        await get("/api/v1/backend/health", {}, "DELETE"),
+      ];
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 304, 404, 405, 405]);
+      for (const answer of answers) {
+        expect(answer.headers["x-svc-worker"]).toBe("4242");
+        expectSecurityHeaders(answer);
+      }
+      expect(answers[1]!.body.toString()).toBe(versionsText);
+    } finally {
+      port = previous;
+      await new Promise((resolve) => extra.close(resolve));
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
