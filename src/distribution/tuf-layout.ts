@@ -111,6 +111,14 @@ export function isTopLevelTarget(path: string, newestChangesPage: number | null)
   );
 }
 
+/** The paths isTopLevelTarget names (those of them the site has are signed top-level). */
+export function topLevelPaths(newestChangesPage: number | null): string[] {
+  return [
+    ...TOP_LEVEL_DOCUMENTS,
+    ...(newestChangesPage === null ? [] : [`api/v1/changes/${newestChangesPage}.json`]),
+  ];
+}
+
 export function newestChangesPage(paths: Iterable<string>): number | null {
   let newest: number | null = null;
   for (const path of paths) {

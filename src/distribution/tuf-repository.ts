@@ -13,10 +13,11 @@ import {
   type SiteTarget,
   TUF_DIR,
   targetPathOfCommitted,
+  topLevelPaths,
 } from "./tuf-layout.ts";
 import { assertOnlineKeysOf, loadLatestRoot, requireRoot } from "./tuf-root.ts";
 import { loadBin, loadSignedState, type SignedState } from "./tuf-signed-state.ts";
-import { checkedArtifactTarget, collectPlacedTargets, hashSiteFile } from "./tuf-site-targets.ts";
+import { checkedArtifactTarget, collectBinnedTargets, hashSiteFile } from "./tuf-site-targets.ts";
 import { signSnapshot } from "./tuf-snapshot.ts";
 import {
   delegatesToBins,
@@ -169,22 +170,23 @@ export function signSite(
   const root = requireRoot(siteDir, keys);
   const dir = join(siteDir, TUF_DIR);
   const state = loadSignedState(dir);
+  const site = collectBinnedTargets(siteDir);
   const plan: SigningPlan = {
     topLevel: new Map(),
-    bins: new Map(allBins().map((bin) => [bin, new Map()])),
+    bins: new Map(allBins().map((bin, i) => [bin, site.byBin[i]!])),
     force:
       options.force === true ||
       !delegatesToBins(state.targets?.signed ?? null, keys) ||
       !signedByTargetsKey(state.targets, keys),
-    targetCount: 0,
+    targetCount: site.count,
   };
-  const siteTargets = collectPlacedTargets(siteDir);
-  plan.targetCount = siteTargets.length;
-  const newestPage = newestChangesPage(siteTargets.map((t) => t.path));
-  const bins = allBins().map((bin) => plan.bins.get(bin)!);
-  for (const t of siteTargets) {
-    if (isTopLevelTarget(t.path, newestPage)) plan.topLevel.set(t.path, t);
-    else bins[t.bin]!.set(t.path, t);
+  // The index documents and the newest changes page (files, so placed in their bins): signed top-level.
+  for (const path of topLevelPaths(site.newestChangesPage)) {
+    const bin = plan.bins.get(binForTarget(path))!;
+    const target = bin.get(path);
+    if (!target) continue;
+    bin.delete(path);
+    plan.topLevel.set(path, target);
   }
   return applyPlan(dir, root, keys, state, plan, now(), options.liveTimestampVersion);
 }

@@ -14,6 +14,7 @@ import {
   artifactTargetPath,
   BIN_BIT_LENGTH,
   type CatalogVersionLike,
+  newestChangesPage,
   type SiteTarget,
 } from "./tuf-layout.ts";
 
@@ -27,7 +28,7 @@ export function hashSiteFile(path: string): { length: number; sha256: string } {
 // Not lib/walk.ts's listFilesUnder: dot-names (an atomic writer's temporaries) are never targets.
 // Entries come typed from readdir: no stat per file (a full signing walks ~100,000 of them). Each
 // file's site path (`/`-separated, relative to the site) is built along the walk.
-function listFiles(siteDir: string, under: string, full: string[], paths: string[]): void {
+function listFiles(siteDir: string, under: string, paths: string[]): void {
   const top = join(siteDir, ...under.split("/"));
   if (!existsSync(top)) return;
   const walk = (d: string, rel: string) => {
@@ -36,19 +37,12 @@ function listFiles(siteDir: string, under: string, full: string[], paths: string
     );
     for (const entry of entries) {
       if (entry.name.startsWith(".")) continue;
-      const file = join(d, entry.name);
       const path = `${rel}/${entry.name}`;
-      if (entry.isDirectory()) walk(file, path);
-      else if (entry.isFile()) {
-        full.push(file);
-        paths.push(path);
-      }
+      if (entry.isDirectory()) walk(`${d}/${entry.name}`, path);
+      else if (entry.isFile()) paths.push(path);
       // A link (or a type readdir cannot name): what it resolves to decides.
-      else if (statSync(file).isDirectory()) walk(file, path);
-      else {
-        full.push(file);
-        paths.push(path);
-      }
+      else if (statSync(`${d}/${entry.name}`).isDirectory()) walk(`${d}/${entry.name}`, path);
+      else paths.push(path);
     }
   };
   walk(top, under);
@@ -75,36 +69,54 @@ export function collectSiteTargets(siteDir: string): SiteTarget[] {
     .sort((a, b) => (a.path < b.path ? -1 : 1));
 }
 
-/** collectSiteTargets' targets, each with its bin, in no particular order (signing sorts each bin). */
+/** collectSiteTargets' targets, each with its bin, in no particular order. */
 export function collectPlacedTargets(siteDir: string): PlacedTarget[] {
-  const files: string[] = [];
+  const placed: PlacedTarget[] = [];
+  collectBinnedTargets(siteDir).byBin.forEach((targets, bin) => {
+    for (const t of targets.values()) placed.push({ ...t, bin });
+  });
+  return placed;
+}
+
+/** The site's targets as signing places them: by bin index, and the newest changes page's number. */
+export interface BinnedTargets {
+  byBin: Array<Map<string, SiteTarget>>;
+  count: number;
+  newestChangesPage: number | null;
+}
+
+/**
+ * collectSiteTargets' targets, put straight into the map of their bin (allBins() order): a full
+ * signing at 50,000 mods places ~350,000 targets, and one map of all of them, then an array, then
+ * the bins' maps cost more than placing each target once.
+ */
+export function collectBinnedTargets(siteDir: string): BinnedTargets {
   const paths: string[] = [];
-  listFiles(siteDir, "api/v1", files, paths);
-  listFiles(siteDir, "downloads", files, paths);
+  listFiles(siteDir, "api/v1", paths);
+  listFiles(siteDir, "downloads", paths);
   const kinds = new Uint8Array(paths.length);
   paths.forEach((path, i) => {
     if (VERSIONS_DOCUMENT.test(path)) kinds[i] = PARSE_VERSIONS;
     else if (path === CATALOG) kinds[i] = PARSE_CATALOG;
   });
   const digests = digestFiles(siteDir, paths, kinds, BIN_BIT_LENGTH);
-  const targets = new Map<string, PlacedTarget>();
+  const byBin = Array.from({ length: 2 ** BIN_BIT_LENGTH }, () => new Map<string, SiteTarget>());
   paths.forEach((path, i) => {
-    targets.set(path, { path, length: digests.length(i), sha256: digests.sha256(i), bin: digests.bin(i) });
+    byBin[digests.bin(i)]!.set(path, { path, length: digests.length(i), sha256: digests.sha256(i) });
   });
-  const signedTarget = (path: string) => targets.get(path);
   const add = (releases: ListedReleases) => {
     for (let k = 0; k < releases.length; k += RELEASE_STRIDE) {
       const path = releases[k] as string;
-      const bin = releases[k + 1] as number;
+      const bin = byBin[releases[k + 1] as number]!;
       const length = releases[k + 2] as number;
       const sha256 = releases[k + 3] as string;
       const url = releases[k + 4] as string;
       if (!path.startsWith("downloads/")) {
-        targets.set(path, { path, length, sha256, url, bin });
+        bin.set(path, { path, length, sha256, url });
         continue;
       }
-      const served = checkedServedTarget(siteDir, path, { length, sha256 }, signedTarget);
-      if (served) targets.set(path, { ...served, bin });
+      const served = checkedServedTarget(siteDir, path, { length, sha256 }, (p) => bin.get(p));
+      if (served) bin.set(path, served);
     }
   };
   // The catalog's releases first, then the versions documents': where both list a version, theirs is signed.
@@ -113,7 +125,10 @@ export function collectPlacedTargets(siteDir: string): PlacedTarget[] {
   if (inCatalog) add(inCatalog);
   const documents = [...digests.listed.keys()].filter((i) => i !== catalogAt).sort((a, b) => a - b);
   for (const i of documents) add(digests.listed.get(i)!);
-  return [...targets.values()];
+  let count = 0;
+  for (const bin of byBin) count += bin.size;
+  const newest = newestChangesPage(paths);
+  return { byBin, count, newestChangesPage: newest };
 }
 
 /** The catalog's mods (see catalogModsOf: entry by entry where its layout allows). */
