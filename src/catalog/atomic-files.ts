@@ -228,18 +228,22 @@ export function commitFiles(root: string, changes: FileChanges, options: CommitO
   // Every new file of the journal folder, fsynced together (with the journal and its folder) before
   // the tree changes.
   const unsynced: string[] = [];
-  // The largest spliced file is copied, hashed and fsynced on the helper thread while this one
-  // writes the others (at 50,000 mods catalog.json is 74 MB and the rest of a publication ~50 MB).
+  // The largest spliced file is hashed on the helper thread, which writes half of it, while this
+  // thread writes the other half and the other files (at 50,000 mods catalog.json is 74 MB and the
+  // rest of a publication ~50 MB).
   const helped = largestSplice(contents);
   let pending: PendingWrite | null = null;
   const syncing: PendingFsync[] = [];
   try {
-    if (helped !== -1)
+    if (helped !== -1) {
       pending = startSplicedWrite(
         join(txn, `w${helped}`),
         contents[helped] as SplicedContent,
         measures(helped),
       );
+      // This thread wrote its half: to the device with it, while the other files are written.
+      if (pending) syncing.push(startFsync([join(txn, `w${helped}`)]));
+    }
     for (const [i, content] of contents.entries()) {
       if (i === helped && pending) continue;
       const file = join(txn, `w${i}`);
@@ -254,7 +258,6 @@ export function commitFiles(root: string, changes: FileChanges, options: CommitO
     if (pending) {
       const pendingWrite = pending;
       pending = null;
-      // Already fsynced by the helper.
       const digest = pendingWrite.wait();
       if (digest) digests!.set(entries[helped]!.path, digest);
     }

@@ -48,41 +48,64 @@ export function writeContent(
   content: string | Uint8Array | SplicedContent,
   digest: boolean,
 ): FileDigest | null {
-  const hash = digest ? createHash("sha256") : null;
-  let length = 0;
+  if (isSpliced(content)) return writeParts(file, content, null, digest);
+  const bytes = typeof content === "string" ? Buffer.from(content, "utf8") : content;
   const fd = openSync(file, "w");
+  try {
+    let offset = 0;
+    while (offset < bytes.byteLength) offset += writeSync(fd, bytes, offset);
+  } finally {
+    closeSync(fd);
+  }
+  return digest
+    ? { length: bytes.byteLength, sha256: createHash("sha256").update(bytes).digest("hex") }
+    : null;
+}
+
+/**
+ * Writes a splice's bytes into file: the whole file (`at` null: created or truncated), or into an
+ * existing file from byte `at` on (startSplicedWrite's second half).
+ */
+function writeParts(
+  file: string,
+  content: SplicedContent,
+  at: number | null,
+  digest = false,
+): FileDigest | null {
+  const hash = digest ? createHash("sha256") : null;
+  let position = at ?? 0;
+  let length = 0;
+  const fd = openSync(file, at === null ? "w" : "r+");
   try {
     const put = (bytes: Uint8Array) => {
       let offset = 0;
-      while (offset < bytes.byteLength) offset += writeSync(fd, bytes, offset);
+      while (offset < bytes.byteLength)
+        offset += writeSync(fd, bytes, offset, bytes.byteLength - offset, position + offset);
       hash?.update(bytes);
+      position += bytes.byteLength;
       length += bytes.byteLength;
     };
-    if (!isSpliced(content)) {
-      put(typeof content === "string" ? Buffer.from(content, "utf8") : content);
-    } else {
-      const { source, expect, parts } = content.splice;
-      const from = openSync(source, "r");
-      try {
-        const now = fstatSync(from);
-        if (now.size !== expect.size || now.mtimeMs !== expect.mtimeMs || now.ino !== expect.ino)
-          throw new Error(`${source} changed after the splice was measured; nothing was written`);
-        const chunk = Buffer.allocUnsafe(SPLICE_CHUNK);
-        for (const part of parts) {
-          if (part instanceof Uint8Array) {
-            put(part);
-            continue;
-          }
-          for (let at = part.start; at < part.end; ) {
-            const n = readSync(from, chunk, 0, Math.min(SPLICE_CHUNK, part.end - at), at);
-            if (n === 0) throw new Error(`${source} ended before byte ${part.end}`);
-            put(chunk.subarray(0, n));
-            at += n;
-          }
+    const { source, expect, parts } = content.splice;
+    const from = openSync(source, "r");
+    try {
+      const now = fstatSync(from);
+      if (now.size !== expect.size || now.mtimeMs !== expect.mtimeMs || now.ino !== expect.ino)
+        throw new Error(`${source} changed after the splice was measured; nothing was written`);
+      const chunk = Buffer.allocUnsafe(SPLICE_CHUNK);
+      for (const part of parts) {
+        if (part instanceof Uint8Array) {
+          put(part);
+          continue;
         }
-      } finally {
-        closeSync(from);
+        for (let at = part.start; at < part.end; ) {
+          const n = readSync(from, chunk, 0, Math.min(SPLICE_CHUNK, part.end - at), at);
+          if (n === 0) throw new Error(`${source} ended before byte ${part.end}`);
+          put(chunk.subarray(0, n));
+          at += n;
+        }
       }
+    } finally {
+      closeSync(from);
     }
   } finally {
     closeSync(fd);
@@ -116,25 +139,27 @@ function answer(reply) {
 function fail(error) {
   return { code: (error && error.code) || null, message: String((error && error.message) || error) };
 }
-// Copies in slices of kickBytes, each handed to the device at once (an fdatasync on libuv's pool
-// while the next slice is copied, the way sync_file_range would), so the final fsync waits for
-// the last slice only; between slices the thread takes other jobs (fsyncs the committing thread
-// asks for while this copy runs).
+// Writes the file's bytes below writeUpTo (the committing thread writes the rest) and hashes all
+// of them, from the source: in slices of kickBytes, each handed to the device at once (an
+// fdatasync on libuv's pool while the next slice is copied, the way sync_file_range would), so the
+// final fsync waits for the last slice only; between slices the thread takes other jobs (fsyncs
+// the committing thread asks for while this copy runs).
 async function write(job) {
-  const { file, source, expect, parts, digest } = job;
+  const { file, source, expect, parts, digest, writeUpTo } = job;
   const hash = digest ? createHash("sha256") : null;
   let length = 0;
-  const handle = await fs.promises.open(file, "w");
+  const handle = await fs.promises.open(file, "r+");
   const fd = handle.fd;
   const kicks = [];
   let unkicked = 0;
   try {
     const put = (bytes) => {
+      const writing = Math.max(0, Math.min(bytes.byteLength, writeUpTo - length));
       let offset = 0;
-      while (offset < bytes.byteLength) offset += fs.writeSync(fd, bytes, offset);
+      while (offset < writing) offset += fs.writeSync(fd, bytes, offset, writing - offset, length + offset);
       if (hash) hash.update(bytes);
       length += bytes.byteLength;
-      unkicked += bytes.byteLength;
+      unkicked += writing;
     };
     const kick = async () => {
       if (unkicked < kickBytes) return;
@@ -149,6 +174,7 @@ async function write(job) {
         throw new Error(source + " changed after the splice was measured; nothing was written");
       const chunk = Buffer.allocUnsafe(chunkSize);
       for (const part of parts) {
+        if (!hash && length >= writeUpTo) break;
         if (part instanceof Uint8Array) { put(part); continue; }
         for (let at = part.start; at < part.end; ) {
           const n = fs.readSync(from, chunk, 0, Math.min(chunkSize, part.end - at), at);
@@ -318,15 +344,44 @@ function waitFor(h: Helper, id: number): HelperReply | null {
   }
 }
 
-/** A content file the helper is writing; `wait` returns its digest once it is written and fsynced. */
+/**
+ * A content file the helper and this thread are writing; `wait` returns its digest once the
+ * helper's part is written and fsynced (this thread's part is fsynced by the caller).
+ */
 export interface PendingWrite {
   wait(): FileDigest | null;
 }
 
+/** The parts of a splice that make its bytes [from, to), in order. */
+function sliceParts(
+  parts: SplicedContent["splice"]["parts"],
+  from: number,
+  to: number,
+): SplicedContent["splice"]["parts"] {
+  const out: Array<Uint8Array | { start: number; end: number }> = [];
+  let at = 0;
+  for (const part of parts) {
+    const length = part instanceof Uint8Array ? part.byteLength : part.end - part.start;
+    const lo = Math.max(from, at);
+    const hi = Math.min(to, at + length);
+    if (lo < hi)
+      out.push(
+        part instanceof Uint8Array
+          ? part.subarray(lo - at, hi - at)
+          : { start: part.start + (lo - at), end: part.start + (hi - at) },
+      );
+    at += length;
+  }
+  return out;
+}
+
 /**
- * Starts writing a spliced file on the helper thread (copy, digest when asked, fsync), or returns
- * null when there is no helper (the caller writes it itself). The caller must `wait` before it
- * relies on the file; an error of the write (a source that changed) is thrown by `wait`.
+ * Starts writing a spliced file with the helper thread, or returns null when there is no helper
+ * (the caller writes it itself). The two threads share the copy: the helper writes the first half
+ * and hashes the whole file from its source (hashing is the larger half of the work, and one
+ * file's sha256 cannot be split), this thread writes the second half before it returns. The caller
+ * must fsync the file and `wait` before it relies on it; an error (a source that changed) is
+ * thrown here or by `wait`.
  */
 export function startSplicedWrite(
   file: string,
@@ -334,9 +389,14 @@ export function startSplicedWrite(
   digest: boolean,
 ): PendingWrite | null {
   const { source, expect, parts } = content.splice;
-  const posted = post({ kind: "write", file, source, expect, parts: [...parts], digest });
+  const length = splicedLength(content);
+  const half = Math.floor(length / 2);
+  if (!startHelper()) return null;
+  // Made here, so that neither thread's part can truncate the other's.
+  closeSync(openSync(file, "w"));
+  const posted = post({ kind: "write", file, source, expect, parts: [...parts], digest, writeUpTo: half });
   if (!posted) return null;
-  return {
+  const pending: PendingWrite = {
     wait() {
       const reply = waitFor(posted.helper, posted.id);
       if (!reply) {
@@ -351,6 +411,16 @@ export function startSplicedWrite(
       return reply.digest ?? null;
     },
   };
+  try {
+    writeParts(file, { splice: { source, expect, parts: sliceParts(parts, half, length) } }, half);
+  } catch (error) {
+    // The helper is still writing into the file: it finishes before the caller removes it.
+    try {
+      pending.wait();
+    } catch {}
+    throw error;
+  }
+  return pending;
 }
 
 /**
