@@ -338,13 +338,18 @@ export class InflateWorker {
       this.wake = null;
     }
     this.worker.unref();
-    // Every hex digest at once (the worker has written all it will): one string, and each entry's
-    // sha256 a slice of it, instead of a toString call per entry.
+    // The chunks the worker finished, read once: its rows of those are all written before the
+    // digests below are read.
+    const answered = new Set<number>();
+    for (let chunk = 0; chunk < this.chunks; chunk++)
+      if (!mine.has(chunk) && Atomics.load(t.done, chunk) === 1) answered.add(chunk);
+    // Every hex digest at once: one string, and each entry's sha256 a slice of it, instead of a
+    // toString call per entry.
     const hex = t.digests.toString("latin1", 0, entries.length * 64);
     for (let chunk = 0; chunk < this.chunks; chunk++) {
       if (mine.has(chunk)) continue;
       // The worker died before answering this chunk: the main thread inflates it.
-      if (Atomics.load(t.done, chunk) !== 1) {
+      if (!answered.has(chunk)) {
         inline(chunk);
         continue;
       }
