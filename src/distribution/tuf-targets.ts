@@ -126,12 +126,6 @@ function canonicalString(text: string): string {
  */
 const ESCAPED_BUT_QUOTES = /[\\\u0000-\u001f\ud800-\udfff]/;
 
-function countQuotes(text: string): number {
-  let count = 0;
-  for (let at = text.indexOf('"'); at !== -1; at = text.indexOf('"', at + 1)) count++;
-  return count;
-}
-
 /**
  * The file of one signed bin, built directly: the same bytes as signing a LinearTargets with
  * Metadata.sign (canonical JSON of `signed`) and writing it with serializeCompact, which a test
@@ -172,19 +166,19 @@ export function binParts(
 ): BinParts {
   const sorted = sortedByPath(targets);
   // Canonical: keys sorted (custom < hashes < length; _type < expires < spec_version < targets < version).
-  // First as if no value needed escaping (almost always so), then checked on the text as a whole:
-  // none of the characters either JSON escapes, and exactly the quotes written around the values.
+  // First as if no value needed escaping (almost always so): checked per value for a quote, and on
+  // the text as a whole for any other character either JSON escapes.
   let canonicalTargets = "";
   let jsonTargets = "";
-  let quotes = 0;
+  let quoted = false;
   for (const t of sorted) {
     if (!Number.isSafeInteger(t.length)) throw new TypeError(`${t.path}: length must be an integer`);
     const comma = canonicalTargets === "" ? "" : ",";
     canonicalTargets += `${comma}"${t.path}":{${t.url ? `"custom":{"url":"${t.url}"},` : ""}"hashes":{"sha256":"${t.sha256}"},"length":${t.length}}`;
     jsonTargets += `${comma}"${t.path}":{"length":${t.length},"hashes":{"sha256":"${t.sha256}"}${t.url ? `,"custom":{"url":"${t.url}"}` : ""}}`;
-    quotes += t.url ? 16 : 10;
+    quoted ||= t.path.includes('"') || t.sha256.includes('"') || (t.url?.includes('"') ?? false);
   }
-  if (ESCAPED_BUT_QUOTES.test(canonicalTargets) || countQuotes(canonicalTargets) !== quotes) {
+  if (quoted || ESCAPED_BUT_QUOTES.test(canonicalTargets)) {
     canonicalTargets = "";
     jsonTargets = "";
     for (const t of sorted) {
