@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import {
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -14,6 +15,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { commitFiles, type FileContent, recoverTransactions } from "../../src/catalog/atomic-files.ts";
 import { fsyncGroup, warmCommitHelper } from "../../src/catalog/spliced-content.ts";
+import { freezeDisk, withFrozenDisk } from "../support/freeze-fs.ts";
 
 let root: string;
 beforeEach(() => {
@@ -86,6 +88,54 @@ describe("spliced index documents written beside the committing thread", () => {
     writeFileSync(join(root, ".svc-tmp/trash-1-commit-1/old-w0"), "old catalog");
     expect(recoverTransactions(root)).toEqual({ rolledBack: 0, completed: 0 });
     expect(readdirSync(join(root, ".svc-tmp"))).toEqual([]);
+  });
+
+  it("a crash at any operation around a kept old file ends, after recovery, in the old or the new tree", async () => {
+    const big = "x".repeat(2_000_000);
+    const write = () =>
+      new Map<string, FileContent>([
+        ["api/v1/catalog.json", `${big}new`],
+        ["api/v1/mods/a.json", "new a"],
+      ]);
+    const reset = () => {
+      rmSync(root, { recursive: true, force: true });
+      mkdirSync(join(root, "api/v1/mods"), { recursive: true });
+      writeFileSync(join(root, "api/v1/catalog.json"), `${big}old`);
+      writeFileSync(join(root, "api/v1/mods/a.json"), "old a");
+    };
+    const tree = () => [
+      readFileSync(join(root, "api/v1/catalog.json"), "utf8").slice(-3),
+      readFileSync(join(root, "api/v1/mods/a.json"), "utf8"),
+    ];
+    reset();
+    const dry = freezeDisk(Number.POSITIVE_INFINITY);
+    commitFiles(root, { write: write() });
+    const kept = dry.stop().operations;
+    // The kept link is one of the operations: the roll-forward links the old catalog before its rename.
+    expect(dry.log.some((op) => op.name === "linkSync" && op.path.endsWith("api/v1/catalog.json"))).toBe(
+      true,
+    );
+    expect(kept).toBeGreaterThan(5);
+    let sawNew = false;
+    for (let n = 1; n <= kept; n++) {
+      reset();
+      expect(withFrozenDisk(n, () => commitFiles(root, { write: write() })).frozen).toBe(true);
+      recoverTransactions(root);
+      const after = tree();
+      expect(
+        [
+          ["old", "old a"],
+          ["new", "new a"],
+        ],
+        `crash at operation ${n}`,
+      ).toContainEqual(after);
+      sawNew ||= after[0] === "new";
+      const left = () => (existsSync(join(root, ".svc-tmp")) ? readdirSync(join(root, ".svc-tmp")) : []);
+      for (let waited = 0; left().length > 0 && waited < 5000; waited += 20)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(left(), `crash at operation ${n}`).toEqual([]);
+    }
+    expect(sawNew).toBe(true);
   });
 
   it("fails the whole commit when the helper finds its source changed, and leaves the tree as it was", () => {
