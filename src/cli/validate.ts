@@ -151,9 +151,9 @@ export async function run(args: string[], io: CliIo): Promise<number> {
   const last = performance.now();
   // performance.now() counts from the process's start: Node's own start-up and loading svc's modules.
   stepDone("start Node and load svc", last);
-  // The package is read and its inflate worker started before the checks are loaded: the worker's
-  // start-up and first entries overlap that loading (docs/validation.md, On both cores).
-  const early = openEarly(packagePath, policy, workerMode(io.env), scanner !== null);
+  // The package is read, its inflate worker started and its antivirus scan begun before the checks
+  // are loaded: those overlap that loading (docs/validation.md, On both cores).
+  const early = openEarly(packagePath, policy, workerMode(io.env), scanner);
   try {
     return await validateOpened(early, values, { packagePath, metadataPath, siteDir, policy, scanner }, io, {
       steps,

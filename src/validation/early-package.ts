@@ -8,9 +8,12 @@ import {
   WORKER_MAX_PACKAGE_BYTES,
   WORKER_MIN_ENTRIES,
 } from "./inflate-pool.ts";
+import type { AntivirusScanner } from "./antivirus/scanner.ts";
 import { READ_WHOLE_BYTES, readAt } from "./package-source.ts";
+import { policyShapeProblems } from "./policy-shape.ts";
+import { beginPackageScan } from "./scan-queue.ts";
 import type { EarlyPackage, ValidationInput } from "./types.ts";
-import type { ZipCaps } from "./zip/reader.ts";
+import { bufferSource, type ZipCaps } from "./zip/reader.ts";
 
 /**
  * Starting a package's validation before the rest of the validator is loaded: `svc validate` opens
@@ -67,25 +70,28 @@ export function startInflateWorker(
 
 /**
  * Opens and reads a package path the way openPackage (package-source.ts) does for one it reads
- * whole, and starts its inflate worker; null when the path is not such a package (missing, not a
- * regular file, larger than the policy's cap or than what is read whole), which openPackage then
- * opens and reports as it always does. Pass it as `package: { path, early }`; whoever opened it
- * closes it, also when validation never ran.
+ * whole, begins its antivirus scan (with a scanner) and starts its inflate worker; null when the
+ * policy is one the runner refuses or the path is not such a package (missing, not a regular file,
+ * larger than the policy's cap or than what is read whole), which openPackage then opens and
+ * reports as it always does. Pass it as `package: { path, early }` with the same scanner; whoever
+ * opened it closes it, also when validation never ran.
  */
 export function openEarly(
   path: string,
   policy: ValidationContract,
   mode: InflateWorkerMode = "auto",
-  scanned = false,
+  scanner: AntivirusScanner | null = null,
 ): EarlyPackage | null {
-  const max = policy?.package?.maxPackageBytes;
-  if (typeof max !== "number") return null;
+  // A policy the runner refuses (policy_invalid) reads no package: nothing is begun for it.
+  if (policyShapeProblems(policy).length > 0) return null;
+  const max = policy.package.maxPackageBytes;
   let fd: number;
   try {
     fd = openSync(path, "r");
   } catch {
     return null;
   }
+  let worker: InflateWorker | null = null;
   try {
     const before = fstatSync(fd);
     if (!before.isFile() || before.size > max || before.size > READ_WHOLE_BYTES) {
@@ -93,21 +99,26 @@ export function openEarly(
       return null;
     }
     const bytes = readAt(fd, before.size, 0, before.size, Buffer.from(new SharedArrayBuffer(before.size)));
-    const worker = startInflateWorker(bytes, policy, mode, scanned);
+    // The scanner is the longest step when there is one: it gets the package before anything else.
+    const scan = scanner ? beginPackageScan(scanner, bufferSource(bytes)) : null;
+    worker = startInflateWorker(bytes, policy, mode, scanner !== null);
+    const started = worker;
     let closed = false;
     return {
       fd,
       before,
       bytes,
       worker,
+      scan,
       close() {
         if (closed) return;
         closed = true;
-        void worker?.close();
+        void started?.close();
         closeSync(fd);
       },
     };
   } catch {
+    void worker?.close();
     closeSync(fd);
     return null;
   }

@@ -125,7 +125,12 @@ async function analyzeSource(
   // The scanner is the long pole: it gets the package before anything else happens here.
   const { packageScan, alertsOnLimits } =
     queue && scanner
-      ? await startPackageScan(queue, scanner, source)
+      ? await startPackageScan(
+          queue,
+          scanner,
+          source,
+          "early" in input.package ? (input.package.early?.scan ?? null) : null,
+        )
       : { packageScan: null, alertsOnLimits: Promise.resolve(false) };
   const hashPackage = () => {
     const hash = createHash("sha256");

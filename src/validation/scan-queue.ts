@@ -148,24 +148,24 @@ export class ScanQueue {
   }
 }
 
+/** The scan of a whole package as a stream, begun (beginPackageScan). */
+export interface BegunPackageScan {
+  packageScan: Promise<ScanResult>;
+  alertsOnLimits: Promise<boolean>;
+  /** Settles once the scanner has been handed every byte. */
+  uploaded: Promise<void>;
+}
+
 /**
- * Hands the whole package to the scanner. Returns the package's own scan (null when the scanner
- * takes no stream: the package then waits in the queue like an entry) and whether the scanner
- * reports, rather than skips, what lies beyond its limits.
+ * Starts streaming the whole package to a scanner that takes streams (ClamAV looks inside it at
+ * every entry), after asking it whether it reports what lies beyond its limits; null for a scanner
+ * without streams. `svc validate` begins it as soon as the package is read (early-package.ts), the
+ * runner otherwise (startPackageScan).
  */
-export async function startPackageScan(
-  queue: ScanQueue,
-  scanner: AntivirusScanner,
-  source: ByteSource,
-): Promise<{ packageScan: Promise<ScanResult> | null; alertsOnLimits: Promise<boolean> }> {
-  const total = source.size;
+export function beginPackageScan(scanner: AntivirusScanner, source: ByteSource): BegunPackageScan | null {
+  if (!scanner.scanStream) return null;
   // Asked first, so that a daemon with one thread answers it before the long package scan.
   const alertsOnLimits = (scanner.alertsOnLimits?.() ?? Promise.resolve(false)).catch(() => false);
-  // The whole package is scanned as one stream; ClamAV looks inside it at every entry.
-  if (!scanner.scanStream) {
-    await queue.add(-1, "package", source.read(0, total));
-    return { packageScan: null, alertsOnLimits };
-  }
   let sent!: () => void;
   const uploaded = new Promise<void>((resolve) => {
     sent = resolve;
@@ -175,6 +175,28 @@ export async function startPackageScan(
     sent();
   };
   const packageScan = scanner.scanStream("package", chunks()).catch(scanFailure);
+  return { packageScan, alertsOnLimits, uploaded };
+}
+
+/**
+ * Hands the whole package to the scanner (or takes the scan begun already). Returns the package's
+ * own scan (null when the scanner takes no stream: the package then waits in the queue like an
+ * entry) and whether the scanner reports, rather than skips, what lies beyond its limits.
+ */
+export async function startPackageScan(
+  queue: ScanQueue,
+  scanner: AntivirusScanner,
+  source: ByteSource,
+  begun: BegunPackageScan | null = null,
+): Promise<{ packageScan: Promise<ScanResult> | null; alertsOnLimits: Promise<boolean> }> {
+  const total = source.size;
+  const scan = begun ?? beginPackageScan(scanner, source);
+  if (!scan) {
+    const alertsOnLimits = (scanner.alertsOnLimits?.() ?? Promise.resolve(false)).catch(() => false);
+    await queue.add(-1, "package", source.read(0, total));
+    return { packageScan: null, alertsOnLimits };
+  }
+  const { packageScan, alertsOnLimits, uploaded } = scan;
   await queue.addStream(-1, "package", () => packageScan, total);
   // What follows keeps this thread busy: hand the scanner every byte first (a scanner that
   // fails early settles packageScan instead), so that it scans while we hash and inflate.

@@ -26,6 +26,15 @@ export interface EarlyPackage {
   /** Every byte, in memory the worker shares. */
   readonly bytes: Buffer;
   readonly worker: InflateWorker | null;
+  /**
+   * The antivirus scan of the whole package, begun at once (scan-queue.ts beginPackageScan) when
+   * a scanner that takes streams was given; the runner takes it over.
+   */
+  readonly scan: {
+    packageScan: Promise<ScanResult>;
+    alertsOnLimits: Promise<boolean>;
+    uploaded: Promise<void>;
+  } | null;
   /** Closes the file and ends the worker; safe to call more than once. */
   close(): void;
 }
