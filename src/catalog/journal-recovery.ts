@@ -138,7 +138,7 @@ export function rollForward(root: string, txn: string): void {
     // Out of the way at once (no longer a transaction to recover), then removed in the background.
     const trash = join(dirname(txn), `${TRASH}${process.pid}-${basename(txn)}`);
     renameSync(txn, trash);
-    if (!removeInBackground(trash)) rmSync(trash, { recursive: true, force: true });
+    discardLater(trash);
   } else {
     rmSync(txn, { recursive: true, force: true });
   }
@@ -170,6 +170,36 @@ function keepOldFile(full: string, keep: string): boolean {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return true;
     throw error;
   }
+}
+
+/** Trash folders this process handed to the helper and may not have seen removed yet. */
+const ownTrash = new Set<string>();
+let exitHooked = false;
+
+/**
+ * Has the helper remove a finished transaction's folder in the background. What is still there
+ * when the process exits normally is removed then (a site folder is uploaded to Pages whole, so no
+ * old document may stay behind in site/.svc-tmp); after a crash, the next recovery removes it.
+ */
+function discardLater(trash: string): void {
+  for (const earlier of ownTrash) if (!existsSync(earlier)) ownTrash.delete(earlier);
+  if (!removeInBackground(trash)) {
+    rmSync(trash, { recursive: true, force: true });
+    return;
+  }
+  if (!exitHooked) {
+    exitHooked = true;
+    process.once("exit", removeOwnTrash);
+  }
+  ownTrash.add(trash);
+}
+
+function removeOwnTrash(): void {
+  for (const trash of ownTrash)
+    try {
+      rmSync(trash, { recursive: true, force: true });
+    } catch {}
+  ownTrash.clear();
 }
 
 const treeListeners = new Set<(root: string) => void>();

@@ -10,12 +10,15 @@ import {
   utimesSync,
   writeFileSync,
 } from "node:fs";
+import { spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { commitFiles, type FileContent, recoverTransactions } from "../../src/catalog/atomic-files.ts";
 import { fsyncGroup, warmCommitHelper } from "../../src/catalog/spliced-content.ts";
 import { freezeDisk, withFrozenDisk } from "../support/freeze-fs.ts";
+
+const REPO = join(import.meta.dirname, "../..");
 
 let root: string;
 beforeEach(() => {
@@ -80,6 +83,25 @@ describe("spliced index documents written beside the committing thread", () => {
     expect(left.every((name) => name.startsWith(`trash-${process.pid}-commit-`))).toBe(true);
     for (let waited = 0; readdirSync(join(root, ".svc-tmp")).length > 0 && waited < 5000; waited += 20)
       await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(readdirSync(join(root, ".svc-tmp"))).toEqual([]);
+  });
+
+  it("a process that exits at once leaves no replaced document behind in .svc-tmp", () => {
+    writeFileSync(join(root, "api/v1/catalog.json"), "x".repeat(3_000_000));
+    const script = join(root, "commit-and-exit.mts");
+    writeFileSync(
+      script,
+      [
+        `import { commitFiles } from ${JSON.stringify(join(REPO, "src/catalog/atomic-files.ts"))};`,
+        `import { warmCommitHelper } from ${JSON.stringify(join(REPO, "src/catalog/spliced-content.ts"))};`,
+        "warmCommitHelper();",
+        `commitFiles(${JSON.stringify(root)}, { write: new Map([["api/v1/catalog.json", "y".repeat(3_000_000)]]) });`,
+        "process.exit(0);",
+      ].join("\n"),
+    );
+    const run = spawnSync(process.execPath, ["--import", "tsx", script], { cwd: REPO, encoding: "utf8" });
+    expect(run.status, run.stderr).toBe(0);
+    expect(readFileSync(join(root, "api/v1/catalog.json"), "utf8")).toBe("y".repeat(3_000_000));
     expect(readdirSync(join(root, ".svc-tmp"))).toEqual([]);
   });
 
