@@ -3,7 +3,6 @@
  * (loadSiteInputs) or with the release records left on disk to be read one mod at a time
  * (streamSiteInputs, what svc build renders from).
  */
-import { join } from "node:path";
 import type { GameBuildEntry, PortalConfig } from "../config/portal-config.ts";
 import { ENDPOINTS, type EndpointDefinition } from "../contracts/endpoints.ts";
 import type { ModOwnership } from "../contracts/ownership.ts";
@@ -41,21 +40,7 @@ export interface SiteInputs {
   tufRoots?: ReadonlyMap<string, string>;
 }
 
-export interface ProjectPaths {
-  root: string;
-  configPath: string;
-  recordsDir: string;
-  siteDir: string;
-}
-
-export function projectPaths(root: string, overrides: Partial<ProjectPaths> = {}): ProjectPaths {
-  return {
-    root,
-    configPath: overrides.configPath ?? join(root, "portal.config.json"),
-    recordsDir: overrides.recordsDir ?? join(root, "records"),
-    siteDir: overrides.siteDir ?? join(root, "site"),
-  };
-}
+export { type ProjectPaths, projectPaths } from "./project-paths.ts";
 
 /** What loadSiteInputs reads besides the release records, checked in its order. */
 function loadSiteSources(

@@ -6,7 +6,7 @@ import type { ValidationContract } from "../contracts/validation-contract.ts";
 import { SvcError } from "../errors.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
 import { validatePackage } from "../validation/runner.ts";
-import type { GameBuildsDocument } from "../validation/types.ts";
+import type { EarlyPackage, GameBuildsDocument } from "../validation/types.ts";
 import type { PackageValidator } from "./publisher.ts";
 import { readSubmissionCatalog } from "./validation-catalog.ts";
 
@@ -16,6 +16,13 @@ export interface RunnerValidatorOptions {
   /** null: antivirus_scan fails closed, so nothing can be published. */
   scanner: AntivirusScanner | null;
   clock?: () => Date;
+  /**
+   * The package opened, read and its scan begun before the publisher was loaded (svc import:
+   * early-package.ts openEarly with the policy read then, under the same scanner). Taken over only
+   * for those exact bytes and when the policy read now (after recovery) is the one it was opened
+   * under; otherwise it is closed and the bytes are validated as without it.
+   */
+  early?: { path: string; package: EarlyPackage; policy: ValidationContract };
 }
 
 function readSiteJson<T>(siteDir: string, path: string): T | null {
@@ -60,8 +67,14 @@ export function readValidationDocuments(
 export function runnerValidator(options: RunnerValidatorOptions): PackageValidator {
   return async (request) => {
     const documents = readValidationDocuments(options.siteDir, { catalog: false });
+    const early = options.early;
+    const takeOver =
+      early !== undefined &&
+      request.packageBytes === early.package.bytes &&
+      JSON.stringify(documents.policy) === JSON.stringify(early.policy);
+    if (early && !takeOver) early.package.close();
     const { report, files } = await validatePackage({
-      package: { bytes: request.packageBytes },
+      package: takeOver ? { path: early.path, early: early.package } : { bytes: request.packageBytes },
       sidecar: request.sidecar,
       ...documents,
       catalog: readSubmissionCatalog(options.siteDir, request.sidecar),

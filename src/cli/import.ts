@@ -1,18 +1,21 @@
 import { readFileSync, statSync } from "node:fs";
-import { resolve } from "node:path";
-import Table from "cli-table3";
-import { filesystemArtifactStore } from "../catalog/artifact-store.ts";
+import { join, resolve } from "node:path";
 import { configForSite } from "../catalog/portal-base.ts";
+import type { ValidationReport } from "../catalog/publisher.ts";
 import { withPackageFileName } from "../contracts/package-file-name.ts";
-import { publishRelease, type ValidationReport } from "../catalog/publisher.ts";
-import { runnerValidator } from "../catalog/validator.ts";
+import { SITE_PATHS } from "../contracts/urls.ts";
+import type { ValidationContract } from "../contracts/validation-contract.ts";
 import { isSvcError } from "../errors.ts";
 import { parseClamdTarget, createClamdScanner } from "../validation/antivirus/clamd.ts";
 import { createClamscanScanner } from "../validation/antivirus/clamscan.ts";
 import type { AntivirusScanner } from "../validation/antivirus/scanner.ts";
+import { openEarly } from "../validation/early-package.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
-import { portalSigning } from "./keys.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
+
+// The publisher, the validation runner, the signing keys and the table of a failed report are
+// loaded (import()) only once the package is read and its antivirus scan begun, so that loading
+// them overlaps the scanner's round trip (issue 27, item 7).
 
 const HELP = `usage: svc import --package FILE.zip --metadata release.json [--clamd SPEC | --clamscan [--clamscan-db DIR]] [--json]
        svc import -PackagePath FILE.zip -MetadataPath release.json   (the contract's manual-fallback spelling)
@@ -85,7 +88,19 @@ function isReadableFile(path: string): boolean {
   }
 }
 
-function checkTable(report: ValidationReport): string {
+/** The site's validation contract as \`svc validate\` reads it; null when missing or not JSON. */
+function readPolicy(siteDir: string): ValidationContract | null {
+  try {
+    return JSON.parse(
+      readFileSync(join(siteDir, SITE_PATHS.validationContract), "utf8"),
+    ) as ValidationContract;
+  } catch {
+    return null;
+  }
+}
+
+async function checkTable(report: ValidationReport): Promise<string> {
+  const { default: Table } = await import("cli-table3");
   const table = new Table({
     head: ["check", "required", "status", "reason"],
     style: { head: [], border: [] },
@@ -153,6 +168,42 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     io.stderr.write(
       "svc import: no antivirus scanner (--clamd/--clamscan/SVC_CLAMD): antivirus_scan will fail closed\n",
     );
+  // The package is read and its antivirus scan begun (early-package.ts, as svc validate does) before
+  // the publisher is loaded; the validator takes them over for these bytes and this policy.
+  const policy = readPolicy(paths.siteDir);
+  const early = policy ? openEarly(packagePath, policy, "auto", scanner) : null;
+  try {
+    return await publish(
+      { paths, config, configured, packagePath, sidecar, scanner, json: values.json === true },
+      early && policy ? { package: early, policy } : null,
+      io,
+    );
+  } finally {
+    early?.close();
+  }
+}
+
+async function publish(
+  input: {
+    paths: ReturnType<typeof openProject>["paths"];
+    config: ReturnType<typeof openProject>["config"];
+    configured: ReturnType<typeof openProject>["config"];
+    packagePath: string;
+    sidecar: unknown;
+    scanner: AntivirusScanner | null;
+    json: boolean;
+  },
+  early: { package: NonNullable<ReturnType<typeof openEarly>>; policy: ValidationContract } | null,
+  io: CliIo,
+): Promise<number> {
+  const { paths, config, configured, packagePath, sidecar, scanner } = input;
+  const [{ publishRelease }, { runnerValidator }, { filesystemArtifactStore }, { portalSigning }] =
+    await Promise.all([
+      import("../catalog/publisher.ts"),
+      import("../catalog/validator.ts"),
+      import("../catalog/artifact-store.ts"),
+      import("./online-keys.ts"),
+    ]);
   try {
     const result = await publishRelease(
       {
@@ -161,20 +212,29 @@ export async function run(args: string[], io: CliIo): Promise<number> {
         siteDir: paths.siteDir,
         config,
         store: filesystemArtifactStore({ root: paths.root, siteDir: paths.siteDir, baseUrl: config.baseUrl }),
-        validate: runnerValidator({ siteDir: paths.siteDir, scanner }),
+        validate: runnerValidator({
+          siteDir: paths.siteDir,
+          scanner,
+          ...(early ? { early: { path: packagePath, ...early } } : {}),
+        }),
         signing: portalSigning(io),
       },
-      { packageBytes: readFileSync(packagePath), sidecar, source: { kind: "import" } },
+      {
+        // The bytes read once: what is validated (and scanned) is what is published.
+        packageBytes: early ? early.package.bytes : readFileSync(packagePath),
+        sidecar,
+        source: { kind: "import" },
+      },
     );
     const { record, artifact } = result;
-    if (result.alreadyPublished && !values.json) {
+    if (result.alreadyPublished && !input.json) {
       // A re-run (after a crash, or by a script) of a publication that is already complete.
       io.stdout.write(
         `svc import: ${record.modId}@${record.version} is already published with these exact bytes and metadata (sha256 ${record.sha256}); nothing changed\n`,
       );
       return EXIT_OK;
     }
-    if (values.json) {
+    if (input.json) {
       io.stdout.write(
         `${JSON.stringify({ ok: true, alreadyPublished: result.alreadyPublished === true, record, changed: result.changed, artifact, written: result.written, deleted: result.deleted }, null, 2)}\n`,
       );
@@ -205,14 +265,14 @@ export async function run(args: string[], io: CliIo): Promise<number> {
     const report = (error.details as ValidationReport | undefined)?.checks
       ? (error.details as ValidationReport)
       : null;
-    if (values.json) {
+    if (input.json) {
       io.stdout.write(
         `${JSON.stringify({ ok: false, code: error.code, message: error.message, details: error.details }, null, 2)}\n`,
       );
       return EXIT_FAILED;
     }
     io.stderr.write(`svc import: ${error.code}: ${error.message}\n`);
-    if (report) io.stderr.write(checkTable(report));
+    if (report) io.stderr.write(await checkTable(report));
     io.stderr.write("nothing was published; every published file is unchanged\n");
     return EXIT_FAILED;
   }

@@ -2,7 +2,7 @@ import { type ParseArgsConfig, parseArgs } from "node:util";
 import { resolve } from "node:path";
 import type { PortalConfig } from "../config/portal-config.ts";
 import { loadPortalConfig } from "../contracts/portal-config.ts";
-import { type ProjectPaths, projectPaths } from "../catalog/site.ts";
+import { type ProjectPaths, projectPaths } from "../catalog/project-paths.ts";
 import type { RecoveryResult } from "../catalog/atomic-files.ts";
 import type { CliIo } from "./io.ts";
 

@@ -9,7 +9,7 @@ import { createPortalServer, listen } from "../http/server.ts";
 import { createStore } from "../store/index.ts";
 import { devPortalConfig } from "./dev-portal.ts";
 import { type CliIo, EXIT_OK } from "./io.ts";
-import { portalSigning } from "./keys.ts";
+import { portalSigning } from "./online-keys.ts";
 import { openProject } from "./project.ts";
 import { portalApp, serveEnv } from "./serve-app.ts";
 

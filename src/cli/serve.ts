@@ -26,7 +26,7 @@ import {
   restoreConfiguredSite,
 } from "./dev-portal.ts";
 import { startDevExample } from "./example.ts";
-import { portalSigning } from "./keys.ts";
+import { portalSigning } from "./online-keys.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags, recoveredLine } from "./project.ts";
 import { portalApp, serveEnv } from "./serve-app.ts";
 import { forkWorkers, isServeWorker, serveWorker, stopWorkers } from "./serve-workers.ts";

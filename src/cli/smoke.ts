@@ -7,7 +7,7 @@ import { commitRecordUpdates } from "../catalog/rebuild.ts";
 import { runSmoke, type SmokeReport } from "../catalog/smoke.ts";
 import { serializeDocument } from "../catalog/site.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
-import { portalSigning } from "./keys.ts";
+import { portalSigning } from "./online-keys.ts";
 import { openProject, PROJECT_OPTIONS, parseFlags } from "./project.ts";
 
 const HELP = `usage: svc smoke [--base-url URL] [--retry-for SECS] [--only MOD@VERSION,...] [--only-from receipts.json] [--out report.json] [--record] [--json] [--all]

@@ -3,7 +3,7 @@ import { syncGameBuilds, syncReleases, type SyncOptions } from "../catalog/sync.
 import { octokitReleaseReader } from "../github/release-reader.ts";
 import { isSvcError } from "../errors.ts";
 import { type CliIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE } from "./io.ts";
-import { portalSigning } from "./keys.ts";
+import { portalSigning } from "./online-keys.ts";
 import { openProject, PROJECT_OPTIONS } from "./project.ts";
 import { parseArgs } from "node:util";
 
