@@ -151,6 +151,12 @@ export class FileWriter {
     this.port.postMessage({ name, canonical, signed });
   }
 
+  /** Stops the worker without waiting (a failed signing run). */
+  stop(): void {
+    this.port.close();
+    void this.worker.terminate();
+  }
+
   /** Waits until every file written and the folder are durable; throws the first failure. */
   finish(): void {
     this.port.postMessage({ finish: true });

@@ -310,21 +310,32 @@ function applyPlan(
     snapshotMeta: new Map<string, number>(state.snapshot?.meta ?? []),
   };
   const targetsSigner = signerFor(keys.keys.targets);
-  const resignedBins = signBins(run, targetsSigner, state.snapshot, plan.bins, plan.force);
-  const targetsVersion = signTopLevelTargets(
-    run,
-    targetsSigner,
-    state.targets?.signed ?? null,
-    plan.topLevel,
-    plan.force,
-  );
-  const snapshot = signSnapshot(run, state);
-  const timestampVersion = signTimestamp(
-    run,
-    state.timestamp?.signed.version ?? 0,
-    snapshot,
-    liveTimestampVersion,
-  );
+  let resignedBins: string[];
+  let targetsVersion: number;
+  let snapshot: { version: number; text: string };
+  let timestampVersion: number;
+  try {
+    resignedBins = signBins(run, targetsSigner, state.snapshot, plan.bins, plan.force);
+    targetsVersion = signTopLevelTargets(
+      run,
+      targetsSigner,
+      state.targets?.signed ?? null,
+      plan.topLevel,
+      plan.force,
+    );
+    snapshot = signSnapshot(run, state);
+    timestampVersion = signTimestamp(
+      run,
+      state.timestamp?.signed.version ?? 0,
+      snapshot,
+      liveTimestampVersion,
+    );
+  } catch (error) {
+    // No timestamp names what this run wrote; a writer thread it started is stopped (a long-running
+    // portal would otherwise keep it).
+    run.files.abort();
+    throw error;
+  }
 
   pruneOldVersions(dir, ["targets", "snapshot", ...resignedBins], {
     targets: targetsVersion,

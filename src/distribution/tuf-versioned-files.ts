@@ -59,6 +59,13 @@ export class VersionedFiles {
     else this.write(name, signedText(signer(Buffer.from(parts.canonical)), parts.signed));
   }
 
+  /** After a failed run: stops the writer thread, if one was started (its files are never named). */
+  abort(): void {
+    const writer = this.writer;
+    this.writer = null;
+    writer?.stop();
+  }
+
   sync(): void {
     const writer = this.writer;
     this.writer = null;
