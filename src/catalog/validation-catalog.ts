@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from "node:fs";
 import { join } from "node:path";
 import type {
   CatalogDocument,
@@ -160,25 +160,155 @@ function readCatalogMod(read: SiteFileReader, modId: string): CatalogMod | null 
 export function readSubmissionCatalog(
   siteDir: string,
   sidecar: unknown,
-  read: SiteFileReader = siteFileReader(siteDir),
+  read?: SiteFileReader,
 ): CatalogDocument | null {
-  const bytes = read(SITE_PATHS.catalog);
-  if (!bytes) return null;
+  if (read) {
+    const bytes = read(SITE_PATHS.catalog);
+    return bytes ? submissionCatalog(bytesCatalog(bytes), siteDir, sidecar, read) : null;
+  }
+  const file = CatalogFile.open(join(siteDir, SITE_PATHS.catalog));
+  if (!file) return null;
+  try {
+    return submissionCatalog(file, siteDir, sidecar, siteFileReader(siteDir));
+  } finally {
+    file.close();
+  }
+}
+
+/** catalog.json as readSubmissionCatalog reads it: its first bytes, searches of its text, the whole. */
+interface CatalogSource {
+  head(): Buffer;
+  /** Whether each value occurs as a JSON string value (JSON.stringify writes one escaping). */
+  mentions(values: readonly string[]): boolean[];
+  whole(): Buffer;
+}
+
+/** A catalog given whole (an injected reader: what the tests count reads through). */
+function bytesCatalog(bytes: Buffer): CatalogSource {
+  return {
+    head: () => bytes.subarray(0, HEADER_WINDOW),
+    mentions: (values) => values.map((value) => mentions(bytes, value)),
+    whole: () => bytes,
+  };
+}
+
+/** Bytes searched at a time: catalog.json is 73 MB at 50,000 mods, and is never held whole to be searched. */
+const SEARCH_WINDOW = 1024 * 1024;
+
+/**
+ * catalog.json opened once and read in windows through that descriptor: every read (the header,
+ * each search, the whole file when parsed) sees the same file, as one readFileSync did, also when a
+ * publication replaces it meanwhile (by rename). All the values of one question are searched in one
+ * pass, each window once.
+ */
+class CatalogFile implements CatalogSource {
+  private constructor(
+    private readonly fd: number,
+    private readonly size: number,
+  ) {}
+
+  static open(path: string): CatalogFile | null {
+    let fd: number;
+    try {
+      fd = openSync(path, "r");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw error;
+    }
+    try {
+      return new CatalogFile(fd, fstatSync(fd).size);
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+  }
+
+  private readInto(buffer: Buffer, offset: number, length: number, position: number): number {
+    let done = 0;
+    while (done < length) {
+      const n = readSync(this.fd, buffer, offset + done, length - done, position + done);
+      if (n === 0) break;
+      done += n;
+    }
+    return done;
+  }
+
+  head(): Buffer {
+    const buffer = Buffer.allocUnsafe(Math.min(HEADER_WINDOW, this.size));
+    return buffer.subarray(0, this.readInto(buffer, 0, buffer.length, 0));
+  }
+
+  mentions(values: readonly string[]): boolean[] {
+    const needles = values.map((value) => Buffer.from(JSON.stringify(value)));
+    const found = needles.map(() => false);
+    const overlap = Math.max(0, ...needles.map((n) => n.length - 1));
+    const buffer = Buffer.allocUnsafe(overlap + SEARCH_WINDOW);
+    let kept = 0;
+    let left = needles.length;
+    for (let position = 0; position < this.size && left > 0; ) {
+      const n = this.readInto(buffer, kept, Math.min(SEARCH_WINDOW, this.size - position), position);
+      if (n === 0) break;
+      position += n;
+      const text = buffer.subarray(0, kept + n);
+      for (let i = 0; i < needles.length; i++) {
+        if (!found[i] && text.indexOf(needles[i]!) >= 0) {
+          found[i] = true;
+          left--;
+        }
+      }
+      // The last bytes are searched again with the next window: a value cut in two is still found.
+      kept = Math.min(overlap, text.length);
+      text.copy(buffer, 0, text.length - kept);
+    }
+    return found;
+  }
+
+  whole(): Buffer {
+    const buffer = Buffer.allocUnsafe(this.size);
+    return buffer.subarray(0, this.readInto(buffer, 0, this.size, 0));
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
+}
+
+function submissionCatalog(
+  source: CatalogSource,
+  siteDir: string,
+  sidecar: unknown,
+  read: SiteFileReader,
+): CatalogDocument | null {
   const whole = () => {
-    const catalog = parseJson<CatalogDocument>(bytes);
+    const catalog = parseJson<CatalogDocument>(source.whole());
     return catalog ? catalogWithSubmissionVersions(catalog, siteDir, sidecar) : null;
   };
-  const header = catalogHeader(bytes);
+  const header = catalogHeader(source.head());
   if (!header) return whole();
   const url = artifactUrlOf(sidecar, header.baseUrl);
-  if (url !== null && mentions(bytes, url)) return whole();
   const urls = portalUrls(header.baseUrl);
   const mods = new Map<string, CatalogMod>();
   const queue = submissionModIds(sidecar);
   const seen = new Set(queue);
+  // The artifact URL and the submission's own mods are searched in one pass; a mod their newest
+  // versions depend on (found while walking) in one more pass per round.
+  const listed = new Map<string, boolean>();
+  const ask = (values: string[]) => {
+    const answers = source.mentions(values);
+    for (const [i, value] of values.entries()) listed.set(value, answers[i]!);
+  };
+  ask([...(url !== null ? [url] : []), ...queue.map((modId) => urls.modVersions(modId))]);
+  if (url !== null && listed.get(url)) return whole();
   for (let i = 0; i < queue.length; i++) {
     const modId = queue[i]!;
-    if (!mentions(bytes, urls.modVersions(modId))) continue;
+    if (!listed.has(urls.modVersions(modId)))
+      ask(
+        queue
+          .slice(i)
+          .filter((id) => !listed.has(urls.modVersions(id)))
+          .map((id) => urls.modVersions(id)),
+      );
+    if (!listed.get(urls.modVersions(modId))) continue;
     const mod = readCatalogMod(read, modId);
     if (!mod) return whole();
     mods.set(modId, mod);

@@ -4,7 +4,7 @@
  * of the mods its dependencies reach. The reports are the same as with the whole catalog.
  */
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { PassThrough } from "node:stream";
@@ -26,7 +26,7 @@ import {
 } from "../../src/contracts/catalog.ts";
 import { loadPortalConfig } from "../../src/contracts/portal-config.ts";
 import type { ReleaseRecord } from "../../src/contracts/records.ts";
-import { SITE_PATHS } from "../../src/contracts/urls.ts";
+import { portalUrls, SITE_PATHS } from "../../src/contracts/urls.ts";
 import { runValidation } from "../../src/validation/runner.ts";
 import type { ValidationReport } from "../../src/validation/types.ts";
 import { BUILD, gameBuilds, goodPackage, NOW, type PackageSpec, policy, releaseRecord } from "./fixtures.ts";
@@ -194,6 +194,35 @@ describe("the catalog a submission's validation reads", () => {
       expect(narrow).toEqual(await validate(pkg.bytes, sidecar, wholeCatalog(sidecar)));
     });
   }
+
+  it("searches catalog.json from the file a window at a time with the bytes' answers, a URL cut by a window's edge included", () => {
+    const copy = mkdtempSync(join(tmpdir(), "svc-submission-window-"));
+    try {
+      cpSync(siteDir, copy, { recursive: true });
+      const path = join(copy, SITE_PATHS.catalog);
+      const text = readFileSync(path, "utf8");
+      // Spaces after the mods array's "[" move chain-top's versionsUrl over the first 1 MiB window's
+      // edge (catalog-file windows are 1 MiB): its first bytes in one window, the rest in the next.
+      const needle = JSON.stringify(portalUrls(config.baseUrl).modVersions("chain-top"));
+      const open = text.indexOf('"mods": [') + '"mods": ['.length;
+      const pad = 1024 * 1024 - text.indexOf(needle) - Math.floor(needle.length / 2);
+      expect(pad).toBeGreaterThan(0);
+      writeFileSync(path, `${text.slice(0, open)}${" ".repeat(pad)}${text.slice(open)}`);
+      expect(readFileSync(path).indexOf(needle)).toBe(1024 * 1024 - Math.floor(needle.length / 2));
+      for (const spec of [
+        { dependencies: [{ modId: "chain-top", versionRange: "^1.0.0" }] },
+        { modId: "chain-top", version: "9.0.0" },
+        {},
+      ]) {
+        const { sidecar } = goodPackage(spec);
+        const fromFile = readSubmissionCatalog(copy, sidecar);
+        expect(fromFile).toEqual(readSubmissionCatalog(copy, sidecar, siteFileReader(copy)));
+        if (spec.dependencies || spec.modId) expect(fromFile!.mods.map((m) => m.id)).toContain("chain-top");
+      }
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  });
 
   it("svc validate passes with an unrelated mod's documents deleted and its catalog.json entry unparseable", async () => {
     const copy = mkdtempSync(join(tmpdir(), "svc-submission-catalog-copy-"));
