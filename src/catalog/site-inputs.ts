@@ -8,7 +8,7 @@ import { ENDPOINTS, type EndpointDefinition } from "../contracts/endpoints.ts";
 import type { ModOwnership } from "../contracts/ownership.ts";
 import type { BackendSmokeSummary, SmokeSummary } from "../contracts/readiness.ts";
 import { RECORD_PATHS, type ReleaseRecord, type TrackedRelease } from "../contracts/records.ts";
-import { type ChangesPage } from "../contracts/changes.ts";
+import type { ChangesPage } from "../contracts/changes.ts";
 import { formatIssues, schemaRegistry } from "../contracts/schemas.ts";
 import { readRootFiles } from "../distribution/tuf-root.ts";
 import { SvcError } from "../errors.ts";
