@@ -1,9 +1,10 @@
 import { createHash, createPrivateKey, createPublicKey } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, sep } from "node:path";
 import { Metadata } from "@tufjs/models";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FileWriter, signedText } from "../../src/distribution/tuf-file-writer.ts";
 import {
   digestFiles,
   leading32,
@@ -322,5 +323,28 @@ describe("sha256Leading32", () => {
     }
     for (const text of texts)
       expect(leading32(text)).toBe(createHash("sha256").update(text, "utf8").digest().readUInt32BE(0));
+  });
+});
+
+describe("FileWriter", () => {
+  it("rethrows a file it could not write on the waiting thread, and hard-links files with the same bytes", () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-file-writer-"));
+    try {
+      const missing = FileWriter.start(join(dir, "gone"), null)!;
+      missing.write("1.bins-000.json", "{}\n");
+      expect(() => missing.finish()).toThrow(expect.objectContaining({ code: "ENOENT" }));
+
+      const writer = FileWriter.start(dir, { pem: KEYS.targets.privateKey, keyid: KEYS.targets.keyid })!;
+      writer.writeSigned("2.bins-001.json", '{"a":1}', '{"a":1}');
+      writer.writeSigned("2.bins-002.json", '{"a":1}', '{"a":1}');
+      writer.write("3.snapshot.json", "snapshot\n");
+      writer.finish();
+      const signed = readFileSync(join(dir, "2.bins-001.json"), "utf8");
+      expect(signed).toBe(signedText(signerFor(KEYS.targets)(Buffer.from('{"a":1}')), '{"a":1}'));
+      expect(statSync(join(dir, "2.bins-002.json")).ino).toBe(statSync(join(dir, "2.bins-001.json")).ino);
+      expect(readFileSync(join(dir, "3.snapshot.json"), "utf8")).toBe("snapshot\n");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
