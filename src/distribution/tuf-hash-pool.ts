@@ -1,7 +1,7 @@
 import { hash } from "node:crypto";
 import { closeSync, openSync, readSync } from "node:fs";
 import { join, sep } from "node:path";
-import { MessageChannel, receiveMessageOnPort, Worker } from "node:worker_threads";
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 
 /** How a file is read besides being hashed. */
 export const PARSE_NONE = 0;
@@ -349,33 +349,69 @@ const fs = require("node:fs");
 // the functions below; a bundle without it never calls it.
 const __name = (target, value) => Object.defineProperty(target, "name", { value, configurable: true });
 const { hash } = require("node:crypto");
-const { job, port } = workerData;
-const { paths, solo, control } = job;
+const { port } = workerData;
 ${fileReader.toString()}
 ${sha256Scratch.toString()}
 ${sha256Leading32.toString()}
 ${eachRelease.toString()}
 ${catalogModsOf.toString()}
 ${hashBatches.toString()}
-const listed = [];
-let failure = null;
-let reads = 0;
-// Started: unless the main thread already gave up waiting for this thread to start (then it has
-// claimed every batch itself, and nothing is left to do or answer).
-if (Atomics.compareExchange(control, 2, 0, 1) === 0) {
-  try {
-    reads = hashBatches(job, true, fileReader(fs), (data) => hash("sha256", data, "buffer"), listed);
-  } catch (error) {
-    // Claim what is left, so the main thread stops taking batches; it rethrows this.
-    Atomics.store(control, 0, paths.length);
-    Atomics.store(control, 3, solo.length);
-    failure = { code: (error && error.code) || null, message: String((error && error.message) || error) };
+// The job comes once the signing thread has listed the files (this thread starts while it walks).
+port.once("message", (job) => {
+  const { paths, solo, control } = job;
+  const listed = [];
+  let failure = null;
+  let reads = 0;
+  // Started: unless the main thread already gave up waiting for this thread to start (then it has
+  // claimed every batch itself, and nothing is left to do or answer).
+  if (Atomics.compareExchange(control, 2, 0, 1) === 0) {
+    try {
+      reads = hashBatches(job, true, fileReader(fs), (data) => hash("sha256", data, "buffer"), listed);
+    } catch (error) {
+      // Claim what is left, so the main thread stops taking batches; it rethrows this.
+      Atomics.store(control, 0, paths.length);
+      Atomics.store(control, 3, solo.length);
+      failure = { code: (error && error.code) || null, message: String((error && error.message) || error) };
+    }
+    port.postMessage({ listed, failure, reads });
+    Atomics.store(control, 1, 1);
+    Atomics.notify(control, 1);
   }
-  port.postMessage({ listed, failure, reads });
-  Atomics.store(control, 1, 1);
-  Atomics.notify(control, 1);
-}
+  port.close();
+});
 `;
+
+/** A hashing worker thread, started before its files are known (while the walk lists them). */
+export interface HashWorker {
+  worker: Worker;
+  port: MessagePort;
+}
+
+/** Starts a hashing worker (its start-up, ~30 ms, then overlaps the walk); null when none can be. */
+export function startHashWorker(): HashWorker | null {
+  try {
+    const { port1, port2 } = new MessageChannel();
+    const worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { port: port2 },
+      transferList: [port2],
+      // The worker needs nothing of the parent's flags (a --cpu-prof, a loader) or its stdin.
+      execArgv: [],
+      stdin: false,
+    });
+    worker.unref();
+    return { worker, port: port1 };
+  } catch {
+    // No worker threads here (a restricted runtime): the signing thread reads every file.
+    return null;
+  }
+}
+
+/** Stops a hashing worker that will get no job (or whose job failed on this thread). */
+export function stopHashWorker(hashWorker: HashWorker): void {
+  hashWorker.port.close();
+  void hashWorker.worker.terminate();
+}
 
 /**
  * Reads and hashes every file once, on both cores: a worker thread and this one claim batches of
@@ -391,8 +427,12 @@ export function digestFiles(
   paths: readonly string[],
   kinds: Uint8Array,
   binBits: number,
-  /** A test's: this thread only waits for the worker (which reads everything, if it starts). */
-  options: { workerOnly?: boolean } = {},
+  options: {
+    /** A worker already started (startHashWorker), or null for none; by default one is started for POOL_FROM files. */
+    worker?: HashWorker | null;
+    /** A test's: this thread only waits for the worker (which reads everything, if it starts). */
+    workerOnly?: boolean;
+  } = {},
 ): FileDigests {
   const n = paths.length;
   const shared = new SharedArrayBuffer(16 + n * 8 + n * 32 + n * 2 + n);
@@ -424,45 +464,34 @@ export function digestFiles(
     k: SHA256_K,
   };
 
-  let worker: Worker | null = null;
-  const { port1, port2 } = new MessageChannel();
-  if (n >= POOL_FROM) {
-    try {
-      worker = new Worker(WORKER_SOURCE, {
-        eval: true,
-        workerData: { job, port: port2 },
-        transferList: [port2],
-        // The worker needs nothing of the parent's flags (a --cpu-prof, a loader) or its stdin.
-        execArgv: [],
-        stdin: false,
-      });
-      worker.unref();
-    } catch {
-      // No worker threads here (a restricted runtime): this thread reads every file.
-      worker = null;
-    }
+  // The worker given (started while the files were listed), or one started now for enough files.
+  let hashWorker =
+    options.worker === undefined ? (n >= POOL_FROM ? startHashWorker() : null) : options.worker;
+  if (hashWorker && n < POOL_FROM) {
+    stopHashWorker(hashWorker);
+    hashWorker = null;
   }
+  hashWorker?.port.postMessage(job);
   const listed: Array<[number, ListedReleases]> = [];
   const sha256 = (data: Buffer | string) => hash("sha256", data, "buffer");
   const reads = { main: 0, worker: 0 };
   try {
-    if (worker && options.workerOnly) Atomics.wait(control, 1, 0, WORKER_TIMEOUT_MS);
+    if (hashWorker && options.workerOnly) Atomics.wait(control, 1, 0, WORKER_TIMEOUT_MS);
     reads.main = hashBatches(job, false, fileReader({ openSync, readSync, closeSync }), sha256, listed);
   } catch (error) {
     Atomics.store(control, 0, n);
     Atomics.store(control, 3, solo.length);
-    port1.close();
-    if (worker) void worker.terminate();
+    if (hashWorker) stopHashWorker(hashWorker);
     throw error;
   }
   // A worker that has not started by now finds nothing left to claim: it is told not to bother.
-  if (worker && Atomics.compareExchange(control, 2, 0, 2) === 1) {
+  if (hashWorker && Atomics.compareExchange(control, 2, 0, 2) === 1) {
     const answered =
       Atomics.wait(control, 1, 0, WORKER_TIMEOUT_MS) !== "timed-out" || Atomics.load(control, 1) === 1;
-    const message = answered ? receiveMessageOnPort(port1) : undefined;
-    port1.close();
+    const message = answered ? receiveMessageOnPort(hashWorker.port) : undefined;
+    hashWorker.port.close();
     if (!message) {
-      void worker.terminate();
+      void hashWorker.worker.terminate();
       throw new Error("the hashing worker did not finish its files");
     }
     const {
@@ -481,10 +510,7 @@ export function digestFiles(
       throw error;
     }
     for (const entry of theirs) listed.push(entry);
-  } else {
-    port1.close();
-    if (worker) void worker.terminate();
-  }
+  } else if (hashWorker) stopHashWorker(hashWorker);
   return {
     length: (index) => lengths[index]!,
     sha256: (index) => Buffer.from(digests.buffer, digests.byteOffset + index * 32, 32).toString("hex"),

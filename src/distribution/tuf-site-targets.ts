@@ -5,10 +5,14 @@ import { DistributionError } from "./errors.ts";
 import {
   catalogModsOf,
   digestFiles,
+  type HashWorker,
   type ListedReleases,
   PARSE_CATALOG,
   PARSE_VERSIONS,
+  POOL_FROM,
   RELEASE_STRIDE,
+  startHashWorker,
+  stopHashWorker,
 } from "./tuf-hash-pool.ts";
 import {
   artifactTargetPath,
@@ -28,7 +32,7 @@ export function hashSiteFile(path: string): { length: number; sha256: string } {
 // Not lib/walk.ts's listFilesUnder: dot-names (an atomic writer's temporaries) are never targets.
 // Entries come typed from readdir: no stat per file (a full signing walks ~100,000 of them). Each
 // file's site path (`/`-separated, relative to the site) is built along the walk.
-function listFiles(siteDir: string, under: string, paths: string[]): void {
+function listFiles(siteDir: string, under: string, paths: string[], found: () => void): void {
   const top = join(siteDir, ...under.split("/"));
   if (!existsSync(top)) return;
   const walk = (d: string, rel: string) => {
@@ -39,10 +43,16 @@ function listFiles(siteDir: string, under: string, paths: string[]): void {
       if (entry.name.startsWith(".")) continue;
       const path = `${rel}/${entry.name}`;
       if (entry.isDirectory()) walk(`${d}/${entry.name}`, path);
-      else if (entry.isFile()) paths.push(path);
+      else if (entry.isFile()) {
+        paths.push(path);
+        found();
+      }
       // A link (or a type readdir cannot name): what it resolves to decides.
       else if (statSync(`${d}/${entry.name}`).isDirectory()) walk(`${d}/${entry.name}`, path);
-      else paths.push(path);
+      else {
+        paths.push(path);
+        found();
+      }
     }
   };
   walk(top, under);
@@ -92,14 +102,25 @@ export interface BinnedTargets {
  */
 export function collectBinnedTargets(siteDir: string): BinnedTargets {
   const paths: string[] = [];
-  listFiles(siteDir, "api/v1", paths);
-  listFiles(siteDir, "downloads", paths);
+  // The hashing worker starts as soon as the walk has found enough files to use it: its start-up
+  // overlaps the rest of the walk.
+  let worker: HashWorker | null | undefined;
+  const found = () => {
+    if (worker === undefined && paths.length >= POOL_FROM) worker = startHashWorker();
+  };
+  try {
+    listFiles(siteDir, "api/v1", paths, found);
+    listFiles(siteDir, "downloads", paths, found);
+  } catch (error) {
+    if (worker) stopHashWorker(worker);
+    throw error;
+  }
   const kinds = new Uint8Array(paths.length);
   paths.forEach((path, i) => {
     if (VERSIONS_DOCUMENT.test(path)) kinds[i] = PARSE_VERSIONS;
     else if (path === CATALOG) kinds[i] = PARSE_CATALOG;
   });
-  const digests = digestFiles(siteDir, paths, kinds, BIN_BIT_LENGTH);
+  const digests = digestFiles(siteDir, paths, kinds, BIN_BIT_LENGTH, worker === undefined ? {} : { worker });
   const byBin = Array.from({ length: 2 ** BIN_BIT_LENGTH }, () => new Map<string, SiteTarget>());
   paths.forEach((path, i) => {
     byBin[digests.bin(i)]!.set(path, { path, length: digests.length(i), sha256: digests.sha256(i) });
