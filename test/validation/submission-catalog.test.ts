@@ -200,18 +200,27 @@ describe("the catalog a submission's validation reads", () => {
     try {
       cpSync(siteDir, copy, { recursive: true });
       const path = join(copy, SITE_PATHS.catalog);
-      const text = readFileSync(path, "utf8");
-      // Spaces after the mods array's "[" move chain-top's versionsUrl over the first 1 MiB window's
-      // edge (catalog-file windows are 1 MiB): its first bytes in one window, the rest in the next.
+      // chain-top's detailUrl goes (the narrow path reads it from the mod's own index.json), so its
+      // versionsUrl holds the first "/mods/chain-top/" of the file (nothing before it names the mod).
+      // Spaces after the mods array's "[" then move that versionsUrl over the first 1 MiB window's
+      // edge (catalog-file windows are 1 MiB), cut inside "/mods/chain-top/".
+      const text = readFileSync(path, "utf8").replace(
+        /\n\s*"detailUrl": "[^"]*\/mods\/chain-top\/index\.json",/,
+        "",
+      );
       const needle = JSON.stringify(portalUrls(config.baseUrl).modVersions("chain-top"));
       const open = text.indexOf('"mods": [') + '"mods": ['.length;
-      const pad = 1024 * 1024 - text.indexOf(needle) - Math.floor(needle.length / 2);
+      const cut = needle.indexOf("/mods/chain-top/") + "/mods/ch".length;
+      const pad = 1024 * 1024 - text.indexOf(needle) - cut;
       expect(pad).toBeGreaterThan(0);
       writeFileSync(path, `${text.slice(0, open)}${" ".repeat(pad)}${text.slice(open)}`);
-      expect(readFileSync(path).indexOf(needle)).toBe(1024 * 1024 - Math.floor(needle.length / 2));
+      expect(readFileSync(path).indexOf(needle)).toBe(1024 * 1024 - cut);
+      expect(readFileSync(path).indexOf("/mods/chain-top/")).toBe(
+        1024 * 1024 - cut + needle.indexOf("/mods/"),
+      );
       for (const spec of [
         { dependencies: [{ modId: "chain-top", versionRange: "^1.0.0" }] },
-        { modId: "chain-top", version: "9.0.0" },
+        { modId: "chain-top", version: "9.0.0", dependencies: [] },
         {},
       ]) {
         const { sidecar } = goodPackage(spec);
