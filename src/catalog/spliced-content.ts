@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { closeSync, fstatSync, openSync, readSync, writeSync } from "node:fs";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { fsyncPath } from "../lib/atomic-write.ts";
+import { FSYNC_LANES_SOURCE } from "../lib/fsync-many.ts";
 
 /**
  * A file made of byte ranges of another file and new bytes, written by copying the ranges in chunks
@@ -128,9 +129,7 @@ const HELPER_SOURCE = `
 const { workerData } = require("node:worker_threads");
 const { createHash } = require("node:crypto");
 const fs = require("node:fs");
-const { open } = require("node:fs/promises");
 const { port, flag, chunkSize, kickBytes } = workerData;
-const IGNORED = ["EISDIR", "EINVAL", "EPERM", "EBADF"];
 function answer(reply) {
   port.postMessage(reply);
   Atomics.add(flag, 0, 1);
@@ -195,26 +194,10 @@ async function write(job) {
   }
   return hash ? { length, sha256: hash.digest("hex") } : null;
 }
+${FSYNC_LANES_SOURCE}
 async function syncAll(paths, lanes) {
   const errors = [];
-  let next = 0;
-  async function lane() {
-    while (next < paths.length) {
-      const path = paths[next++];
-      let handle;
-      try {
-        handle = await open(path, "r");
-        await handle.sync();
-      } catch (error) {
-        const code = error && error.code;
-        if (code === "ENOENT" || (handle && IGNORED.includes(code))) continue;
-        errors.push({ path, ...fail(error) });
-      } finally {
-        if (handle) await handle.close().catch(() => {});
-      }
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(lanes, paths.length) }, lane));
+  await fsyncLanes(paths, lanes, (path, error) => errors.push({ path, ...fail(error) }));
   return errors;
 }
 port.on("message", (job) => {

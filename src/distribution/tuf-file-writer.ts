@@ -1,4 +1,5 @@
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
+import { FSYNC_LANES_SOURCE } from "../lib/fsync-many.ts";
 
 /**
  * A signed bin before its signature: the canonical JSON the signature covers, and the compact JSON
@@ -27,7 +28,6 @@ const WRITER_SOURCE = `
 const { workerData } = require("node:worker_threads");
 const { createPrivateKey, sign, hash } = require("node:crypto");
 const { linkSync, rmSync, writeFileSync } = require("node:fs");
-const { open } = require("node:fs/promises");
 const { join } = require("node:path");
 const { port, flag, dir, key, lanes } = workerData;
 const errors = [];
@@ -66,31 +66,11 @@ function write(job) {
     fail(file, error);
   }
 }
-const IGNORED = ["EISDIR", "EINVAL", "EPERM", "EBADF"];
-async function fsyncAll(paths) {
-  let next = 0;
-  async function lane() {
-    while (next < paths.length) {
-      const path = paths[next++];
-      let handle;
-      try {
-        handle = await open(path, "r");
-        await handle.sync();
-      } catch (error) {
-        const code = error && error.code;
-        if (code === "ENOENT" || (handle && IGNORED.includes(code))) continue;
-        fail(path, error);
-      } finally {
-        if (handle) await handle.close().catch(() => {});
-      }
-    }
-  }
-  await Promise.all(Array.from({ length: lanes }, lane));
-}
+${FSYNC_LANES_SOURCE}
 port.on("message", (job) => {
   if (!job.finish) return write(job);
   // Nothing fsynced after a failed write: the caller throws, and no timestamp names these files.
-  (errors.length ? Promise.resolve() : fsyncAll([...toSync, dir]))
+  (errors.length ? Promise.resolve() : fsyncLanes([...toSync, dir], lanes, fail))
     .catch((error) => fail("", error))
     .finally(() => {
       port.postMessage(errors);

@@ -12,33 +12,48 @@ export const PARALLEL_FSYNC_FROM = 24;
 /** How long a synchronous caller waits for the worker before it gives up and fsyncs by itself. */
 const WORKER_TIMEOUT_MS = 120_000;
 
-// CommonJS, evaluated by the worker (no file to ship beside a bundle). Each lane fsyncs the next
-// path until none is left (libuv's thread pool runs four at a time); errors are collected, not
+/**
+ * CommonJS that worker sources include (a worker evaluated from a string cannot import a module):
+ * `fsyncLanes(paths, lanes, onError)` fsyncs every path, `lanes` at a time (libuv's thread pool
+ * runs four at once), as fsyncPath does each: a path already gone has nothing to sync and a folder
+ * a platform will not fsync is skipped; any other failure goes to `onError(path, error)`, never
+ * thrown, so a worker always answers its waiting thread.
+ */
+export const FSYNC_LANES_SOURCE = `
+const FSYNC_SKIPPED = ["EISDIR", "EINVAL", "EPERM", "EBADF"];
+async function fsyncLanes(paths, lanes, onError) {
+  const { open } = require("node:fs/promises");
+  let next = 0;
+  async function lane() {
+    while (next < paths.length) {
+      const path = paths[next++];
+      let handle;
+      try {
+        handle = await open(path, "r");
+        await handle.sync();
+      } catch (error) {
+        const code = error && error.code;
+        if (code === "ENOENT" || (handle && FSYNC_SKIPPED.includes(code))) continue;
+        onError(path, error);
+      } finally {
+        if (handle) await handle.close().catch(() => {});
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(lanes, paths.length) }, lane));
+}
+`;
+
+// CommonJS, evaluated by the worker (no file to ship beside a bundle). Errors are collected, not
 // thrown, and always answered, so the waiting thread is always woken.
 const WORKER_SOURCE = `
 const { workerData } = require("node:worker_threads");
-const { open } = require("node:fs/promises");
 const { paths, flag, port, lanes } = workerData;
 const errors = [];
-let next = 0;
-const IGNORED = ["EISDIR", "EINVAL", "EPERM", "EBADF"];
-async function lane() {
-  while (next < paths.length) {
-    const path = paths[next++];
-    let handle;
-    try {
-      handle = await open(path, "r");
-      await handle.sync();
-    } catch (error) {
-      const code = error && error.code;
-      if (code === "ENOENT" || (handle && IGNORED.includes(code))) continue;
-      errors.push({ path, code: code || null, message: String((error && error.message) || error) });
-    } finally {
-      if (handle) await handle.close().catch(() => {});
-    }
-  }
-}
-Promise.all(Array.from({ length: lanes }, lane))
+${FSYNC_LANES_SOURCE}
+fsyncLanes(paths, lanes, (path, error) =>
+  errors.push({ path, code: (error && error.code) || null, message: String((error && error.message) || error) }),
+)
   .catch((error) => errors.push({ path: "", code: null, message: String(error) }))
   .finally(() => {
     port.postMessage(errors);
