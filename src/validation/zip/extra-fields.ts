@@ -1,5 +1,5 @@
 import { crc32 } from "./crc32.ts";
-import type { ZipFinding, ZipReasonCode } from "./reader.ts";
+import type { ZipFinding, ZipReasonCode } from "./findings.ts";
 
 /**
  * The extra fields of both headers of every entry, held to one rule: a package is safe only if every
