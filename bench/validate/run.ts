@@ -11,7 +11,7 @@
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -441,7 +441,14 @@ function printAntivirus(rows: AntivirusRow[]): void {
 async function main(): Promise<void> {
   for (const tool of ["sha256sum", "unzip"])
     if (!has(tool)) throw new Error(`${tool} is needed for the baseline`);
-  const gameBuilds = JSON.parse(readFileSync(join(SITE, "api/v1/game-builds/latest.json"), "utf8")) as {
+  // site/ is a build output (not in git): a fresh clone has none until `svc build` (npm start and
+  // npm test make it), and svc validate reads the portal's catalog from it.
+  const latest = join(SITE, "api/v1/game-builds/latest.json");
+  if (!existsSync(latest)) {
+    console.log("no site/ yet: svc build ...");
+    execFileSync(process.execPath, [join(ROOT, "bin/svc.js"), "build"], { cwd: ROOT, stdio: "inherit" });
+  }
+  const gameBuilds = JSON.parse(readFileSync(latest, "utf8")) as {
     supportedGameBuilds: string[];
   };
   const build = gameBuilds.supportedGameBuilds[0]!;
