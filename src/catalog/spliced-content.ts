@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { closeSync, fstatSync, openSync, readSync, writeSync } from "node:fs";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
 import { fsyncPath } from "../lib/atomic-write.ts";
-import { FSYNC_LANES_SOURCE } from "../lib/fsync-many.ts";
+import { FSYNC_LANES_SOURCE, type FsyncFailure, throwFsyncFailures } from "../lib/fsync-many.ts";
 
 /**
  * A file made of byte ranges of another file and new bytes, written by copying the ranges in chunks
@@ -237,7 +237,7 @@ interface HelperReply {
   id: number;
   digest?: FileDigest | null;
   error?: { code: string | null; message: string };
-  errors?: Array<{ path: string; code: string | null; message: string }>;
+  errors?: FsyncFailure[];
 }
 
 interface Helper {
@@ -458,13 +458,5 @@ function settleFsync(posted: { helper: Helper; id: number }, paths: readonly str
     for (const path of paths) fsyncPath(path);
     return;
   }
-  const failures = reply.errors ?? [];
-  if (failures.length > 0) {
-    const first = failures[0]!;
-    const error = new Error(
-      `fsync failed for ${failures.length} path(s), first ${first.path}: ${first.message}`,
-    ) as NodeJS.ErrnoException;
-    if (first.code) error.code = first.code;
-    throw error;
-  }
+  throwFsyncFailures(reply.errors ?? []);
 }

@@ -62,10 +62,22 @@ fsyncLanes(paths, lanes, (path, error) =>
   });
 `;
 
-interface FsyncFailure {
+/** One path a worker could not fsync, as its worker source reports it. */
+export interface FsyncFailure {
   path: string;
   code: string | null;
   message: string;
+}
+
+/** Throws for the failures a worker reported (the count, and the first by path and code); none, nothing. */
+export function throwFsyncFailures(failures: readonly FsyncFailure[]): void {
+  if (failures.length === 0) return;
+  const first = failures[0]!;
+  const error = new Error(
+    `fsync failed for ${failures.length} path(s), first ${first.path}: ${first.message}`,
+  ) as NodeJS.ErrnoException;
+  if (first.code) error.code = first.code;
+  throw error;
 }
 
 /**
@@ -107,13 +119,5 @@ export function fsyncAll(paths: readonly string[]): void {
     for (const path of paths) fsyncPath(path);
     return;
   }
-  const failures = message.message as FsyncFailure[];
-  if (failures.length > 0) {
-    const first = failures[0]!;
-    const error = new Error(
-      `fsync failed for ${failures.length} path(s), first ${first.path}: ${first.message}`,
-    ) as NodeJS.ErrnoException;
-    if (first.code) error.code = first.code;
-    throw error;
-  }
+  throwFsyncFailures(message.message as FsyncFailure[]);
 }

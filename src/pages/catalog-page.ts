@@ -164,9 +164,10 @@ function parseItemAt(page: Buffer, start: number, limit: number): ParsedItem | n
 /**
  * The catalog page with one mod's list item replaced, inserted (in page order) or removed, spliced
  * into the page on disk as bytes: the other 10,000 items are neither parsed nor copied into strings.
- * The header's counts are recounted from the items' data attributes. Byte-identical to
- * renderCatalogPage over the same catalog (a test holds it to that); null when the page is not in
- * the shape renderCatalogPage writes, and the caller renders it whole.
+ * The header's counts are carried from the old header and moved by the one item (readPageSummary),
+ * and recounted from the items' data attributes only when that header cannot be read back exactly.
+ * Byte-identical to renderCatalogPage over the same catalog (a test holds it to that); null when the
+ * page is not in the shape renderCatalogPage writes, and the caller renders it whole.
  */
 export function spliceCatalogPage(
   ctx: PageContext,
